@@ -1,0 +1,3 @@
+export { freePort, spawnServer, type RunningServer } from "./process.js";
+export { startRails, type RailsServer } from "./rails.js";
+export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
