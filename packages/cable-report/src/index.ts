@@ -1,0 +1,1 @@
+export { Plugin, LEGACY_METRICS_FORMAT } from "./plugin.js";
