@@ -1,0 +1,34 @@
+/**
+ * Where a run's files live in the store (an S3 bucket or a local directory standing in for one).
+ * The CDK stack derives its IAM resource patterns from the same functions, so the task role and
+ * the worker cannot drift apart.
+ *
+ *   runs/<runId>/bundle/run.json                  the manifest (see manifest.ts)
+ *   runs/<runId>/bundle/<scenario, processors, payload files…>
+ *   runs/<runId>/<region>/<taskId>/report.json    artillery run -o
+ *   runs/<runId>/<region>/<taskId>/report.json.sketches.json   the cable-report sidecar
+ *   runs/<runId>/<region>/<taskId>/artillery.log  artillery's stdout and stderr, secrets redacted
+ *   runs/<runId>/<region>/<taskId>/status.json    written last: the task's outcome
+ */
+
+export const RUNS_PREFIX = "runs";
+export const BUNDLE_DIR = "bundle";
+export const MANIFEST_FILE = "run.json";
+export const REPORT_FILE = "report.json";
+export const LOG_FILE = "artillery.log";
+export const STATUS_FILE = "status.json";
+
+/** Run ids, regions and task ids become single path segments, so they are kept to a safe alphabet. */
+export const SEGMENT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function bundlePrefix(runId: string): string {
+  return `${RUNS_PREFIX}/${runId}/${BUNDLE_DIR}/`;
+}
+
+export function resultPrefix(runId: string, region: string, taskId: string): string {
+  return `${RUNS_PREFIX}/${runId}/${region}/${taskId}/`;
+}
+
+/** Key patterns (S3 wildcard syntax) for IAM: every run's bundle, and one region's results. */
+export const bundleKeyPattern = (): string => `${RUNS_PREFIX}/*/${BUNDLE_DIR}/*`;
+export const resultKeyPattern = (region: string): string => `${RUNS_PREFIX}/*/${region}/*`;

@@ -1,0 +1,43 @@
+import { copyFile, mkdir, readdir } from "node:fs/promises";
+import path from "node:path";
+import type { Store } from "./store.js";
+
+/** A directory laid out exactly like the bucket: key `a/b/c` is the file `<root>/a/b/c`. */
+export class LocalStore implements Store {
+  constructor(private readonly root: string) {}
+
+  get location(): string {
+    return this.root;
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const dir = this.pathOf(prefix);
+    let entries;
+    try {
+      entries = await readdir(dir, { recursive: true, withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw err;
+    }
+    return entries
+      .filter((e) => e.isFile())
+      .map((e) => prefix + path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join("/"))
+      .sort();
+  }
+
+  async getToFile(key: string, file: string): Promise<void> {
+    await copyFile(this.pathOf(key), file);
+  }
+
+  async putFile(key: string, file: string): Promise<void> {
+    const target = this.pathOf(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    await copyFile(file, target);
+  }
+
+  private pathOf(key: string): string {
+    const target = path.resolve(this.root, ...key.split("/").filter(Boolean));
+    if (target !== this.root && !target.startsWith(this.root + path.sep)) throw new Error(`key ${key} escapes ${this.root}`);
+    return target;
+  }
+}

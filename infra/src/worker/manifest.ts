@@ -1,0 +1,40 @@
+import { z } from "zod";
+import { envVarName, formatIssues, secretsMap } from "./config.js";
+
+/**
+ * `runs/<runId>/bundle/run.json`, written by the fan-out runner next to the files it uploads.
+ * Every task of a run reads the same manifest, so `startAt` lines all regions up.
+ */
+export const manifestSchema = z
+  .object({
+    /** Path of the Artillery script, relative to the bundle root. */
+    scenario: z
+      .string()
+      .min(1)
+      .refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), "must be a relative path inside the bundle"),
+    /** Epoch milliseconds at which every task starts Artillery. */
+    startAt: z.number().int().nonnegative().optional(),
+    /** Passed as `artillery run --overrides <json>`. */
+    overrides: z.record(z.unknown()).optional(),
+    /** Passed as `artillery run -e <environment>`. */
+    environment: z.string().min(1).optional(),
+    /** Plain (non-secret) variables for Artillery's environment, e.g. for `{{ $env.TARGET }}`. */
+    env: z.record(envVarName, z.string()).optional(),
+    /** More secret references, merged over CABLE_SECRETS. Names only, never values. */
+    secrets: secretsMap.optional(),
+  })
+  .strict();
+
+export type RunManifest = z.infer<typeof manifestSchema>;
+
+export function parseManifest(text: string, source: string): RunManifest {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  const result = manifestSchema.safeParse(json);
+  if (!result.success) throw new Error(`${source} is invalid: ${formatIssues(result.error)}`);
+  return result.data;
+}

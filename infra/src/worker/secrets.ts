@@ -1,0 +1,47 @@
+import { GetSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { GetParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
+
+export interface SecretClients {
+  ssm: () => SSMClient;
+  secretsManager: () => SecretsManagerClient;
+}
+
+const SECRETS_MANAGER_ARN = /^arn:[^:]+:secretsmanager:/;
+
+/**
+ * Resolves `{ ENV_VAR: reference }` to `{ ENV_VAR: value }` at task start. A reference is a
+ * Secrets Manager ARN or else an SSM parameter name/ARN (SecureString is decrypted). Errors name the
+ * variable and the reference, never a value.
+ */
+export async function resolveSecrets(refs: Record<string, string>, clients: SecretClients): Promise<Record<string, string>> {
+  const values: Record<string, string> = {};
+  for (const [name, ref] of Object.entries(refs)) {
+    try {
+      values[name] = SECRETS_MANAGER_ARN.test(ref) ? await fromSecretsManager(ref, clients) : await fromParameterStore(ref, clients);
+    } catch (err) {
+      const e = err as Error;
+      throw new Error(`secret ${name} (${ref}) could not be read: ${e.name}: ${e.message}`);
+    }
+  }
+  return values;
+}
+
+async function fromSecretsManager(arn: string, clients: SecretClients): Promise<string> {
+  const out = await clients.secretsManager().send(new GetSecretValueCommand({ SecretId: arn }));
+  if (out.SecretString === undefined) throw new Error("the secret has no string value (binary secrets are not supported)");
+  return out.SecretString;
+}
+
+async function fromParameterStore(name: string, clients: SecretClients): Promise<string> {
+  const out = await clients.ssm().send(new GetParameterCommand({ Name: name, WithDecryption: true }));
+  const value = out.Parameter?.Value;
+  if (value === undefined) throw new Error("the parameter has no value");
+  return value;
+}
+
+/** Replaces every occurrence of any secret value in `text`, so artillery.log and the task's logs never carry one. */
+export function makeRedactor(secretValues: string[]): (text: string) => string {
+  const needles = [...new Set(secretValues.filter((v) => v.length > 0))].sort((a, b) => b.length - a.length);
+  if (needles.length === 0) return (text) => text;
+  return (text) => needles.reduce((acc, needle) => acc.split(needle).join("***"), text);
+}

@@ -1,0 +1,99 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+
+export const INFRA_DIR = path.resolve(__dirname, "..");
+export const WORKER_MAIN = path.join(INFRA_DIR, "dist/worker/main.js");
+
+export function requireBuiltWorker(): void {
+  if (!existsSync(WORKER_MAIN)) throw new Error(`${WORKER_MAIN} is missing: run \`npm run build -w cable-infra\` first`);
+}
+
+/** A loopback HTTP server that records each request's path and headers. */
+export async function startRecordingServer(): Promise<{ url: string; requests: http.IncomingHttpHeaders[]; paths: string[]; close: () => Promise<void> }> {
+  const requests: http.IncomingHttpHeaders[] = [];
+  const paths: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(req.headers);
+    paths.push(req.url ?? "");
+    res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    paths,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Writes files (relative path → content) under dir. */
+export async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(dir, rel);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, content);
+  }
+}
+
+/** A bundle whose scenario uses a payload file, a plain env var, and (optionally) a secret env var. */
+export function httpBundle(opts: { startAt?: number; secretVar?: string; extraManifest?: Record<string, unknown> } = {}): Record<string, string> {
+  const secretHeader = opts.secretVar ? `\n          headers:\n            x-token: "{{ $env.${opts.secretVar} }}"` : "";
+  const secretLog = opts.secretVar ? `\n      - log: "token is {{ $env.${opts.secretVar} }}"` : "";
+  return {
+    "run.json": JSON.stringify({
+      scenario: "scenarios/smoke.yml",
+      ...(opts.startAt !== undefined ? { startAt: opts.startAt } : {}),
+      env: { TARGET_PATH: "/hello" },
+      ...opts.extraManifest,
+    }),
+    "scenarios/smoke.yml": `config:
+  target: "http://127.0.0.1:1"
+  phases:
+    - arrivalCount: 3
+      duration: 1
+  payload:
+    path: "../data/users.csv"
+    fields: ["user"]
+    order: sequence
+scenarios:
+  - flow:${secretLog}
+      - get:
+          url: "{{ $env.TARGET_PATH }}?user={{ user }}"${secretHeader}
+`,
+    "data/users.csv": "alice\nbob\ncarol\n",
+  };
+}
+
+export interface WorkerResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runWorker(env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<WorkerResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [WORKER_MAIN], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The environment a worker gets in tests: this process's PATH etc., without AWS or CABLE_ leftovers. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CABLE_") && !k.startsWith("AWS_")) env[k] = v;
+  return { ...env, ARTILLERY_DISABLE_TELEMETRY: "true", ...extra };
+}

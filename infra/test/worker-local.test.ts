@@ -1,0 +1,91 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { cleanEnv, httpBundle, requireBuiltWorker, runWorker, startRecordingServer, writeTree } from "./helpers";
+
+// The real entrypoint (dist/worker/main.js) running the real Artillery against a loopback server,
+// with a local directory standing in for the bucket.
+describe("worker entrypoint against a local directory store", () => {
+  let store: string;
+  let server: Awaited<ReturnType<typeof startRecordingServer>>;
+
+  beforeAll(async () => {
+    requireBuiltWorker();
+    server = await startRecordingServer();
+  });
+  afterAll(() => server.close());
+  beforeEach(async () => {
+    store = await mkdtemp(path.join(os.tmpdir(), "cable-store-"));
+  });
+  afterEach(() => rm(store, { recursive: true, force: true }));
+
+  const env = (runId: string, extra: Record<string, string> = {}) =>
+    cleanEnv({ CABLE_RUN_ID: runId, CABLE_REGION: "eu-west-2", CABLE_TASK_ID: "task-1", CABLE_STORE: store, CABLE_WORK_DIR: path.join(store, ".work"), ...extra });
+
+  it("fetches the bundle, waits for startAt, runs artillery and uploads the results tree", async () => {
+    const startAt = Date.now() + 2_000;
+    await writeTree(path.join(store, "runs/r1/bundle"), httpBundle({ startAt, extraManifest: { overrides: { config: { target: server.url } } } }));
+    const before = server.paths.length;
+
+    const result = await runWorker(env("r1"));
+
+    expect(result.stderr).toContain("[cable-worker] done");
+    expect(result.code).toBe(0);
+    const results = path.join(store, "runs/r1/eu-west-2/task-1");
+    expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "status.json"]);
+    const report = JSON.parse(await readFile(path.join(results, "report.json"), "utf8"));
+    expect(report.aggregate.counters["http.codes.200"]).toBe(3);
+    // The payload file and the manifest's env reached the scenario; the overrides set the target.
+    expect(server.paths.slice(before).sort()).toEqual(["/hello?user=alice", "/hello?user=bob", "/hello?user=carol"]);
+    const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
+    expect(status).toMatchObject({ runId: "r1", region: "eu-west-2", taskId: "task-1", exitCode: 0, reason: null, artilleryExitCode: 0 });
+    expect(Date.parse(status.endedAt)).toBeGreaterThan(startAt);
+    expect(status.startLagMs).toBeGreaterThanOrEqual(0);
+    expect(status.startLagMs).toBeLessThan(1_000);
+    expect(await readFile(path.join(results, "artillery.log"), "utf8")).toContain("http.codes.200");
+  });
+
+  it("accepts a file:// store URL and uploads results even when artillery fails, then exits 1", async () => {
+    // An ensure threshold that cannot hold makes artillery exit non-zero after writing its report.
+    const bundle = httpBundle({ extraManifest: { overrides: { config: { target: server.url, ensure: { thresholds: [{ "http.codes.200": 0 }] } } } } });
+    bundle["scenarios/smoke.yml"] = bundle["scenarios/smoke.yml"].replace("config:\n", "config:\n  plugins:\n    ensure: {}\n");
+    await writeTree(path.join(store, "runs/r2/bundle"), bundle);
+
+    const result = await runWorker(env("r2", { CABLE_STORE: pathToFileURL(store).href }));
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/\[cable-worker\] FAILED \(exit 1\): artillery exited with code 1 \(see artillery.log\)\n/);
+    const results = path.join(store, "runs/r2/eu-west-2/task-1");
+    expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "status.json"]);
+    const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
+    expect(status).toMatchObject({ exitCode: 1, artilleryExitCode: 1, reason: "artillery exited with code 1 (see artillery.log)" });
+  });
+
+  it("fails with exit 2 and a reason naming the problem when the bundle is missing or invalid", async () => {
+    const missing = await runWorker(env("nothing-here"));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`FAILED (exit 2): no bundle at ${store}/runs/nothing-here/bundle/`);
+    const status = JSON.parse(await readFile(path.join(store, "runs/nothing-here/eu-west-2/task-1/status.json"), "utf8"));
+    expect(status).toMatchObject({ exitCode: 2, artilleryExitCode: null });
+
+    await writeTree(path.join(store, "runs/bad/bundle"), { "run.json": JSON.stringify({ scenario: "../etc/passwd", startAt: "soon" }) });
+    const bad = await runWorker(env("bad"));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("runs/bad/bundle/run.json is invalid: scenario: must be a relative path inside the bundle; startAt: Expected number, received string");
+
+    await writeTree(path.join(store, "runs/far/bundle"), httpBundle({ startAt: Date.now() + 3_600_000 }));
+    const far = await runWorker(env("far", { CABLE_MAX_START_WAIT_MS: "60000" }));
+    expect(far.code).toBe(2);
+    expect(far.stderr).toMatch(/startAt .* is 3600 s away, beyond the 60 s bound \(CABLE_MAX_START_WAIT_MS\)/);
+  });
+
+  it("rejects a missing or malformed environment before touching the store", async () => {
+    const result = await runWorker(cleanEnv({ CABLE_RUN_ID: "../x", CABLE_REGION: "eu-west-2", CABLE_SECRETS: "{not json" }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("invalid worker environment: CABLE_RUN_ID: CABLE_RUN_ID must match");
+    expect(result.stderr).toContain("CABLE_STORE: CABLE_STORE is required");
+    expect(result.stderr).toContain("CABLE_SECRETS is not valid JSON");
+  });
+});
