@@ -1,0 +1,259 @@
+import WebSocket from "ws";
+import { nowMs } from "./clock.js";
+import { CableError } from "./errors.js";
+import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
+import type { Inbound, Protocol } from "./protocol/types.js";
+
+export type InboundMessage = Extract<Inbound, { kind: "message" }>;
+
+export interface ConnectionSettings {
+  /** The payload field that carries a send time in epoch ms (`stamp: true`). */
+  stampField: string;
+  /** Unread messages kept per channel for later `receive` steps; older ones are dropped. */
+  inboxSize: number;
+}
+
+export interface OpenOptions {
+  url: string;
+  headers: Record<string, string>;
+  subprotocols: string[];
+  timeoutMs: number;
+  localAddress?: string;
+}
+
+interface Waiter {
+  /** Returns true when the frame settles the wait (it has then resolved or rejected it). */
+  offer(ev: Inbound): boolean;
+  fail(err: Error): void;
+}
+
+// One registry per thread: Artillery's worker threads each load the engine once.
+const registry = new OpenConnections();
+
+/**
+ * One socket of one virtual user, and its inbox. A VU runs its steps one at a time, so a connection
+ * has at most one step waiting on it; every frame is offered to that waiter first.
+ */
+export class CableConnection implements Tracked {
+  lastPingAt = 0;
+  staleCounted = false;
+  readonly pingIntervalMs: number;
+  /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
+  failure: CableError | Error | undefined;
+  /** Fields of the welcome frame (socket_id, sid, activity timeout). */
+  welcome: Extract<Inbound, { kind: "welcome" }> | undefined;
+
+  private ws: WebSocket | undefined;
+  private waiter: Waiter | undefined;
+  private readonly inbox = new Map<string, InboundMessage[]>();
+  private closedByUs = false;
+  private registered = false;
+
+  constructor(
+    readonly protocol: Protocol,
+    private readonly events: Events,
+    private readonly settings: ConnectionSettings,
+  ) {
+    this.pingIntervalMs = protocol.pingIntervalMs;
+  }
+
+  get isOpen(): boolean {
+    return this.ws?.readyState === WebSocket.OPEN && !this.failure;
+  }
+
+  /** Opens the socket and waits for the server's welcome; records `cable.handshake_latency`. */
+  async open(options: OpenOptions): Promise<void> {
+    const startedAt = nowMs();
+    const ws = new WebSocket(options.url, options.subprotocols, {
+      headers: options.headers,
+      handshakeTimeout: options.timeoutMs,
+      perMessageDeflate: false,
+      localAddress: options.localAddress,
+      // A hostile server must not make the generator buffer an unbounded frame.
+      maxPayload: 16 * 1024 * 1024,
+    });
+    this.ws = ws;
+    ws.on("message", (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on("close", (code, reason) => this.onClose(code, reason.toString()));
+    ws.on("error", (err) => this.onSocketError(err));
+    ws.on("unexpected-response", (_req, res) => {
+      this.onSocketError(new CableError(`http_${res.statusCode}`, `the server answered the upgrade with HTTP ${res.statusCode}`));
+      res.resume();
+      ws.terminate();
+    });
+
+    await this.wait(options.timeoutMs, "handshake_timeout", (ev) => (ev.kind === "welcome" ? ev : undefined));
+    this.lastPingAt = nowMs();
+    this.registered = true;
+    registry.add(this, this.events);
+    this.events.emit("histogram", METRICS.handshakeLatency, nowMs() - startedAt);
+    this.events.emit("counter", METRICS.connections, 1);
+  }
+
+  send(frame: string): void {
+    this.assertOpen();
+    this.ws!.send(frame);
+  }
+
+  /** Sends a subscribe frame and waits for the server's confirmation of that channel key. */
+  async subscribe(key: string, frame: string, timeoutMs: number): Promise<void> {
+    this.inbox.set(key, []);
+    this.send(frame);
+    const answer = await this.wait(timeoutMs, "subscription_timeout", (ev) =>
+      (ev.kind === "confirm" || ev.kind === "reject") && ev.channel === key ? ev : undefined,
+    );
+    if (answer.kind === "reject") {
+      this.inbox.delete(key);
+      throw new CableError("subscription_rejected", `the server rejected the subscription ${key} (${answer.reason})`);
+    }
+  }
+
+  unsubscribe(key: string, frame: string): void {
+    this.send(frame);
+    this.inbox.delete(key);
+  }
+
+  /**
+   * The next message on the channel that passes `accept`, from the unread ones first. Unread
+   * messages before it that fail `accept` are skipped for good, as a client reading a stream would.
+   */
+  async receive(key: string, accept: (msg: InboundMessage) => boolean, timeoutMs: number): Promise<InboundMessage> {
+    const unread = this.inbox.get(key);
+    if (unread) {
+      while (unread.length > 0) {
+        const msg = unread.shift()!;
+        if (accept(msg)) return msg;
+      }
+    }
+    this.assertOpen();
+    return this.wait(timeoutMs, "receive_timeout", (ev) =>
+      ev.kind === "message" && ev.channel === key && accept(ev) ? ev : undefined,
+    );
+  }
+
+  /** Stays connected for `ms`, counting what arrives; fails early if the connection ends. */
+  async listen(ms: number, key?: string): Promise<void> {
+    this.assertOpen();
+    await this.wait(ms, undefined, () => undefined);
+    if (key) this.inbox.get(key)?.splice(0);
+  }
+
+  /** Ends the connection from the client side; it is not a failure. */
+  close(): void {
+    this.closedByUs = true;
+    const ws = this.ws;
+    if (!ws) return;
+    if (ws.readyState === WebSocket.OPEN) ws.close(1000);
+    else if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+    this.unregister();
+  }
+
+  private assertOpen(): void {
+    if (this.failure) throw this.failure;
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) throw new CableError("connection_closed", "the connection is not open");
+  }
+
+  /**
+   * Waits for a frame that `pick` accepts. On timeout it rejects with `cable.<timeoutReason>`, or
+   * resolves (undefined) when no reason is given; a connection failure rejects at once.
+   */
+  private wait<T>(timeoutMs: number, timeoutReason: string | undefined, pick: (ev: Inbound) => T | undefined): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise<T>((resolve, reject) => {
+      const settle = () => {
+        clearTimeout(timer);
+        this.waiter = undefined;
+      };
+      const timer = setTimeout(() => {
+        settle();
+        if (timeoutReason) reject(new CableError(timeoutReason, `no answer within ${timeoutMs} ms`));
+        else resolve(undefined as T);
+      }, timeoutMs);
+      this.waiter = {
+        offer: (ev) => {
+          const value = pick(ev);
+          if (value === undefined) return false;
+          settle();
+          resolve(value);
+          return true;
+        },
+        fail: (err) => {
+          settle();
+          reject(err);
+        },
+      };
+    });
+  }
+
+  private onFrame(data: Buffer, isBinary: boolean): void {
+    let ev: Inbound;
+    try {
+      if (isBinary) throw new Error("binary frame");
+      ev = this.protocol.decode(data.toString());
+    } catch {
+      this.events.emit("error", "cable.malformed_frame");
+      return;
+    }
+    switch (ev.kind) {
+      case "ping":
+        this.lastPingAt = nowMs();
+        if (ev.reply && this.ws?.readyState === WebSocket.OPEN) this.ws.send(ev.reply);
+        return;
+      case "welcome":
+        this.welcome = ev;
+        break;
+      case "message":
+        this.onMessage(ev);
+        return;
+      case "disconnect":
+        this.failure = ev.reason === "unauthorized"
+          ? new CableError("unauthorized", "the server refused the connection (unauthorized)")
+          : new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`);
+        this.waiter?.fail(this.failure);
+        return;
+      case "error":
+        this.events.emit("error", `cable.${ev.reason}`);
+        break;
+    }
+    this.waiter?.offer(ev);
+  }
+
+  private onMessage(msg: InboundMessage): void {
+    this.events.emit("counter", METRICS.messagesReceived, 1);
+    this.events.emit("rate", METRICS.receiveRate);
+    const payload = msg.payload;
+    if (payload !== null && typeof payload === "object") {
+      const sentAt = (payload as Record<string, unknown>)[this.settings.stampField];
+      if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, nowMs() - sentAt);
+    }
+    if (this.waiter?.offer(msg)) return;
+    const unread = this.inbox.get(msg.channel);
+    if (!unread) return;
+    if (unread.length >= this.settings.inboxSize) unread.shift();
+    unread.push(msg);
+  }
+
+  private onSocketError(err: Error): void {
+    if (this.closedByUs) return;
+    // Before the socket opens this is the handshake's failure (ECONNREFUSED, HTTP 4xx); after, a
+    // close event follows with the code.
+    this.failure ??= err;
+    this.waiter?.fail(this.failure);
+  }
+
+  private onClose(code: number, reason: string): void {
+    this.unregister();
+    if (this.closedByUs) return;
+    this.failure ??= code >= 4000 && code < 5000 && this.protocol.closeReason
+      ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
+      : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`);
+    this.waiter?.fail(this.failure);
+  }
+
+  private unregister(): void {
+    if (this.registered) {
+      this.registered = false;
+      registry.delete(this);
+    }
+  }
+}

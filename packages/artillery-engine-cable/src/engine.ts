@@ -1,0 +1,50 @@
+import type { Events } from "./metrics.js";
+import { actionCable } from "./protocol/actioncable.js";
+import type { Protocol } from "./protocol/types.js";
+import { parseConfig, validateScript, type CableConfig } from "./schema.js";
+import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
+import { compileStep } from "./steps/index.js";
+import { runVirtualUser, sequence, type VuContext } from "./vu.js";
+
+interface Script {
+  config: Record<string, any>;
+  scenarios?: Record<string, any>[];
+  before?: Record<string, any>;
+  after?: Record<string, any>;
+}
+
+const PROTOCOLS: Record<CableConfig["protocol"], Protocol> = {
+  actioncable: actionCable,
+};
+
+/**
+ * Artillery's engine contract (lib/core/runner.ts): constructed once per worker thread with the
+ * script, then `createScenario` compiles each scenario that says `engine: cable`.
+ */
+export class CableEngine {
+  private readonly settings: CableConfig;
+  private readonly config: Record<string, any>;
+
+  constructor(script: Script, _events: Events, private readonly helpers: ArtilleryHelpers) {
+    this.config = script.config;
+    // Both throw a ScenarioError naming every mistake; Artillery prints it before any VU starts.
+    this.settings = parseConfig(script.config.cable);
+    validateScript(script);
+  }
+
+  createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
+    const compiler: Compiler = {
+      settings: this.settings,
+      protocol: PROTOCOLS[this.settings.protocol],
+      target: this.config.target,
+      helpers: this.helpers,
+      processor: typeof this.config.processor === "object" && this.config.processor ? this.config.processor : {},
+      thinkDefaults: this.config.defaults?.think ?? {},
+      events,
+      compile: (step) => compileStep(compiler, step),
+    };
+    const flow = sequence(spec.flow.map(compiler.compile));
+    return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) =>
+      runVirtualUser(flow, events, context, callback);
+  }
+}

@@ -1,0 +1,103 @@
+import type { EventEmitter } from "node:events";
+import { nowMs } from "./clock.js";
+
+/** Metric names. The report and the fan-out read these: keep them stable. */
+export const METRICS = {
+  handshakeLatency: "cable.handshake_latency",
+  subscriptionLatency: "cable.subscription_latency",
+  broadcastLatency: "cable.broadcast_latency",
+  publishLatency: "cable.publish_latency",
+  connections: "cable.connections",
+  subscriptions: "cable.subscriptions",
+  messagesSent: "cable.messages_sent",
+  messagesReceived: "cable.messages_received",
+  sendRate: "cable.send_rate",
+  receiveRate: "cable.receive_rate",
+  /**
+   * In each 10 s period: the most connections this process held open at once during it. Artillery
+   * sums counters over workers, and the report sums aligned periods over tasks then takes the max
+   * over periods; the whole-run sum of this counter means nothing.
+   */
+  connectionsOpenPeak: "cable.connections_open_peak",
+  staleConnection: "cable.stale_connection",
+} as const;
+
+/** `metric: rtt` on a receive step records `cable.rtt`. */
+export function customMetric(name: string): string {
+  return `cable.${name}`;
+}
+
+export type Events = Pick<EventEmitter, "emit">;
+
+/** Artillery's reporting period; its buckets start on 10 s wall-clock boundaries (ssms.ts normalizeTs). */
+const PERIOD_MS = 10_000;
+const SWEEP_MS = 1_000;
+
+export interface Tracked {
+  /** When the server last showed it is alive (a ping), in nowMs(). */
+  lastPingAt: number;
+  pingIntervalMs: number;
+  staleCounted: boolean;
+}
+
+/**
+ * The connections open in this thread: feeds `cable.connections_open_peak` and finds stale
+ * connections with one sweep per second for all of them, instead of a timer per socket.
+ */
+export class OpenConnections {
+  private readonly open = new Set<Tracked>();
+  private periodStart = 0;
+  private countedInPeriod = 0;
+  private events: Events | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  add(conn: Tracked, events: Events): void {
+    this.events = events;
+    this.open.add(conn);
+    this.roll(nowMs());
+    this.raisePeak();
+    if (!this.timer) {
+      this.timer = setInterval(() => this.sweep(), SWEEP_MS);
+      this.timer.unref();
+    }
+  }
+
+  delete(conn: Tracked): void {
+    this.open.delete(conn);
+    if (this.open.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private raisePeak(): void {
+    if (this.open.size > this.countedInPeriod) {
+      this.events?.emit("counter", METRICS.connectionsOpenPeak, this.open.size - this.countedInPeriod);
+      this.countedInPeriod = this.open.size;
+    }
+  }
+
+  private roll(now: number): void {
+    const start = now - (now % PERIOD_MS);
+    if (start !== this.periodStart) {
+      this.periodStart = start;
+      this.countedInPeriod = 0;
+    }
+  }
+
+  private sweep(): void {
+    const now = nowMs();
+    this.roll(now);
+    this.raisePeak();
+    for (const conn of this.open) {
+      if (!conn.staleCounted && now - conn.lastPingAt > 3 * conn.pingIntervalMs) {
+        conn.staleCounted = true;
+        this.events?.emit("counter", METRICS.staleConnection, 1);
+      }
+    }
+  }
+}

@@ -1,0 +1,41 @@
+/** What a server frame means to a connection, independent of the wire protocol. */
+export type Inbound =
+  | { kind: "welcome"; socketId?: string; activityTimeout?: number; sid?: string }
+  | { kind: "ping"; reply?: string }
+  | { kind: "confirm"; channel: string }
+  | { kind: "reject"; channel: string; reason: string }
+  | { kind: "message"; channel: string; event?: string; payload: unknown }
+  | { kind: "disconnect"; reason: string; reconnect: boolean }
+  | { kind: "error"; reason: string; channel?: string; message?: string }
+  | { kind: "other" };
+
+export type Welcome = Extract<Inbound, { kind: "welcome" }>;
+
+export interface SubscribeRequest {
+  channel: string;
+  params?: Record<string, unknown>;
+}
+
+/** A subscription as the wire sees it: `key` is what the server echoes back (identifier or channel name). */
+export interface Subscription {
+  key: string;
+  /** The name steps refer to: the `as` name, or the channel's name. */
+  name: string;
+}
+
+export interface Protocol {
+  readonly name: string;
+  /** Subprotocols offered on the upgrade. */
+  readonly subprotocols: string[];
+  /** The server pings at this interval, in ms; three missed pings make a connection stale. */
+  readonly pingIntervalMs: number;
+  /** The URL to open, from the target (or the connect step's url). */
+  url(base: string): string;
+  /** Classifies one text frame; throws on a frame that is not valid for the protocol. */
+  decode(text: string): Inbound;
+  /** The subscribe frame and the key the server will confirm; Pusher's private channels sign it with the socket_id. */
+  subscribe(request: SubscribeRequest, welcome: Welcome | undefined): Promise<{ key: string; frame: string }> | { key: string; frame: string };
+  unsubscribe(sub: Subscription): string;
+  /** Names a 4xxx close code (Pusher gives them meaning); absent: every close is `connection_closed`. */
+  closeReason?(code: number): string;
+}

@@ -1,0 +1,100 @@
+import { nowMs } from "../clock.js";
+import { CableError } from "../errors.js";
+import { compilePattern, matches, parsePath, readPath, type Pattern } from "../match.js";
+import { customMetric, METRICS } from "../metrics.js";
+import { encodePerform } from "../protocol/actioncable.js";
+import { asyncStep, type StepFn } from "../vu.js";
+import { secondsToMs, templater, type Compiler } from "./compiler.js";
+
+export interface SubscribeSpec {
+  channel: string;
+  params?: Record<string, unknown>;
+  as?: string;
+}
+
+export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn {
+  const spec = templater(compiler, raw);
+  const { protocol, events, settings } = compiler;
+  return asyncStep(async (vu, context) => {
+    const s = spec(context);
+    const connection = vu.open();
+    const startedAt = nowMs();
+    const { key, frame } = await protocol.subscribe({ channel: s.channel, params: s.params }, connection.welcome);
+    await connection.subscribe(key, frame, settings.timeout * 1000);
+    events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
+    events.emit("counter", METRICS.subscriptions, 1);
+    vu.channels.set(s.as ?? s.channel, { key });
+  });
+}
+
+export interface PerformSpec {
+  channel: string;
+  action: string;
+  data?: Record<string, unknown>;
+  stamp?: boolean;
+}
+
+export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
+  const spec = templater(compiler, raw);
+  const { events, settings } = compiler;
+  return asyncStep((vu, context) => {
+    const s = spec(context);
+    const state = vu.channel(s.channel);
+    const data = s.stamp ? { ...s.data, [settings.stampField]: nowMs() } : s.data;
+    vu.open().send(encodePerform(state.key, s.action, data));
+    state.lastSentAt = nowMs();
+    events.emit("counter", METRICS.messagesSent, 1);
+    events.emit("rate", METRICS.sendRate);
+  });
+}
+
+export interface ReceiveSpec {
+  channel: string;
+  match?: unknown;
+  timeout?: number | string;
+  capture?: { json: string; as: string } | { json: string; as: string }[];
+  metric?: string | true;
+}
+
+export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
+  const spec = templater(compiler, { channel: raw.channel, timeout: raw.timeout });
+  const pattern = templater(compiler, raw.match);
+  // A static pattern is compiled once; a templated one per execution.
+  const staticPattern = raw.match === undefined ? undefined : JSON.stringify(raw.match).includes("{{") ? null : compilePattern(raw.match);
+  const captures = ([] as { json: string; as: string }[]).concat(raw.capture ?? []).map((c) => ({ as: c.as, path: parsePath(c.json) }));
+  const metric = raw.metric === undefined ? undefined : customMetric(raw.metric === true ? "rtt" : raw.metric);
+  const { events, settings } = compiler;
+
+  return asyncStep(async (vu, context) => {
+    const s = spec(context);
+    const state = vu.channel(s.channel);
+    const timeoutMs = s.timeout === undefined ? settings.timeout * 1000 : secondsToMs(s.timeout, "timeout");
+    const expected: Pattern | undefined = staticPattern === null ? compilePattern(pattern(context)) : staticPattern;
+    const message = await vu.open().receive(state.key, (msg) => expected === undefined || matches(msg.payload, expected), timeoutMs);
+    if (metric && state.lastSentAt !== undefined) events.emit("histogram", metric, nowMs() - state.lastSentAt);
+    for (const capture of captures) {
+      const value = readPath(message.payload, capture.path);
+      if (value === undefined) throw new CableError("capture_failed", `nothing at ${capture.path.join(".")} to capture as "${capture.as}"`);
+      context.vars[capture.as] = value;
+    }
+  });
+}
+
+export function compileListen(compiler: Compiler, raw: { channel?: string; for: number | string }): StepFn {
+  const spec = templater(compiler, raw);
+  return asyncStep(async (vu, context) => {
+    const s = spec(context);
+    const key = s.channel === undefined ? undefined : vu.channel(s.channel).key;
+    await vu.open().listen(secondsToMs(s.for, "for"), key);
+  });
+}
+
+export function compileUnsubscribe(compiler: Compiler, raw: { channel: string }): StepFn {
+  const spec = templater(compiler, raw);
+  return asyncStep((vu, context) => {
+    const { channel } = spec(context);
+    const state = vu.channel(channel);
+    vu.open().unsubscribe(state.key, compiler.protocol.unsubscribe({ key: state.key, name: channel }));
+    vu.channels.delete(channel);
+  });
+}

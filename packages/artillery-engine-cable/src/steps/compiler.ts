@@ -1,0 +1,37 @@
+import type { CableConfig } from "../schema.js";
+import type { Events } from "../metrics.js";
+import type { Protocol } from "../protocol/types.js";
+import type { StepFn, VuContext } from "../vu.js";
+import { CableError } from "../errors.js";
+
+/** The helpers Artillery passes to an engine's constructor (lib/commons/engine_util.ts). */
+export interface ArtilleryHelpers {
+  template<T>(value: T, context: VuContext): T;
+  createThink(step: Record<string, unknown>, defaults?: Record<string, unknown>): StepFn;
+  createLoopWithCount(count: number | string, steps: StepFn[], opts: Record<string, unknown>): StepFn;
+}
+
+/** What every step compiler needs: settings, the protocol, Artillery's helpers, the thread's events. */
+export interface Compiler {
+  settings: CableConfig;
+  protocol: Protocol;
+  target: string | undefined;
+  helpers: ArtilleryHelpers;
+  processor: Record<string, unknown>;
+  thinkDefaults: Record<string, unknown>;
+  events: Events;
+  compile(step: Record<string, unknown>): StepFn;
+}
+
+/** Templates a value unless it has no `{{`: most steps are static, and templating walks the value. */
+export function templater<T>(compiler: Compiler, value: T): (context: VuContext) => T {
+  if (!JSON.stringify(value ?? null).includes("{{")) return () => value;
+  return (context) => compiler.helpers.template(value, context);
+}
+
+/** A duration in seconds from a number or a templated string, in ms. */
+export function secondsToMs(value: unknown, field: string): number {
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0) throw new CableError("invalid_value", `"${field}" is not a number of seconds: ${String(value)}`);
+  return seconds * 1000;
+}

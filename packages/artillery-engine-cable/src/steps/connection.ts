@@ -1,0 +1,61 @@
+import { CableConnection } from "../connection.js";
+import { CableError } from "../errors.js";
+import { asyncStep, type StepFn } from "../vu.js";
+import { templater, type Compiler } from "./compiler.js";
+
+export interface ConnectSpec {
+  url?: string;
+  headers?: Record<string, string | number | boolean>;
+  cookies?: string | Record<string, string | number | boolean>;
+  query?: Record<string, string | number | boolean>;
+  subprotocol?: string | string[];
+}
+
+/** Browsers send an Origin, and Rails checks it against allowed origins: default to the target's. */
+export function originOf(url: string): string {
+  const u = new URL(url);
+  return `${u.protocol === "wss:" ? "https:" : "http:"}//${u.host}`;
+}
+
+export function cookieHeader(cookies: ConnectSpec["cookies"]): string | undefined {
+  if (cookies === undefined) return undefined;
+  if (typeof cookies === "string") return cookies;
+  return Object.entries(cookies)
+    .map(([name, value]) => `${name}=${encodeURIComponent(String(value))}`)
+    .join("; ");
+}
+
+export function withQuery(url: string, query: ConnectSpec["query"]): string {
+  if (!query) return url;
+  const u = new URL(url);
+  for (const [k, v] of Object.entries(query)) u.searchParams.set(k, String(v));
+  return u.toString();
+}
+
+export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
+  const spec = templater(compiler, raw ?? {});
+  const { settings, protocol, events } = compiler;
+  return asyncStep(async (vu, context) => {
+    const s = spec(context);
+    const base = s.url ?? compiler.target;
+    if (!base) throw new CableError("invalid_value", "connect has no url and config.target is not set");
+    const url = withQuery(protocol.url(base), s.query);
+    const headers: Record<string, string> = { Origin: settings.origin ?? originOf(url), ...settings.headers };
+    for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
+    const cookie = cookieHeader(s.cookies);
+    if (cookie) headers.Cookie = cookie;
+    vu.drop();
+    const connection = new CableConnection(protocol, events, settings);
+    vu.connection = connection;
+    await connection.open({
+      url,
+      headers,
+      subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol),
+      timeoutMs: settings.timeout * 1000,
+    });
+  });
+}
+
+export function compileDisconnect(): StepFn {
+  return asyncStep((vu) => vu.drop());
+}

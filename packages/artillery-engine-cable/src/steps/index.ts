@@ -1,0 +1,21 @@
+import type { StepFn } from "../vu.js";
+import { compileListen, compilePerform, compileReceive, compileSubscribe, compileUnsubscribe } from "./channel.js";
+import type { Compiler } from "./compiler.js";
+import { compileConnect, compileDisconnect } from "./connection.js";
+import { compileFunction, compileLog, compileLoop, compileThink } from "./flow.js";
+
+/** Compiles one validated step (schema.ts has checked its shape before any load started). */
+export function compileStep(compiler: Compiler, step: Record<string, any>): StepFn {
+  if ("connect" in step) return compileConnect(compiler, step.connect);
+  if ("subscribe" in step) return compileSubscribe(compiler, step.subscribe);
+  if ("perform" in step) return compilePerform(compiler, step.perform);
+  if ("receive" in step) return compileReceive(compiler, step.receive);
+  if ("listen" in step) return compileListen(compiler, step.listen);
+  if ("unsubscribe" in step) return compileUnsubscribe(compiler, step.unsubscribe);
+  if ("disconnect" in step) return compileDisconnect();
+  if ("think" in step) return compileThink(compiler, step);
+  if ("loop" in step) return compileLoop(compiler, step);
+  if ("function" in step) return compileFunction(compiler, step.function);
+  if ("log" in step) return compileLog(compiler, step.log);
+  throw new Error(`unknown step ${Object.keys(step).join(", ")}`);
+}

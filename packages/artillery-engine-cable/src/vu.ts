@@ -1,0 +1,109 @@
+import { CableConnection } from "./connection.js";
+import { CableError, errorCode } from "./errors.js";
+import type { Events } from "./metrics.js";
+
+/** Artillery's step shape: steps compose with its think and loop helpers. */
+export type StepCallback = (err: Error | null | undefined, context?: VuContext) => void;
+export type StepFn = (context: VuContext, callback: StepCallback) => void;
+
+export interface VuContext {
+  vars: Record<string, unknown>;
+  funcs?: Record<string, unknown>;
+  cable?: VirtualUser;
+  [key: string]: unknown;
+}
+
+export interface ChannelState {
+  /** What the server echoes: the identifier (Action Cable) or the channel name (Pusher). */
+  key: string;
+  /** When the VU last sent to this channel (nowMs), for `receive … metric`. */
+  lastSentAt?: number;
+}
+
+/** The engine's state of one virtual user, kept on Artillery's context as `context.cable`. */
+export class VirtualUser {
+  connection: CableConnection | undefined;
+  /** Subscribed channels by the name steps use (the `as` name, or the channel). */
+  readonly channels = new Map<string, ChannelState>();
+
+  /** The open connection, or the reason there is none. */
+  open(): CableConnection {
+    const conn = this.connection;
+    if (!conn) throw new CableError("not_connected", "no connect step has opened a connection");
+    if (conn.failure) throw conn.failure;
+    return conn;
+  }
+
+  channel(name: string): ChannelState {
+    const state = this.channels.get(name);
+    if (!state) throw new CableError("not_subscribed", `the channel "${name}" is not subscribed`);
+    return state;
+  }
+
+  drop(): void {
+    this.connection?.close();
+    this.connection = undefined;
+    this.channels.clear();
+  }
+}
+
+/** Adapts an async step to Artillery's callback shape, so that it composes with Artillery's helpers. */
+export function asyncStep(run: (vu: VirtualUser, context: VuContext) => Promise<void> | void): StepFn {
+  return (context, callback) => {
+    let result: Promise<void> | void;
+    try {
+      result = run(context.cable!, context);
+    } catch (err) {
+      return callback(err as Error, context);
+    }
+    if (result) result.then(() => callback(null, context), (err: Error) => callback(err, context));
+    else callback(null, context);
+  };
+}
+
+/** Runs steps in order, stopping at the first failure. Each step may call back only once. */
+export function sequence(steps: StepFn[]): StepFn {
+  return (context, done) => {
+    let index = 0;
+    const next = (ctx: VuContext) => {
+      if (index === steps.length) return done(null, ctx);
+      const step = steps[index++];
+      let called = false;
+      const callback: StepCallback = (err, after) => {
+        if (called) return;
+        called = true;
+        if (err) return done(err, ctx);
+        next(after ?? ctx);
+      };
+      try {
+        step(ctx, callback);
+      } catch (err) {
+        callback(err as Error);
+      }
+    };
+    next(context);
+  };
+}
+
+/**
+ * One virtual user from start to end. It ends exactly once: the flow's end, a step's failure, or a
+ * connection that the server ended after the last step that used it; the socket is closed then.
+ */
+export function runVirtualUser(flow: StepFn, events: Events, context: VuContext, callback: (err: Error | null, context: VuContext) => void): void {
+  events.emit("started");
+  const vu = new VirtualUser();
+  context.cable = vu;
+  let ended = false;
+  flow(context, (err, after) => {
+    if (ended) return;
+    ended = true;
+    const ctx = after ?? context;
+    const failure = err ?? vu.connection?.failure;
+    vu.drop();
+    if (failure) {
+      events.emit("error", errorCode(failure));
+      return callback(failure, ctx);
+    }
+    callback(null, ctx);
+  });
+}
