@@ -1,0 +1,179 @@
+#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { parseFaults, type FaultConfig } from "./faults.js";
+import { DEFAULT_PUSHER_APP, DEFAULT_STREAMS_SECRET, type TargetOptions } from "./options.js";
+import { startTarget } from "./target.js";
+
+const USAGE = `Usage: cable-local-target [options]
+
+A local Action Cable / AnyCable and Pusher-protocol target for demos, benchmarks and fault tests.
+Not a production server. Prints one JSON line with its URLs once listening; stops on SIGINT/SIGTERM.
+
+Server
+  --host <addr>                 bind address (default 127.0.0.1)
+  --port <n>                    port, 0 for a free one (default 0)
+  --ping-interval-ms <n>        Action Cable heartbeat period (default 3000)
+  --allow-anonymous             accept Action Cable connections without a uid cookie
+  --no-public-streams           refuse $pubsub stream_name (signed names only)
+  --streams-secret <s>          secret for $pubsub signed_stream_name (default ${DEFAULT_STREAMS_SECRET})
+  --broadcast-key <s>           require "Authorization: Bearer <s>" on POST /_broadcast
+  --pusher-app-id <s>           (default ${DEFAULT_PUSHER_APP.appId})
+  --pusher-key <s>              (default ${DEFAULT_PUSHER_APP.key})
+  --pusher-secret <s>           (default ${DEFAULT_PUSHER_APP.secret})
+  --activity-timeout <s>        Pusher activity_timeout announced to clients (default 120)
+  --no-client-events            refuse Pusher client events
+  --subscription-error-style <pusher|sockudo>   how refused Pusher subscriptions are answered
+
+Faults (see README)
+  --confirm-delay-ms <n>        delay subscription confirmations
+  --reject-subscriptions        refuse every subscription
+  --drop-ratio <0..1>           drop this share of broadcast deliveries
+  --malformed-ratio <0..1>      send this share of broadcast deliveries cut in half
+  --close-after-ms <n>          close each connection this long after it opened
+  --close-code <n>              close code for --close-after-ms
+  --disconnect-reason <s>       Action Cable disconnect frame before that close
+  --disconnect-reconnect        its reconnect flag
+  --stop-pinging                no Action Cable pings, no Pusher pongs
+  --accept-delay-ms <n>         hold each WebSocket upgrade this long
+  --fault-seed <n>              seed for the ratios
+  --faults <file.json>          full fault configuration (per-channel overrides), merged under the flags
+  -h, --help`;
+
+function number(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new Error(`--${flag}: expected a number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** Drops undefined entries so that flags left out do not override the faults file. */
+function defined<T extends object>(object: T): Partial<T> {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      help: { type: "boolean", short: "h" },
+      host: { type: "string" },
+      port: { type: "string" },
+      "ping-interval-ms": { type: "string" },
+      "allow-anonymous": { type: "boolean" },
+      "no-public-streams": { type: "boolean" },
+      "streams-secret": { type: "string" },
+      "broadcast-key": { type: "string" },
+      "pusher-app-id": { type: "string" },
+      "pusher-key": { type: "string" },
+      "pusher-secret": { type: "string" },
+      "activity-timeout": { type: "string" },
+      "no-client-events": { type: "boolean" },
+      "subscription-error-style": { type: "string" },
+      "confirm-delay-ms": { type: "string" },
+      "reject-subscriptions": { type: "boolean" },
+      "drop-ratio": { type: "string" },
+      "malformed-ratio": { type: "string" },
+      "close-after-ms": { type: "string" },
+      "close-code": { type: "string" },
+      "disconnect-reason": { type: "string" },
+      "disconnect-reconnect": { type: "boolean" },
+      "stop-pinging": { type: "boolean" },
+      "accept-delay-ms": { type: "string" },
+      "fault-seed": { type: "string" },
+      faults: { type: "string" },
+    },
+  });
+  if (values.help) return "help";
+  let fromFile: FaultConfig = {};
+  if (values.faults !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(values.faults, "utf8");
+    } catch (error) {
+      throw new Error(`--faults: cannot read ${values.faults}: ${(error as Error).message}`);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new Error(`--faults: ${values.faults} is not JSON: ${(error as Error).message}`);
+    }
+    fromFile = parseFaults(json, values.faults);
+  }
+  const flags = defined({
+    confirmDelayMs: number("confirm-delay-ms", values["confirm-delay-ms"]),
+    rejectSubscriptions: values["reject-subscriptions"],
+    dropBroadcastRatio: number("drop-ratio", values["drop-ratio"]),
+    malformedRatio: number("malformed-ratio", values["malformed-ratio"]),
+    closeAfterMs: number("close-after-ms", values["close-after-ms"]),
+    closeCode: number("close-code", values["close-code"]),
+    disconnectReason: values["disconnect-reason"],
+    disconnectReconnect: values["disconnect-reconnect"],
+    stopPinging: values["stop-pinging"],
+    acceptDelayMs: number("accept-delay-ms", values["accept-delay-ms"]),
+    seed: number("fault-seed", values["fault-seed"]),
+  });
+  const style = values["subscription-error-style"];
+  if (style !== undefined && style !== "pusher" && style !== "sockudo") {
+    throw new Error(`--subscription-error-style: expected pusher or sockudo, got ${JSON.stringify(style)}`);
+  }
+  return {
+    host: values.host,
+    port: number("port", values.port),
+    cable: defined({
+      requireUid: values["allow-anonymous"] ? false : undefined,
+      pingIntervalMs: number("ping-interval-ms", values["ping-interval-ms"]),
+      publicStreams: values["no-public-streams"] ? false : undefined,
+      streamsSecret: values["streams-secret"],
+      broadcastKey: values["broadcast-key"],
+    }),
+    pusher: defined({
+      appId: values["pusher-app-id"],
+      key: values["pusher-key"],
+      secret: values["pusher-secret"],
+      activityTimeoutS: number("activity-timeout", values["activity-timeout"]),
+      clientEvents: values["no-client-events"] ? false : undefined,
+      subscriptionErrorStyle: style,
+    }),
+    faults: parseFaults({ ...fromFile, ...flags }, "faults"),
+  };
+}
+
+async function main(): Promise<void> {
+  let options: TargetOptions | "help";
+  try {
+    options = optionsFromArgs(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`cable-local-target: ${(error as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (options === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const target = await startTarget(options);
+  // The secret stays out of the output: clients are configured with it by whoever started the target.
+  process.stdout.write(
+    `${JSON.stringify({
+      url: target.url,
+      cableUrl: target.cableUrl,
+      pusherUrl: target.pusherUrl,
+      httpUrl: target.httpUrl,
+      pusherAppId: target.pusher.appId,
+      pusherKey: target.pusher.key,
+    })}\n`,
+  );
+  const stop = () => void target.close().then(() => process.exit(0));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+if (require.main === module) {
+  main().catch((error: Error) => {
+    process.stderr.write(`cable-local-target: ${error.message}\n`);
+    process.exit(1);
+  });
+}

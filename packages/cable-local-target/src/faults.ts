@@ -1,0 +1,93 @@
+import { z } from "zod";
+
+/** Knobs that act on one subscription or broadcast, and so can differ per channel. */
+const channelFaultsSchema = z
+  .object({
+    /** Hold confirm_subscription / pusher_internal:subscription_succeeded back this long. */
+    confirmDelayMs: z.number().int().min(0).max(120_000),
+    /** Refuse every subscription: reject_subscription / the configured Pusher subscription error. */
+    rejectSubscriptions: z.boolean(),
+    /** Share (0..1) of broadcast deliveries silently not sent, decided per subscriber. */
+    dropBroadcastRatio: z.number().min(0).max(1),
+    /** Share (0..1) of broadcast deliveries sent cut in half, so that they are not valid JSON. */
+    malformedRatio: z.number().min(0).max(1),
+  })
+  .partial()
+  .strict();
+
+/** Knobs for the whole run (connections, pings, handshakes), plus per-channel overrides. */
+export const faultsSchema = channelFaultsSchema
+  .extend({
+    /** Close every connection this long after it opened. */
+    closeAfterMs: z.number().int().min(0).max(3_600_000),
+    /** WebSocket close code for closeAfterMs (default 1000 for Action Cable, 4200 for Pusher). */
+    closeCode: z.number().int().min(1000).max(4999),
+    /** Action Cable only: send {"type":"disconnect","reason":…} before closing (closeAfterMs). */
+    disconnectReason: z.string().min(1).max(100),
+    /** Action Cable only: the `reconnect` flag of that disconnect frame (default false). */
+    disconnectReconnect: z.boolean(),
+    /** Action Cable: no heartbeat pings. Pusher: pusher:ping is not answered with pusher:pong. */
+    stopPinging: z.boolean(),
+    /** Wait this long before answering the WebSocket upgrade (a slow accept). */
+    acceptDelayMs: z.number().int().min(0).max(120_000),
+    /** Seed of the generator behind the ratios, for repeatable runs. */
+    seed: z.number().int(),
+    /** Overrides by channel: Action Cable channel class (`ChatChannel`, `$pubsub`) or Pusher channel name. */
+    channels: z.record(z.string(), channelFaultsSchema),
+  })
+  .partial()
+  .strict();
+
+export type ChannelFaults = z.infer<typeof channelFaultsSchema>;
+export type FaultConfig = z.infer<typeof faultsSchema>;
+
+/** Validates a fault configuration, naming the offending field in the error. */
+export function parseFaults(input: unknown, source = "faults"): FaultConfig {
+  const result = faultsSchema.safeParse(input);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `${[source, ...issue.path].join(".")}: ${issue.message}`);
+  throw new Error(`Invalid fault configuration: ${problems.join("; ")}`);
+}
+
+/** mulberry32: tiny, fast, seedable; quality is ample for "drop about 30 %". */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The live fault configuration of a target; replaced as a whole by `set`. */
+export class Faults {
+  private current: FaultConfig = {};
+  private random: () => number = Math.random;
+
+  constructor(config: FaultConfig = {}) {
+    this.set(config);
+  }
+
+  set(config: unknown): void {
+    this.current = parseFaults(config);
+    this.random = generator(this.current.seed ?? Math.floor(Math.random() * 2 ** 32));
+  }
+
+  get config(): FaultConfig {
+    return this.current;
+  }
+
+  /** The run-wide knobs with the channel's overrides applied. */
+  forChannel(channel: string): ChannelFaults {
+    const override = this.current.channels?.[channel];
+    return override ? { ...this.current, ...override } : this.current;
+  }
+
+  /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */
+  chance(ratio: number | undefined): boolean {
+    if (!ratio) return false;
+    return ratio >= 1 || this.random() < ratio;
+  }
+}

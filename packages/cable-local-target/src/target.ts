@@ -1,0 +1,145 @@
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import { broadcastPayloadJson } from "./actioncable/frames.js";
+import { ActionCableServer, chooseSubprotocol } from "./actioncable/server.js";
+import { Counters, type CounterSnapshot } from "./counters.js";
+import { Faults, type FaultConfig } from "./faults.js";
+import { handleHttp } from "./http.js";
+import { parseTargetOptions, type TargetOptions } from "./options.js";
+import { PusherServer } from "./pusher/server.js";
+import { TimerSet } from "./timers.js";
+
+export interface LocalTarget {
+  host: string;
+  port: number;
+  /** `ws://HOST:PORT`, the base of both WebSocket endpoints. */
+  url: string;
+  /** `ws://HOST:PORT/cable`: Action Cable (and AnyCable `$pubsub`). */
+  cableUrl: string;
+  /** `ws://HOST:PORT/app/<key>`: Pusher protocol 7 (add `?protocol=7&client=…&version=…` as clients do). */
+  pusherUrl: string;
+  /** `http://HOST:PORT`: POST /_broadcast, POST /apps/<id>/events, GET /health. */
+  httpUrl: string;
+  pusher: { appId: string; key: string; secret: string };
+  /** The secret `$pubsub` signed stream names are checked with. */
+  streamsSecret: string;
+  /** Replaces the fault configuration (validated; throws naming the bad field). */
+  setFaults(faults: FaultConfig): void;
+  faults(): FaultConfig;
+  counters(): CounterSnapshot & { cableConnections: number; pusherConnections: number };
+  /** AnyCable-style broadcast to an Action Cable stream; returns the number of subscribers reached. */
+  broadcast(stream: string, data: string): number;
+  /** Pusher event on a channel; returns the number of subscribers reached. */
+  trigger(channel: string, event: string, data: unknown): number;
+  /** Terminates every socket and timer; resolves once the port is released. */
+  close(): Promise<void>;
+}
+
+/** Maximum inbound frame: bounded so that one client cannot make the target buffer without limit. */
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
+
+/** Starts the local target: Action Cable at /cable and Pusher at /app/<key> on one port, plus the HTTP APIs. */
+export async function startTarget(input: TargetOptions = {}): Promise<LocalTarget> {
+  const options = parseTargetOptions(input);
+  const counters = new Counters();
+  const faults = new Faults(options.faults);
+  const timers = new TimerSet();
+  const cable = new ActionCableServer(
+    {
+      requireUid: options.cable.requireUid,
+      pingIntervalMs: options.cable.pingIntervalMs,
+      publicStreams: options.cable.publicStreams,
+      streamsSecret: options.cable.streamsSecret,
+    },
+    faults,
+    counters,
+  );
+  const pusher = new PusherServer({ ...options.pusher }, faults, counters);
+  const broadcast = (stream: string, data: string) => cable.broadcast(stream, broadcastPayloadJson(data));
+
+  const cableWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES, handleProtocols: chooseSubprotocol });
+  const pusherWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
+  const pendingUpgrades = new Set<Duplex>();
+
+  const server = createServer((request, response) => {
+    void handleHttp(request, response, {
+      pusher: options.pusher,
+      broadcastKey: options.cable.broadcastKey,
+      broadcast,
+      trigger: (channel, event, data, except) => pusher.trigger(channel, event, data, except),
+      health: () => ({ status: "ok", ...counters.snapshot() }),
+    });
+  });
+
+  const upgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    pendingUpgrades.delete(socket);
+    if (socket.destroyed) return;
+    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    const onSocket = (accept: (ws: WebSocket) => void) => (ws: WebSocket) => {
+      // A protocol error from a client (bad frame, too large) must close that socket, not crash the target.
+      ws.on("error", () => ws.terminate());
+      accept(ws);
+    };
+    if (path === "/cable") {
+      cableWss.handleUpgrade(request, socket, head, onSocket((ws) => cable.accept(ws, request)));
+    } else if (path.startsWith("/app/")) {
+      const key = decodeURIComponent(path.slice("/app/".length));
+      pusherWss.handleUpgrade(request, socket, head, onSocket((ws) => pusher.accept(ws, request, key)));
+    } else {
+      socket.end("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    }
+  };
+
+  server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    const delay = faults.config.acceptDelayMs;
+    if (!delay) return upgrade(request, socket, head);
+    // acceptDelayMs: hold the 101 answer back; the client sees a slow handshake.
+    pendingUpgrades.add(socket);
+    timers.timeout(() => upgrade(request, socket, head), delay);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const hostForUrl = options.host.includes(":") ? `[${options.host}]` : options.host;
+  const url = `ws://${hostForUrl}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    host: options.host,
+    port,
+    url,
+    cableUrl: `${url}/cable`,
+    pusherUrl: `${url}/app/${encodeURIComponent(options.pusher.key)}`,
+    httpUrl: `http://${hostForUrl}:${port}`,
+    pusher: { appId: options.pusher.appId, key: options.pusher.key, secret: options.pusher.secret },
+    streamsSecret: options.cable.streamsSecret,
+    setFaults: (config) => faults.set(config),
+    faults: () => faults.config,
+    counters: () => ({ ...counters.snapshot(), cableConnections: cable.openConnections, pusherConnections: pusher.openConnections }),
+    broadcast,
+    trigger: (channel, event, data) => pusher.trigger(channel, event, data),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        timers.clearAll();
+        for (const socket of pendingUpgrades) socket.destroy();
+        pendingUpgrades.clear();
+        cable.close();
+        pusher.close();
+        cableWss.close();
+        pusherWss.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
