@@ -11,7 +11,7 @@ const publication = z.object({
   meta: z.record(z.string(), z.unknown()).optional(),
 });
 
-const body = z.union([publication, z.array(publication).max(10_000)]);
+const batch = z.array(publication).max(10_000);
 
 export type Publication = z.infer<typeof publication>;
 
@@ -22,7 +22,8 @@ export function parseBroadcastBody(raw: string): Publication[] {
   } catch {
     throw new Error("body is not JSON");
   }
-  const result = body.safeParse(json);
+  // Validated by shape rather than as a union, so that errors name the field instead of "Invalid input".
+  const result = Array.isArray(json) ? batch.safeParse(json) : publication.safeParse(json);
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `${["body", ...i.path].join(".")}: ${i.message}`).join("; "));
   }
