@@ -1,5 +1,3 @@
 #!/usr/bin/env node
 "use strict";
-require("../dist/cli.js").main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
-});
+process.exitCode = require("../dist/cli.js").main(process.argv.slice(2));

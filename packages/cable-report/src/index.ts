@@ -1,1 +1,12 @@
+// The package is both the Artillery plugin (`config.plugins: { cable-report: {} }`
+// loads `artillery-plugin-cable-report` and wants `Plugin`) and the merge library.
 export { Plugin, LEGACY_METRICS_FORMAT } from "./plugin.js";
+export { mergeResults, mergeRegions, loadResultsDir, loadBaseline, type Expectations, type RegionTasks } from "./results.js";
+export { renderMarkdown, DEFAULT_MAX_BYTES, type RenderOptions } from "./markdown.js";
+export { findRegressions, type Regression } from "./compare.js";
+export { loadTask, type TaskResult, type HistogramSummary } from "./task.js";
+export { ResultsInputError } from "./input.js";
+export { mergeColumn, mergeDistribution, mergeSketches, approximateDistribution, summarizeSketch } from "./merge.js";
+export { mergedSchema, ALL_REGIONS, type MergedResults, type Column, type RegionColumn, type Distribution } from "./model.js";
+export { sidecarPathFor, sidecarSchema, SIDECAR_SUFFIX, type Sidecar } from "./sidecar.js";
+export { writeFileAtomic } from "./atomic-write.js";

@@ -77,5 +77,8 @@ export function decodeSketch(name: string, base64: string): DDSketch {
   if (!Number.isFinite(sketch.count) || sketch.count < 0) {
     throw new Error(`histogram "${name}" has an invalid sample count`);
   }
+  if (!new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY }).mergeable(sketch)) {
+    throw new Error(`histogram "${name}" was not made with relative accuracy ${RELATIVE_ACCURACY}, so it cannot be merged`);
+  }
   return sketch;
 }

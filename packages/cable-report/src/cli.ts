@@ -1,0 +1,120 @@
+// `cable-report <results-dir> [options]`: merge, render, write atomically.
+import { parseArgs } from "node:util";
+import { writeFileAtomic } from "./atomic-write.js";
+import { findRegressions } from "./compare.js";
+import { ResultsInputError } from "./input.js";
+import { renderMarkdown } from "./markdown.js";
+import { loadBaseline, mergeResults } from "./results.js";
+
+const USAGE = `Usage: cable-report <results-dir> [options]
+
+<results-dir> holds one folder per region (the folder name is the column
+heading), each with the Artillery JSON reports of that region's tasks and the
+cable-report plugin's <report>.sketches.json sidecars.
+
+Options:
+  --out <file>                  write the markdown here (default: stdout)
+  --json <file>                 also write the merged result as JSON (usable as a --baseline)
+  --baseline <file|dir>         a --json output or a results directory to compare with
+  --fail-on-regression <pct>    exit 1 when a cell is worse than the baseline by more (e.g. 10%)
+  --title <text>                heading of the markdown
+  --expect-regions <a,b,…>      regions that must report; absent ones are marked missing
+  --expect-tasks <n>            tasks per region (default: the most any region ran)
+  -h, --help                    show this help
+
+Exit status: 0 done, 1 regression beyond --fail-on-regression, 2 bad input or usage,
+3 internal error.`;
+
+export const EXIT_OK = 0;
+export const EXIT_REGRESSION = 1;
+export const EXIT_BAD_INPUT = 2;
+export const EXIT_INTERNAL_ERROR = 3;
+
+class UsageError extends Error {}
+
+export function main(argv: string[]): number {
+  try {
+    return run(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`cable-report: ${err.message}\n\n${USAGE}\n`);
+      return EXIT_BAD_INPUT;
+    }
+    if (err instanceof ResultsInputError) {
+      process.stderr.write(`cable-report: ${err.message}\n`);
+      return EXIT_BAD_INPUT;
+    }
+    process.stderr.write(`cable-report: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT_INTERNAL_ERROR;
+  }
+}
+
+function run(argv: string[]): number {
+  const { values, positionals } = parseCommandLine(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) throw new UsageError("give exactly one <results-dir>");
+  const threshold = values["fail-on-regression"] === undefined ? undefined : parsePercent(values["fail-on-regression"]);
+  if (threshold !== undefined && !values.baseline) throw new UsageError("--fail-on-regression needs --baseline");
+
+  const merged = mergeResults(positionals[0], {
+    regions: values["expect-regions"]?.split(",").map((r) => r.trim()).filter(Boolean),
+    tasksPerRegion: values["expect-tasks"] === undefined ? undefined : parseCount(values["expect-tasks"]),
+  });
+  const baseline = values.baseline === undefined ? undefined : loadBaseline(values.baseline);
+  const markdown = renderMarkdown(merged, {
+    title: values.title,
+    baseline,
+    baselineLabel: values.baseline,
+    regressionThreshold: threshold,
+  });
+
+  // Everything is computed before anything is written, and each write is atomic.
+  if (values.json) writeFileAtomic(values.json, `${JSON.stringify(merged, null, 2)}\n`);
+  if (values.out) writeFileAtomic(values.out, markdown);
+  else process.stdout.write(markdown);
+
+  if (baseline && threshold !== undefined) {
+    const regressions = findRegressions(merged, baseline, threshold);
+    for (const r of regressions) {
+      const change = Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new";
+      process.stderr.write(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${change})\n`);
+    }
+    if (regressions.length > 0) return EXIT_REGRESSION;
+  }
+  return EXIT_OK;
+}
+
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        out: { type: "string" },
+        json: { type: "string" },
+        baseline: { type: "string" },
+        "fail-on-regression": { type: "string" },
+        title: { type: "string" },
+        "expect-regions": { type: "string" },
+        "expect-tasks": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+function parsePercent(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)%?$/.exec(text.trim());
+  if (!match) throw new UsageError(`--fail-on-regression wants a percentage such as 10%, not "${text}"`);
+  return Number(match[1]);
+}
+
+function parseCount(text: string): number {
+  if (!/^[1-9]\d*$/.test(text.trim())) throw new UsageError(`--expect-tasks wants a positive whole number, not "${text}"`);
+  return Number(text);
+}

@@ -1,0 +1,161 @@
+// The results directory: one folder per region, each holding the reports (and
+// sidecars) of that region's tasks, at any depth.
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { mergeColumn } from "./merge.js";
+import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, type MergedResults, type RegionColumn } from "./model.js";
+import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
+import { parseJsonFile, ResultsInputError } from "./input.js";
+import { loadTask, type TaskResult } from "./task.js";
+
+export interface Expectations {
+  /** Regions that should have reported; a region listed here without a folder shows as missing. */
+  regions?: string[];
+  /** Tasks each region should have run; by default the most any region ran. */
+  tasksPerRegion?: number;
+}
+
+export interface RegionTasks {
+  name: string;
+  tasks: TaskResult[];
+  /** Report paths relative to the results directory, in the order of `tasks`. */
+  files: string[];
+}
+
+export function mergeResults(dir: string, expectations: Expectations = {}): MergedResults {
+  const { regions, notes } = loadResultsDir(dir);
+  return mergeRegions(regions, expectations, notes);
+}
+
+export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: string[] } {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new ResultsInputError(dir, "is not a directory");
+  }
+  const regionNames = visibleEntries(dir).filter((name) => statSync(join(dir, name)).isDirectory());
+  if (regionNames.length === 0) {
+    throw new ResultsInputError(dir, "holds no region folders (expected <results-dir>/<region>/<report>.json)");
+  }
+  const notes: string[] = [];
+  const regions = regionNames.map((name) => {
+    const jsonFiles = listJsonFiles(join(dir, name));
+    const reports = jsonFiles.filter((f) => !isSidecarPath(f));
+    const expectedSidecars = new Set(reports.map(sidecarPathFor));
+    for (const sidecar of jsonFiles.filter(isSidecarPath)) {
+      if (!expectedSidecars.has(sidecar)) {
+        notes.push(`${relative(dir, sidecar)} has no report beside it; that task is not counted.`);
+      }
+    }
+    return { name, tasks: reports.map(loadTask), files: reports.map((f) => relative(dir, f)) };
+  });
+  if (regions.every((r) => r.tasks.length === 0)) {
+    throw new ResultsInputError(dir, "holds no Artillery reports (*.json) in its region folders");
+  }
+  checkSameTest(regions.flatMap((r) => r.tasks));
+  return { regions, notes };
+}
+
+/** A merged JSON (from --json) or a results directory, merged on the spot. */
+export function loadBaseline(path: string): MergedResults {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(path).isDirectory();
+  } catch {
+    throw new ResultsInputError(path, "baseline not found");
+  }
+  return isDirectory ? mergeResults(path) : parseJsonFile(path, mergedSchema, "is not a cable-report --json output");
+}
+
+/** Pure: tasks grouped by region in, the comparison model out. */
+export function mergeRegions(regions: RegionTasks[], expectations: Expectations = {}, notes: string[] = []): MergedResults {
+  const byName = new Map(regions.map((r) => [r.name, r]));
+  for (const name of expectations.regions ?? []) {
+    if (!byName.has(name)) byName.set(name, { name, tasks: [], files: [] });
+  }
+  const ordered = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const expectedTasks = expectations.tasksPerRegion ?? Math.max(...ordered.map((r) => r.tasks.length));
+
+  const columns: RegionColumn[] = ordered.map((r) => ({ ...mergeColumn(r.name, r.tasks, r.files), expectedTasks }));
+  const allTasks = ordered.flatMap((r) => r.tasks);
+  const all = mergeColumn(ALL_REGIONS, allTasks, ordered.flatMap((r) => r.files));
+  const described = allTasks.find((t) => t.test)?.test;
+
+  const merged: MergedResults = {
+    format: MERGED_FORMAT,
+    version: MERGED_VERSION,
+    test: {
+      name: described?.name ?? "",
+      scenarios: described?.scenarios ?? [...new Set(allTasks.flatMap((t) => t.scenariosRun))].sort(),
+      phases: described?.phases ?? [],
+    },
+    regions: columns,
+    all,
+    notes: [...notes],
+  };
+  const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
+  if (withoutSidecar > 0) {
+    merged.notes.push(
+      `${withoutSidecar} of ${allTasks.length} reports have no sketches sidecar (enable the cable-report plugin); ` +
+        "percentiles marked ≈ are interpolated from Artillery's summaries, not merged exactly.",
+    );
+  }
+  return merged;
+}
+
+/**
+ * Reports of different tests must not be merged. A sidecar names the test and
+ * its scenarios; a bare report only shows which scenarios created users, so
+ * two bare reports conflict only when they share no scenario at all.
+ */
+function checkSameTest(tasks: TaskResult[]): void {
+  const reference = tasks.find((t) => t.test);
+  for (const task of tasks) {
+    if (reference?.test && task.test) {
+      const a = reference.test;
+      const b = task.test;
+      if (a.name !== b.name || a.scenarios.join("\n") !== b.scenarios.join("\n")) {
+        throw new ResultsInputError(
+          task.sidecarFile!,
+          `is from test "${b.name}" (scenarios: ${b.scenarios.join(", ")}), but ${reference.sidecarFile} is from ` +
+            `"${a.name}" (scenarios: ${a.scenarios.join(", ")}); reports of different tests cannot be merged`,
+        );
+      }
+    }
+    const declared = reference?.test?.scenarios;
+    if (declared) {
+      const unknown = task.scenariosRun.filter((s) => !declared.includes(s));
+      if (unknown.length > 0) {
+        throw new ResultsInputError(
+          task.reportFile,
+          `ran scenarios ${unknown.join(", ")} that test "${reference.test!.name}" (${reference.sidecarFile}) does not declare; ` +
+            "reports of different tests cannot be merged",
+        );
+      }
+    }
+  }
+  if (reference) return;
+  const withScenarios = tasks.filter((t) => t.scenariosRun.length > 0);
+  for (const task of withScenarios) {
+    const first = withScenarios[0];
+    if (!task.scenariosRun.some((s) => first.scenariosRun.includes(s))) {
+      throw new ResultsInputError(
+        task.reportFile,
+        `ran scenarios ${task.scenariosRun.join(", ")}, but ${first.reportFile} ran ${first.scenariosRun.join(", ")}; ` +
+          "reports of different tests cannot be merged",
+      );
+    }
+  }
+}
+
+function visibleEntries(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((name) => !name.startsWith("."))
+    .sort();
+}
+
+function listJsonFiles(dir: string): string[] {
+  return visibleEntries(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return listJsonFiles(path);
+    return name.endsWith(".json") ? [path] : [];
+  });
+}

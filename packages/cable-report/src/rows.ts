@@ -1,0 +1,184 @@
+// The rows of the comparison table: which number each row reads from a column,
+// how it is formatted, and which direction is a regression. Shared by the
+// markdown renderer and the baseline comparison.
+import type { Column, Distribution, MergedResults } from "./model.js";
+
+export type Unit = "count" | "ms" | "rate";
+
+export interface NumericRow {
+  kind: "numeric";
+  section: string;
+  label: string;
+  unit: Unit;
+  /** Which way is worse; null rows show a change but never count as a regression. */
+  worse: "up" | "down" | null;
+  value(column: Column): number | null;
+  approximate?(column: Column): boolean;
+}
+
+export interface TextRow {
+  kind: "text";
+  section: string;
+  label: string;
+  text(column: Column): string;
+}
+
+export type Row = NumericRow | TextRow;
+
+export interface RowLimits {
+  /** Error kinds shown one per row; the rest are summed in one row. */
+  maxErrorRows: number;
+}
+
+export const HANDSHAKE = "cable.handshake_latency";
+const KNOWN_LATENCIES: Array<[string, string]> = [
+  [HANDSHAKE, "Handshake latency"],
+  ["cable.subscription_latency", "Subscription latency"],
+  ["cable.rtt", "Round-trip time (rtt)"],
+  ["cable.broadcast_latency", "Broadcast latency"],
+  ["cable.publish_latency", "Publish latency"],
+];
+
+/** Engine latency histograms present in any column: the known ones first, then any other `cable.*`. */
+export function latencyMetrics(merged: MergedResults): Array<{ metric: string; title: string }> {
+  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.")));
+  const known = KNOWN_LATENCIES.filter(([metric]) => present.has(metric)).map(([metric, title]) => ({ metric, title }));
+  const knownNames = new Set(KNOWN_LATENCIES.map(([metric]) => metric));
+  const others = [...present]
+    .filter((metric) => !knownNames.has(metric))
+    .sort()
+    .map((metric) => ({ metric, title: metric }));
+  return [...known, ...others];
+}
+
+export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
+  const columns = [...merged.regions, merged.all];
+  const seen = new Set(Object.keys(merged.all.counters));
+  const counterRow = (section: string, label: string, counter: string, worse: NumericRow["worse"]) =>
+    counterRowOf(section, label, counter, worse, seen);
+  const rows: Row[] = [
+    counterRow("Virtual users", "Created", "vusers.created", null),
+    counterRow("Virtual users", "Completed", "vusers.completed", "down"),
+    counterRow("Virtual users", "Failed", "vusers.failed", "up"),
+    ...distributionRows("Session length (ms)", "vusers.session_length", [
+      ["Min", "min"],
+      ["Max", "max"],
+      ["Mean", "mean"],
+      ["Median", "p50"],
+      ["p95", "p95"],
+      ["p99", "p99"],
+    ], null),
+    counterRow("Messages", "Sent", "cable.messages_sent", null),
+    counterRow("Messages", "Received", "cable.messages_received", null),
+    rateRow("Messages", "Average send rate (msg/s)", "cable.send_rate", "mean"),
+    rateRow("Messages", "Peak send rate (msg/s)", "cable.send_rate", "peak"),
+    rateRow("Messages", "Average receive rate (msg/s)", "cable.receive_rate", "mean"),
+    rateRow("Messages", "Peak receive rate (msg/s)", "cable.receive_rate", "peak"),
+    ...latencyMetrics(merged).flatMap(({ metric, title }) =>
+      distributionRows(`${title} (ms)`, metric, [
+        ["p50", "p50"],
+        ["p95", "p95"],
+        ["p99", "p99"],
+        ["Max", "max"],
+      ], "up"),
+    ),
+    {
+      kind: "numeric",
+      section: "Connections",
+      label: "Peak concurrent connections",
+      unit: "count",
+      worse: null,
+      value: (c) => c.peakOpenConnections,
+    },
+    counterRow("Connections", "Opened", "cable.connections", null),
+    counterRow("Connections", "Subscriptions", "cable.subscriptions", null),
+    ...errorRows(merged.all, limits.maxErrorRows),
+    ...checkRows(columns),
+  ];
+  // A row no column has data for (say, rtt in a broadcast-only test) is noise.
+  return rows.filter((row) => row.kind === "text" || columns.some((c) => row.value(c) !== null));
+}
+
+function counterRowOf(
+  section: string,
+  label: string,
+  counter: string,
+  worse: NumericRow["worse"],
+  seen: Set<string>,
+): NumericRow {
+  return {
+    kind: "numeric",
+    section,
+    label,
+    unit: "count",
+    worse,
+    // Once any task counted it, a column that ran tasks but never counted it counted zero.
+    value: (c) => (c.tasks === 0 || !seen.has(counter) ? null : (c.counters[counter] ?? 0)),
+  };
+}
+
+function rateRow(section: string, label: string, rate: string, stat: "mean" | "peak"): NumericRow {
+  return { kind: "numeric", section, label, unit: "rate", worse: null, value: (c) => c.rates[rate]?.[stat] ?? null };
+}
+
+type DistributionStat = Exclude<keyof Distribution, "approximate" | "count">;
+
+function distributionRows(
+  section: string,
+  metric: string,
+  stats: Array<[string, DistributionStat]>,
+  worse: NumericRow["worse"],
+): NumericRow[] {
+  return stats.map(([label, stat]) => ({
+    kind: "numeric",
+    section,
+    label,
+    unit: "ms",
+    worse,
+    value: (c) => c.histograms[metric]?.[stat] ?? null,
+    // min, max and mean merge exactly from summaries; only percentiles are interpolated.
+    approximate: (c) => stat.startsWith("p") && (c.histograms[metric]?.approximate ?? false),
+  }));
+}
+
+const ERROR_PREFIX = "errors.";
+
+function errorRows(all: Column, maxRows: number): NumericRow[] {
+  const names = Object.keys(all.counters)
+    .filter((name) => name.startsWith(ERROR_PREFIX))
+    .sort((a, b) => all.counters[b] - all.counters[a] || a.localeCompare(b));
+  const sumOf = (c: Column, counters: string[]) =>
+    c.tasks === 0 ? null : counters.reduce((sum, name) => sum + (c.counters[name] ?? 0), 0);
+  const row = (label: string, counters: string[]): NumericRow => ({
+    kind: "numeric",
+    section: "Errors",
+    label,
+    unit: "count",
+    worse: "up",
+    value: (c) => sumOf(c, counters),
+  });
+  const shown = names.length > maxRows ? names.slice(0, maxRows - 1) : names;
+  const rest = names.slice(shown.length);
+  const rows = [row("All errors", names), ...shown.map((name) => row(name.slice(ERROR_PREFIX.length), [name]))];
+  if (rest.length > 0) rows.push(row(`${rest.length} other kinds`, rest));
+  return rows;
+}
+
+const MAX_CHECK_ROWS = 20;
+
+function checkRows(columns: Column[]): TextRow[] {
+  const checks = [...new Set(columns.flatMap((c) => c.checks.map((k) => k.check)))].slice(0, MAX_CHECK_ROWS);
+  return checks.map((check) => ({
+    kind: "text",
+    section: "Checks (ensure)",
+    label: check,
+    text: (c) => {
+      const tally = c.checks.find((k) => k.check === check);
+      if (!tally) return "—";
+      const ran = tally.passed + tally.failed;
+      const missing = c.tasks - ran;
+      const verdict = tally.failed === 0 ? `✅ ${tally.passed}/${ran} passed` : `❌ ${tally.failed}/${ran} failed`;
+      return missing > 0 ? `${verdict} (${missing} not recorded)` : verdict;
+    },
+  }));
+}
