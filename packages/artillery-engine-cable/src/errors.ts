@@ -27,5 +27,7 @@ export class ScenarioError extends Error {
   constructor(readonly problems: string[]) {
     super(`artillery-engine-cable: the scenario has ${problems.length === 1 ? "a mistake" : `${problems.length} mistakes`}:\n  - ${problems.join("\n  - ")}`);
     this.name = "ScenarioError";
+    // Artillery prints the stack of an engine that fails to load: the problems are the useful part.
+    this.stack = this.message;
   }
 }

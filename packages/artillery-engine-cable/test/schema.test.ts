@@ -1,0 +1,99 @@
+import { describe, expect, test } from "vitest";
+import { ScenarioError } from "../src/errors.js";
+import { parseConfig, validateScript } from "../src/schema.js";
+
+function problems(flow: unknown[], extra: Record<string, unknown> = {}): string[] {
+  try {
+    validateScript({ config: { target: "ws://x", ...extra }, scenarios: [{ name: "s", engine: "cable", flow }] });
+    return [];
+  } catch (err) {
+    expect(err).toBeInstanceOf(ScenarioError);
+    return (err as ScenarioError).problems;
+  }
+}
+
+const connected = [{ connect: {} }, { subscribe: { channel: "ChatChannel", params: { id: 1 }, as: "chat" } }];
+
+describe("scenario validation before any load", () => {
+  test("a good flow passes, with every step kind", () => {
+    expect(
+      problems([
+        ...connected,
+        { perform: { channel: "chat", action: "speak", data: { message: "hi" }, stamp: true } },
+        { receive: { channel: "chat", match: { author_id: "{{ id }}" }, timeout: 5, capture: { json: "$.message", as: "m" }, metric: true } },
+        { receive: { channel: "chat", metric: "echo_rtt", timeout: "{{ $env.T }}" } },
+        { listen: { channel: "chat", for: 1 } },
+        { think: 1, jitter: "10%" },
+        { loop: [{ perform: { channel: "chat", action: "speak" } }], count: 3 },
+        { log: "hi" },
+        { unsubscribe: { channel: "chat" } },
+        { disconnect: null },
+      ]),
+    ).toEqual([]);
+  });
+
+  test("an unknown step is named with its index and the known steps", () => {
+    expect(problems([...connected, { recieve: { channel: "chat" } }])).toEqual([
+      'scenario "s", step 3: unknown step "recieve" (known: connect, subscribe, perform, receive, listen, unsubscribe, disconnect, think, function, log, loop)',
+    ]);
+  });
+
+  test("a missing field is named", () => {
+    expect(problems([...connected, { perform: { channel: "chat" } }])).toEqual(['scenario "s", step 3 (perform): field "action": Required']);
+  });
+
+  test("a wrong type is named", () => {
+    expect(problems([...connected, { receive: { channel: "chat", timeout: "soon" } }])).toEqual([
+      'scenario "s", step 3 (receive): field "timeout": expected a number or a {{ template }}',
+    ]);
+    expect(problems([{ connect: { headers: ["x"] } }])[0]).toMatch(/^scenario "s", step 1 \(connect\): field "headers": Expected object/);
+  });
+
+  test("a misspelt field is named as unknown", () => {
+    expect(problems([...connected, { perform: { channel: "chat", action: "speak", stmap: true } }])).toEqual([
+      'scenario "s", step 3 (perform): unknown field "stmap"',
+    ]);
+  });
+
+  test("a perform on a channel never subscribed names the channel and what is subscribed", () => {
+    expect(problems([...connected, { perform: { channel: "ChatChannel", action: "speak" } }])).toEqual([
+      'scenario "s", step 3 (perform): field "channel": "ChatChannel" is not subscribed by an earlier step (subscribed: chat)',
+    ]);
+  });
+
+  test("a subscribe before any connect is a mistake", () => {
+    expect(problems([{ subscribe: { channel: "C" } }])).toEqual(['scenario "s", step 1 (subscribe): no "connect" step comes before it']);
+  });
+
+  test("mistakes inside a loop are located inside it", () => {
+    expect(problems([...connected, { loop: [{ think: 1 }, { perform: { channel: "nope", action: "a" } }], count: 2 }])).toEqual([
+      'scenario "s", step 3 loop step 2 (perform): field "channel": "nope" is not subscribed by an earlier step (subscribed: chat)',
+    ]);
+  });
+
+  test("a bad capture path is caught before the run", () => {
+    expect(problems([...connected, { receive: { channel: "chat", capture: { json: "message.id", as: "id" } } }])[0]).toMatch(
+      /step 3 \(receive\): field "capture.json": a capture path starts with "\$"/,
+    );
+  });
+
+  test("a function the processor lacks is named", () => {
+    expect(problems([{ function: "setUser" }], { processor: { other: () => undefined } })).toEqual([
+      'scenario "s", step 1 (function): the processor has no function "setUser"',
+    ]);
+  });
+
+  test("all mistakes are reported at once", () => {
+    expect(problems([{ subscribe: { channel: "C" } }, { bogus: 1 }, { think: -1 }])).toHaveLength(3);
+  });
+
+  test("scenarios of other engines are left alone", () => {
+    expect(() => validateScript({ config: {}, scenarios: [{ engine: "ws", flow: [{ send: "x" }] }] })).not.toThrow();
+  });
+
+  test("config.cable is checked too, with defaults", () => {
+    expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256 });
+    expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
+    expect(() => parseConfig({ timeout: 10, timout: 5 })).toThrow(/config.cable: unknown field "timout"/);
+  });
+});

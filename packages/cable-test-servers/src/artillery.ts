@@ -1,0 +1,70 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+/** The parts of Artillery's JSON report (`-o`) that tests read. */
+export interface ArtilleryReport {
+  aggregate: {
+    counters: Record<string, number>;
+    rates: Record<string, number>;
+    summaries: Record<string, { min: number; max: number; count: number; mean: number; p50: number; p95: number; p99: number }>;
+  };
+  intermediate: { counters: Record<string, number>; period: number }[];
+}
+
+export interface ArtilleryRun {
+  code: number | null;
+  output: string;
+  /** Absent when Artillery wrote no report (it failed before the run). */
+  report?: ArtilleryReport;
+  reportPath: string;
+  durationMs: number;
+}
+
+export interface RunOptions {
+  /** A scenario file to run, or a script object written to a temporary YAML (JSON is YAML). */
+  script: string | Record<string, unknown>;
+  /** Extra CLI arguments, e.g. `["--target", url]`. */
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Kill the run after this long: a hung VU must fail the test, not the suite. */
+  timeoutMs?: number;
+  /** Where to write the report; a temporary directory by default. */
+  outputDir?: string;
+}
+
+const repoRoot = path.resolve(__dirname, "../../..");
+const artilleryBin = path.join(path.dirname(require.resolve("artillery/package.json", { paths: [repoRoot] })), "bin", "run");
+
+/** Runs the real `artillery run` CLI in a child process and reads its JSON report. */
+export async function runArtillery(options: RunOptions): Promise<ArtilleryRun> {
+  const dir = options.outputDir ?? mkdtempSync(path.join(os.tmpdir(), "artillery-"));
+  let scriptPath: string;
+  if (typeof options.script === "string") {
+    scriptPath = options.script;
+  } else {
+    scriptPath = path.join(dir, "scenario.yml");
+    writeFileSync(scriptPath, JSON.stringify(options.script, null, 2));
+  }
+  const reportPath = path.join(dir, "report.json");
+  const startedAt = Date.now();
+  const child = spawn(process.execPath, [artilleryBin, "run", "-o", reportPath, ...(options.args ?? []), scriptPath], {
+    cwd: options.cwd ?? repoRoot,
+    env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const timer = setTimeout(() => {
+    output += `\n[runArtillery: killed after ${timeoutMs} ms]`;
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+  clearTimeout(timer);
+  const report = existsSync(reportPath) ? (JSON.parse(readFileSync(reportPath, "utf8")) as ArtilleryReport) : undefined;
+  return { code, output, report, reportPath, durationMs: Date.now() - startedAt };
+}
