@@ -6,7 +6,7 @@
  *   runs/<runId>/bundle/run.json                  the manifest (see manifest.ts)
  *   runs/<runId>/bundle/<scenario, processors, payload files…>
  *   runs/<runId>/<region>/<taskId>/report.json    artillery run -o
- *   runs/<runId>/<region>/<taskId>/report.json.sketches.json   the cable-report sidecar
+ *   runs/<runId>/<region>/<taskId>/report.json.sketches.json   the sidecar (artillery-plugin-cable-report)
  *   runs/<runId>/<region>/<taskId>/artillery.log  artillery's stdout and stderr, secrets redacted
  *   runs/<runId>/<region>/<taskId>/status.json    written last: the task's outcome
  */

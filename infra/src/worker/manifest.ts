@@ -38,3 +38,21 @@ export function parseManifest(text: string, source: string): RunManifest {
   if (!result.success) throw new Error(`${source} is invalid: ${formatIssues(result.error)}`);
   return result.data;
 }
+
+/** The plugin that writes the raw-sketch sidecar (artillery-plugin-cable-report), as named in `config.plugins`. */
+export const REPORT_PLUGIN = "cable-report";
+
+/**
+ * The `--overrides` a task passes: the manifest's, plus the report plugin switched on, so every task
+ * leaves a sidecar for the merger whether or not the scenario lists the plugin. Plugin options the
+ * manifest sets win.
+ */
+export function taskOverrides(overrides: Record<string, unknown> | undefined): Record<string, unknown> {
+  const config = isRecord(overrides?.config) ? overrides.config : {};
+  const plugins = isRecord(config.plugins) ? config.plugins : {};
+  return { ...overrides, config: { ...config, plugins: { [REPORT_PLUGIN]: {}, ...plugins } } };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -5,7 +5,7 @@ import type { Writable } from "node:stream";
 import { runArtillery } from "./artillery.js";
 import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
-import { type RunManifest, parseManifest } from "./manifest.js";
+import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
 import { makeRedactor } from "./secrets.js";
 import { type Store, fetchTree } from "./store.js";
 
@@ -90,7 +90,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
     const outcome = await runArtillery({
       scenario: path.join(bundleDir, manifest.scenario),
       output: path.join(resultsDir, REPORT_FILE),
-      overrides: manifest.overrides,
+      overrides: taskOverrides(manifest.overrides),
       environment: manifest.environment,
       env: { ...deps.baseEnv, ...manifest.env, ...secrets },
       logFile: path.join(resultsDir, LOG_FILE),

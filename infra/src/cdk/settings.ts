@@ -1,0 +1,123 @@
+import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { z } from "zod";
+import { formatIssues } from "../worker/config.js";
+
+/**
+ * Everything the app reads from CDK context (`-c key=value` or cdk.json "context"). CLI values arrive
+ * as strings, cdk.json values as JSON, so both are accepted.
+ */
+export interface StackSettings {
+  /** Task CPU units (1024 = 1 vCPU) and memory; a valid Fargate pair. */
+  cpu: number;
+  memoryMiB: number;
+  logRetention: RetentionDays;
+  /** Days after which everything under runs/ expires. */
+  resultsExpireDays: number;
+  /** Delete the bucket and its objects with the stack (otherwise it is retained). */
+  destroyBucket: boolean;
+  containerInsights: boolean;
+  /** Extra tags on every resource. */
+  tags: Record<string, string>;
+}
+
+export interface AppSettings {
+  regions: string[];
+  stack: StackSettings;
+  /** An existing VPC to use in that region (`-c vpcId=…` for all, `-c vpcId.<region>=…` for one). */
+  vpcIdFor: (region: string) => string | undefined;
+}
+
+export type ContextReader = (key: string) => unknown;
+
+const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
+const VPC_ID = /^vpc-[0-9a-f]{8,17}$/;
+
+const list = (value: unknown): unknown =>
+  typeof value === "string" ? value.split(",").map((s) => s.trim()).filter(Boolean) : value;
+const bool = (value: unknown): unknown => (value === "true" ? true : value === "false" ? false : value);
+const tagPairs = (value: unknown): unknown =>
+  typeof value === "string"
+    ? Object.fromEntries(
+        value
+          .split(",")
+          .filter(Boolean)
+          .map((pair) => {
+            const i = pair.indexOf("=");
+            return i === -1 ? [pair, ""] : [pair.slice(0, i).trim(), pair.slice(i + 1).trim()];
+          }),
+      )
+    : value;
+
+const retentionValues = new Set<number>(Object.values(RetentionDays).filter((v): v is number => typeof v === "number"));
+
+const schema = z.object({
+  regions: z.preprocess(
+    list,
+    z
+      .array(z.string().regex(REGION, "is not an AWS region name"), { required_error: "is required, e.g. -c regions=eu-west-2,us-east-1" })
+      .nonempty("names no region")
+      .refine((r) => new Set(r).size === r.length, "names a region twice"),
+  ),
+  cpu: z.coerce.number().int().default(4096),
+  memoryMiB: z.coerce.number().int().default(8192),
+  logRetentionDays: z.coerce
+    .number()
+    .int()
+    .default(14)
+    .refine((d) => retentionValues.has(d), "must be a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, …)"),
+  resultsExpireDays: z.coerce.number().int().positive().default(30),
+  destroyBucket: z.preprocess(bool, z.boolean().default(false)),
+  containerInsights: z.preprocess(bool, z.boolean().default(false)),
+  tags: z.preprocess(tagPairs, z.record(z.string().min(1, "tag keys must not be empty"), z.string()).default({})),
+  vpcId: z.string().regex(VPC_ID, "is not a VPC id").optional(),
+});
+
+export function readAppSettings(context: ContextReader): AppSettings {
+  const keys = Object.keys(schema.shape);
+  const result = schema.safeParse(Object.fromEntries(keys.map((k) => [k, context(k)])));
+  if (!result.success) throw new Error(`invalid CDK context: ${formatIssues(result.error)}`);
+  const c = result.data;
+  assertFargateSize(c.cpu, c.memoryMiB);
+  const vpcIdFor = (region: string): string | undefined => {
+    const perRegion = context(`vpcId.${region}`);
+    if (perRegion === undefined) return c.vpcId;
+    if (typeof perRegion !== "string" || !VPC_ID.test(perRegion)) throw new Error(`invalid CDK context: vpcId.${region}: is not a VPC id`);
+    return perRegion;
+  };
+  return {
+    regions: c.regions,
+    stack: {
+      cpu: c.cpu,
+      memoryMiB: c.memoryMiB,
+      logRetention: c.logRetentionDays as RetentionDays,
+      resultsExpireDays: c.resultsExpireDays,
+      destroyBucket: c.destroyBucket,
+      containerInsights: c.containerInsights,
+      tags: c.tags,
+    },
+    vpcIdFor,
+  };
+}
+
+const range = (min: number, max: number, step: number): number[] => Array.from({ length: (max - min) / step + 1 }, (_, i) => min + i * step);
+
+/** Fargate's CPU/memory pairs (Linux), in MiB per CPU size. */
+const FARGATE_SIZES: ReadonlyMap<number, readonly number[]> = new Map([
+  [256, [512, 1024, 2048]],
+  [512, range(1024, 4096, 1024)],
+  [1024, range(2048, 8192, 1024)],
+  [2048, range(4096, 16384, 1024)],
+  [4096, range(8192, 30720, 1024)],
+  [8192, range(16384, 61440, 4096)],
+  [16384, range(32768, 122880, 8192)],
+]);
+
+export function assertFargateSize(cpu: number, memoryMiB: number): void {
+  const memories = FARGATE_SIZES.get(cpu);
+  if (!memories) throw new Error(`invalid CDK context: cpu: ${cpu} is not a Fargate CPU size (${[...FARGATE_SIZES.keys()].join(", ")})`);
+  if (!memories.includes(memoryMiB)) {
+    const last = memories[memories.length - 1];
+    const allowed = memories.length <= 4 ? memories.join(", ") : `${memories[0]}–${last} in steps of ${last - memories[memories.length - 2]}`;
+    throw new Error(`invalid CDK context: memoryMiB: ${memoryMiB} does not fit cpu ${cpu} (Fargate allows ${allowed} MiB)`);
+  }
+}
