@@ -1,0 +1,151 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeEach, describe, expect, it } from "vitest";
+import { loadBaseline, mergeResults } from "../src/results.js";
+import { sidecarPathFor } from "../src/sidecar.js";
+import { around, TEST, writeTask } from "./fixtures.js";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "cable-report-"));
+});
+
+const task = (created: number) => ({
+  counters: { "vusers.created": created, "vusers.created_by_name.chat": created },
+  histograms: { "cable.rtt": around(20, 50, created) },
+});
+
+describe("loading a results directory", () => {
+  it("reads each region folder's reports at any depth, with their sidecars", () => {
+    writeTask(join(dir, "eu-west-2", "task-1", "report.json"), task(3));
+    writeTask(join(dir, "eu-west-2", "task-2.json"), task(4));
+    writeTask(join(dir, "us-east-1", "a.json"), task(5));
+    writeFileSync(join(dir, "us-east-1", "artillery.log"), "not json, ignored");
+
+    const merged = mergeResults(dir);
+
+    expect(merged.regions.map((r) => [r.name, r.tasks, r.counters["vusers.created"]])).toEqual([
+      ["eu-west-2", 2, 7],
+      ["us-east-1", 1, 5],
+    ]);
+    expect(merged.regions[0].files).toEqual(["eu-west-2/task-1/report.json", "eu-west-2/task-2.json"]);
+    expect(merged.all.counters["vusers.created"]).toBe(12);
+    expect(merged.test).toEqual(TEST);
+    expect(merged.notes).toEqual([]);
+  });
+
+  it("marks an empty region folder and expected regions without a folder as missing, and short regions", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(1));
+    writeTask(join(dir, "eu-west-2", "b.json"), task(1));
+    writeTask(join(dir, "us-east-1", "a.json"), task(1));
+    mkdirSync(join(dir, "ap-south-1"));
+
+    const merged = mergeResults(dir, { regions: ["sa-east-1"] });
+
+    expect(merged.regions.map((r) => [r.name, r.tasks, r.expectedTasks])).toEqual([
+      ["ap-south-1", 0, 2],
+      ["eu-west-2", 2, 2],
+      ["sa-east-1", 0, 2],
+      ["us-east-1", 1, 2],
+    ]);
+  });
+
+  it("notes a sidecar whose report is missing", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(1));
+    writeTask(join(dir, "eu-west-2", "b.json"), task(1));
+    writeFileSync(join(dir, "eu-west-2", "b.json"), readFileSync(join(dir, "eu-west-2", "a.json")));
+    writeFileSync(join(dir, "eu-west-2", "lost.json.sketches.json"), readFileSync(sidecarPathFor(join(dir, "eu-west-2", "a.json"))));
+    expect(mergeResults(dir).notes).toEqual(["eu-west-2/lost.json.sketches.json has no report beside it; that task is not counted."]);
+  });
+
+  it("notes reports without a sidecar", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), { ...task(1), sidecar: false });
+    expect(mergeResults(dir).notes[0]).toMatch(/^1 of 1 reports have no sketches sidecar/);
+  });
+});
+
+describe("bad input names the file", () => {
+  it("rejects a missing directory and a directory without region folders", () => {
+    expect(() => mergeResults(join(dir, "nope"))).toThrow(`${join(dir, "nope")}: is not a directory`);
+    expect(() => mergeResults(dir)).toThrow(`${dir}: holds no region folders`);
+  });
+
+  it("rejects region folders without any report", () => {
+    mkdirSync(join(dir, "eu-west-2"));
+    expect(() => mergeResults(dir)).toThrow(`${dir}: holds no Artillery reports`);
+  });
+
+  it("rejects a JSON file that is not an Artillery report", () => {
+    const file = join(dir, "eu-west-2", "package.json");
+    mkdirSync(join(dir, "eu-west-2"));
+    writeFileSync(file, JSON.stringify({ name: "x" }));
+    expect(() => mergeResults(dir)).toThrow(`${file}: is not an Artillery JSON report (artillery run -o) (Required at aggregate)`);
+  });
+
+  it("rejects a file that is not JSON", () => {
+    const file = join(dir, "eu-west-2", "report.json");
+    mkdirSync(join(dir, "eu-west-2"));
+    writeFileSync(file, "{ half a rep");
+    expect(() => mergeResults(dir)).toThrow(new RegExp(`^${file}: is not an Artillery JSON report`));
+  });
+
+  it("rejects reports of different tests mixed together", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(1));
+    writeTask(join(dir, "us-east-1", "a.json"), { ...task(1), test: { ...TEST, name: "other.yml" } });
+    expect(() => mergeResults(dir)).toThrow(
+      `${sidecarPathFor(join(dir, "us-east-1", "a.json"))}: is from test "other.yml" (scenarios: chat)`,
+    );
+  });
+
+  it("rejects a bare report that ran a scenario the test does not declare", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(1));
+    const file = join(dir, "us-east-1", "a.json");
+    writeTask(file, { counters: { "vusers.created": 1, "vusers.created_by_name.checkout": 1 }, sidecar: false });
+    expect(() => mergeResults(dir)).toThrow(`${file}: ran scenarios checkout that test "chat.yml"`);
+  });
+
+  it("rejects bare reports that share no scenario", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), { ...task(1), sidecar: false });
+    const file = join(dir, "us-east-1", "a.json");
+    writeTask(file, { counters: { "vusers.created": 1, "vusers.created_by_name.checkout": 1 }, sidecar: false });
+    expect(() => mergeResults(dir)).toThrow(`${file}: ran scenarios checkout, but`);
+  });
+
+  it("rejects a sidecar whose sketch bytes are corrupt", () => {
+    const file = join(dir, "eu-west-2", "a.json");
+    writeTask(file, task(1));
+    const sidecar = JSON.parse(readFileSync(sidecarPathFor(file), "utf8"));
+    sidecar.aggregate.histograms["cable.rtt"] = Buffer.from("not a sketch").toString("base64");
+    writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
+    expect(() => mergeResults(dir)).toThrow(`${sidecarPathFor(file)}: histogram "cable.rtt" is not a DDSketch protobuf`);
+  });
+
+  it("rejects a sidecar that belongs to another report", () => {
+    const file = join(dir, "eu-west-2", "a.json");
+    writeTask(file, task(1));
+    writeTask(join(dir, "other", "b.json"), task(2));
+    writeFileSync(sidecarPathFor(file), readFileSync(sidecarPathFor(join(dir, "other", "b.json"))));
+    expect(() => mergeResults(dir)).toThrow(`${sidecarPathFor(file)}: does not match its report ${file}: counter "vusers.created"`);
+  });
+
+  it("rejects a truncated sidecar", () => {
+    const file = join(dir, "eu-west-2", "a.json");
+    writeTask(file, task(1));
+    writeFileSync(sidecarPathFor(file), readFileSync(sidecarPathFor(file), "utf8").slice(0, 100));
+    expect(() => mergeResults(dir)).toThrow(new RegExp(`^${sidecarPathFor(file)}: is not a cable-report sketches sidecar`));
+  });
+});
+
+describe("baselines", () => {
+  it("loads a results directory or a merged JSON, and rejects anything else by name", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(1));
+    const merged = mergeResults(dir);
+    const json = join(dir, "merged.json");
+    writeFileSync(json, JSON.stringify(merged));
+    expect(loadBaseline(dir)).toEqual(merged);
+    expect(loadBaseline(json)).toEqual(merged);
+    expect(() => loadBaseline(join(dir, "eu-west-2", "a.json"))).toThrow(/a.json: is not a cable-report --json output/);
+    expect(() => loadBaseline(join(dir, "missing.json"))).toThrow(/missing.json: baseline not found/);
+  });
+});
