@@ -146,7 +146,7 @@ export class LoadtestStack extends Stack {
         sid: "ListRunBundles",
         actions: ["s3:ListBucket"],
         resources: [bucket.bucketArn],
-        conditions: { StringLike: { "s3:prefix": [bundleKeyPattern()] } },
+        conditions: { StringLike: { "s3:prefix": bundleKeyPattern() } },
       }),
       new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern())] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),

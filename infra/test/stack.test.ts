@@ -1,0 +1,202 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { App } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../src/cdk/app";
+import { OUTPUT_KEYS, type LoadtestStack } from "../src/cdk/loadtest-stack";
+import { stageImage } from "../src/image/stage";
+
+// CDK writes tags sorted by key, and arrayWith matches in order.
+// Synthesizing is slow (seconds per stack), so each template is built once and shared.
+let imageDir: string;
+let stacks: LoadtestStack[];
+let london: Template;
+
+const synth = (context: Record<string, unknown>) => buildApp(new App({ context }), imageDir);
+
+beforeAll(() => {
+  imageDir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
+  stageImage(imageDir);
+  stacks = synth({ regions: "eu-west-2,us-east-1" });
+  london = Template.fromStack(stacks[0]);
+});
+afterAll(() => rmSync(imageDir, { recursive: true, force: true }));
+
+describe("the app", () => {
+  it("makes one CableLoadtest-<region> stack per region, pinned to that region", () => {
+    expect(stacks.map((s) => [s.stackName, s.region])).toEqual([
+      ["CableLoadtest-eu-west-2", "eu-west-2"],
+      ["CableLoadtest-us-east-1", "us-east-1"],
+    ]);
+    const virginia = Template.fromStack(stacks[1]);
+    virginia.hasResourceProperties("AWS::ECS::TaskDefinition", {
+      ContainerDefinitions: [Match.objectLike({ Environment: Match.arrayWith([{ Name: "CABLE_REGION", Value: "us-east-1" }]) })],
+    });
+  });
+});
+
+describe("a region's stack", () => {
+  it("has a VPC of public subnets and no NAT gateway", () => {
+    london.resourceCountIs("AWS::EC2::VPC", 1);
+    london.resourceCountIs("AWS::EC2::NatGateway", 0);
+    london.resourceCountIs("AWS::EC2::Subnet", 2);
+    london.allResourcesProperties("AWS::EC2::Subnet", { MapPublicIpOnLaunch: true });
+    london.hasOutput("AssignPublicIp", { Value: "ENABLED" });
+  });
+
+  it("has a cluster with FARGATE and FARGATE_SPOT and Container Insights off", () => {
+    london.hasResourceProperties("AWS::ECS::ClusterCapacityProviderAssociations", {
+      CapacityProviders: Match.arrayWith(["FARGATE", "FARGATE_SPOT"]),
+    });
+    london.hasResourceProperties("AWS::ECS::Cluster", { ClusterSettings: [{ Name: "containerInsights", Value: "disabled" }] });
+  });
+
+  it("has a Fargate task definition sized for a load generator, with container memory, log retention and no secrets in its environment", () => {
+    london.hasResourceProperties("AWS::ECS::TaskDefinition", {
+      RequiresCompatibilities: ["FARGATE"],
+      NetworkMode: "awsvpc",
+      Cpu: "4096",
+      Memory: "8192",
+      ContainerDefinitions: [
+        Match.objectLike({
+          Name: "loadgen",
+          Memory: 8192,
+          Image: Match.objectLike({ "Fn::Sub": Match.stringLikeRegexp("cdk-hnb659fds-container-assets") }),
+          Environment: [
+            { Name: "CABLE_STORE", Value: { "Fn::Join": ["", ["s3://", { Ref: Match.stringLikeRegexp("^Bucket") }]] } },
+            { Name: "CABLE_REGION", Value: "eu-west-2" },
+            { Name: "AWS_REGION", Value: "eu-west-2" },
+          ],
+          Secrets: Match.absent(),
+          LogConfiguration: Match.objectLike({ LogDriver: "awslogs" }),
+          Ulimits: [{ Name: "nofile", SoftLimit: 65535, HardLimit: 65535 }],
+          LinuxParameters: { InitProcessEnabled: true },
+        }),
+      ],
+    });
+    london.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 14 });
+  });
+
+  it("has a private, encrypted, SSL-only bucket that expires runs and is kept unless asked", () => {
+    london.hasResource("AWS::S3::Bucket", {
+      DeletionPolicy: "Retain",
+      Properties: Match.objectLike({
+        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }] },
+        LifecycleConfiguration: {
+          Rules: Match.arrayWith([Match.objectLike({ Prefix: "runs/", ExpirationInDays: 30, Status: "Enabled" })]),
+        },
+      }),
+    });
+    london.hasResourceProperties("AWS::S3::BucketPolicy", {
+      PolicyDocument: {
+        Statement: [Match.objectLike({ Effect: "Deny", Action: "s3:*", Condition: { Bool: { "aws:SecureTransport": "false" } }, Principal: { AWS: "*" } })],
+      },
+    });
+  });
+
+  it("gives the task role exactly: list+read bundles, write this region's results, read /cable-loadtest/* secrets", () => {
+    const taskRole = Object.keys(london.findResources("AWS::IAM::Role", { Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: "ecs-tasks.amazonaws.com" } })] } } }));
+    const policies = Object.values(london.findResources("AWS::IAM::Policy")).filter((p) =>
+      (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref.startsWith("TaskDefinitionTaskRole")),
+    );
+    expect(taskRole.length).toBe(2); // the task role and the execution role
+    expect(policies).toHaveLength(1);
+    const [bucketId] = Object.keys(london.findResources("AWS::S3::Bucket"));
+    const bucketArn = { "Fn::GetAtt": [bucketId, "Arn"] };
+    const objects = (pattern: string) => ({ "Fn::Join": ["", [bucketArn, `/${pattern}`]] });
+    const account = (service: string, sep: string, name: string) => ({
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:${service}:eu-west-2:`, { Ref: "AWS::AccountId" }, `:${sep}${name}`]],
+    });
+    expect(policies[0].Properties.PolicyDocument.Statement).toEqual([
+      { Sid: "ListRunBundles", Effect: "Allow", Action: "s3:ListBucket", Resource: bucketArn, Condition: { StringLike: { "s3:prefix": "runs/*/bundle/*" } } },
+      { Sid: "ReadRunBundles", Effect: "Allow", Action: "s3:GetObject", Resource: objects("runs/*/bundle/*") },
+      { Sid: "WriteRegionResults", Effect: "Allow", Action: "s3:PutObject", Resource: objects("runs/*/eu-west-2/*") },
+      { Sid: "ReadSecretParameters", Effect: "Allow", Action: "ssm:GetParameter", Resource: account("ssm", "parameter/", "cable-loadtest/*") },
+      { Sid: "ReadSecrets", Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: account("secretsmanager", "secret:", "cable-loadtest/*") },
+    ]);
+    // Nowhere in the stack does an IAM policy allow s3:* or act on every resource.
+    for (const policy of Object.values(london.findResources("AWS::IAM::Policy"))) {
+      for (const statement of policy.Properties.PolicyDocument.Statement) {
+        expect([statement.Action].flat()).not.toContain("s3:*");
+        expect([statement.Resource].flat().filter((r: unknown) => r === "*" && !String(statement.Action).startsWith("ecr:GetAuthorizationToken"))).toEqual([]);
+      }
+    }
+  });
+
+  it("has a security group with no ingress", () => {
+    london.resourceCountIs("AWS::EC2::SecurityGroup", 1);
+    london.hasResourceProperties("AWS::EC2::SecurityGroup", { SecurityGroupIngress: Match.absent() });
+    london.resourceCountIs("AWS::EC2::SecurityGroupIngress", 0);
+  });
+
+  it("outputs what the runner needs, under stable keys and without exports", () => {
+    const outputs = london.findOutputs("*");
+    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS].sort());
+    for (const output of Object.values(outputs)) expect(output.Export).toBeUndefined();
+    london.hasOutput("ContainerName", { Value: "loadgen" });
+    london.hasOutput("SubnetIds", { Value: { "Fn::Join": ["", [{ Ref: Match.stringLikeRegexp("Subnet1") }, ",", { Ref: Match.stringLikeRegexp("Subnet2") }]] } });
+    london.hasOutput("BucketName", { Value: { Ref: Match.stringLikeRegexp("^Bucket") } });
+    london.hasOutput("LogGroupName", { Value: { Ref: Match.stringLikeRegexp("^Logs") } });
+  });
+
+  it("tags every taggable resource with the project", () => {
+    const taggable = ["AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup", "AWS::ECS::Cluster", "AWS::ECS::TaskDefinition", "AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::IAM::Role"];
+    for (const type of taggable) {
+      london.allResourcesProperties(type, { Tags: Match.arrayWith([{ Key: "cable-loadtest:region", Value: "eu-west-2" }, { Key: "project", Value: "cable-loadtest" }]) });
+    }
+  });
+});
+
+describe("context options", () => {
+  it("sizes the task, keeps logs and runs as asked, destroys the bucket only when asked, adds tags", () => {
+    const [stack] = synth({
+      regions: "ap-southeast-2",
+      cpu: "2048",
+      memoryMiB: "4096",
+      logRetentionDays: "7",
+      resultsExpireDays: "3",
+      destroyBucket: "true",
+      containerInsights: "true",
+      tags: "team=realtime,cost-center=42",
+    });
+    const t = Template.fromStack(stack);
+    t.hasResourceProperties("AWS::ECS::TaskDefinition", { Cpu: "2048", Memory: "4096", ContainerDefinitions: [Match.objectLike({ Memory: 4096 })] });
+    t.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 7 });
+    t.hasResource("AWS::S3::Bucket", { DeletionPolicy: "Delete", Properties: Match.objectLike({ LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ ExpirationInDays: 3 })]) } }) });
+    t.resourceCountIs("Custom::S3AutoDeleteObjects", 1);
+    t.hasResourceProperties("AWS::ECS::Cluster", { ClusterSettings: [{ Name: "containerInsights", Value: "enabled" }] });
+    t.hasResourceProperties("AWS::S3::Bucket", { Tags: Match.arrayWith([{ Key: "cost-center", Value: "42" }, { Key: "team", Value: "realtime" }]) });
+  });
+
+  it("uses an existing VPC (looked up) instead of creating one", () => {
+    const previous = process.env.CDK_DEFAULT_ACCOUNT;
+    process.env.CDK_DEFAULT_ACCOUNT = "123456789012";
+    try {
+      const [stack] = synth({ regions: "eu-west-2", "vpcId.eu-west-2": "vpc-0123456789abcdef0" });
+      const t = Template.fromStack(stack);
+      t.resourceCountIs("AWS::EC2::VPC", 0);
+      t.resourceCountIs("AWS::EC2::Subnet", 0);
+      // Without a cached lookup CDK uses its dummy VPC, which has private subnets: tasks get no public IP there.
+      t.hasOutput("AssignPublicIp", { Value: "DISABLED" });
+      t.hasOutput("SubnetIds", { Value: Match.stringLikeRegexp("^p-12345,p-67890$") });
+    } finally {
+      if (previous === undefined) delete process.env.CDK_DEFAULT_ACCOUNT;
+      else process.env.CDK_DEFAULT_ACCOUNT = previous;
+    }
+  });
+
+  it("refuses a VPC lookup without an account, naming why", () => {
+    const previous = process.env.CDK_DEFAULT_ACCOUNT;
+    delete process.env.CDK_DEFAULT_ACCOUNT;
+    try {
+      expect(() => synth({ regions: "eu-west-2", vpcId: "vpc-0123456789abcdef0" })).toThrow(
+        "vpcId vpc-0123456789abcdef0 for eu-west-2 is looked up at synth time, which needs AWS credentials (no account found)",
+      );
+    } finally {
+      if (previous !== undefined) process.env.CDK_DEFAULT_ACCOUNT = previous;
+    }
+  });
+});
