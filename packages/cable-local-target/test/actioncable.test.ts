@@ -65,7 +65,7 @@ describe("AnyCable $pubsub and POST /_broadcast", () => {
     expect((await postBroadcast({ stream: "s", data: "x" }, "wrong")).status).toBe(401);
     const bad = await postBroadcast({ stream: "s" });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error).toMatch(/body\.data/);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/body\.data/);
   });
 
   test("HTTP broadcasts reach Rails-style channel streams too (chat_<id>)", async () => {

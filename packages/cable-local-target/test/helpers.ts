@@ -127,7 +127,12 @@ export async function pusherClient(baseUrl: string, key: string): Promise<{ clie
   return { client, socketId: pusherData(established).socket_id };
 }
 
-export function subscribeFrame(app: PusherApp, socketId: string, channel: string, channelData?: string) {
+export function subscribeFrame(
+  app: PusherApp,
+  socketId: string,
+  channel: string,
+  channelData?: string,
+): { event: "pusher:subscribe"; data: { channel: string; auth?: string; channel_data?: string } } {
   if (channel.startsWith("private-") || channel.startsWith("presence-")) {
     return { event: "pusher:subscribe", data: { channel, auth: channelAuth(app.key, app.secret, socketId, channel, channelData), ...(channelData ? { channel_data: channelData } : {}) } };
   }

@@ -46,7 +46,7 @@ describe("HTTP events API", () => {
     expect((await triggerSigned(target.httpUrl, { ...target.pusher, appId: "other" }, { name: "e", channel: "c", data: "1" })).status).toBe(404);
     const both = await triggerSigned(target.httpUrl, target.pusher, { name: "e", channel: "c", channels: ["d"], data: "1" });
     expect(both.status).toBe(400);
-    expect((await both.json()).error).toMatch(/channel or channels/);
+    expect(((await both.json()) as { error: string }).error).toMatch(/channel or channels/);
   });
 
   test("an unsigned request is refused", async () => {
