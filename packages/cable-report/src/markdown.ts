@@ -37,22 +37,26 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
   for (let n = Math.floor(regionCount / 2); n >= 1; n = Math.floor(n / 2)) {
     attempts.push({ maxRegions: n, maxErrorRows: 5, charts: false });
   }
+  const threshold = options.regressionThreshold;
+  const regressions =
+    options.baseline && threshold !== undefined ? findRegressions(merged, options.baseline, threshold).length : undefined;
   let text = "";
   for (const limits of attempts) {
-    text = render(merged, options, limits);
+    text = render(merged, options, limits, regressions);
     if (Buffer.byteLength(text) <= maxBytes) return text;
   }
   throw new Error(`the report does not fit in ${maxBytes} bytes even with one region column`);
 }
 
-function render(merged: MergedResults, options: RenderOptions, limits: Limits): string {
+/** `regressions`: how many cells regressed beyond the threshold, if one was given. */
+function render(merged: MergedResults, options: RenderOptions, limits: Limits, regressions?: number): string {
   const shown = pickRegions(merged.regions, limits.maxRegions);
   const view: MergedResults = { ...merged, regions: shown };
   const columns: Column[] = [...shown, merged.all];
   const out: string[] = [];
 
   out.push(`## ${inline(options.title ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`)}`, "");
-  out.push(...header(merged, options));
+  out.push(...header(merged, options, regressions));
   out.push("", ...table(view, columns, options, limits));
   out.push(...regionMarks(merged.regions));
   if (shown.length < merged.regions.length) {
@@ -80,7 +84,7 @@ function isFlagged(r: RegionColumn): boolean {
   return r.tasks < r.expectedTasks;
 }
 
-function header(merged: MergedResults, options: RenderOptions): string[] {
+function header(merged: MergedResults, options: RenderOptions, regressions?: number): string[] {
   const { all } = merged;
   const lines: string[] = [];
   if (merged.test.name) lines.push(`- **Test:** ${inline(merged.test.name)}`);
@@ -88,7 +92,7 @@ function header(merged: MergedResults, options: RenderOptions): string[] {
   if (all.firstMetricAt !== null && all.lastMetricAt !== null) {
     lines.push(`- **Run:** ${utc(all.firstMetricAt)}, ${duration(all.lastMetricAt - all.firstMetricAt)}`);
   }
-  const perRegion = merged.regions.map((r) => `${inline(r.name)} ${r.tasks}`).join(", ");
+  const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
   lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);
   if (merged.test.phases.length > 0) {
     const phases = merged.test.phases.slice(0, 20).map(phase);
@@ -97,13 +101,12 @@ function header(merged: MergedResults, options: RenderOptions): string[] {
   }
   if (options.baseline) {
     const threshold = options.regressionThreshold;
-    const regressions = threshold === undefined ? [] : findRegressions(merged, options.baseline, threshold);
     const verdict =
-      threshold === undefined
+      regressions === undefined
         ? ""
-        : regressions.length === 0
+        : regressions === 0
           ? ` — no regression beyond ${threshold}%`
-          : ` — ❌ **${regressions.length} regression${regressions.length === 1 ? "" : "s"} beyond ${threshold}%** (bold cells)`;
+          : ` — ❌ **${regressions} regression${regressions === 1 ? "" : "s"} beyond ${threshold}%** (bold cells)`;
     lines.push(`- **Baseline:** ${inline(options.baselineLabel ?? "given")}${verdict}`);
   }
   return lines;
