@@ -40,10 +40,14 @@ export async function writeTree(dir: string, files: Record<string, string>): Pro
   }
 }
 
-/** A bundle whose scenario uses a payload file, a plain env var, and (optionally) a secret env var. */
-export function httpBundle(opts: { startAt?: number; secretVar?: string; extraManifest?: Record<string, unknown> } = {}): Record<string, string> {
-  const secretHeader = opts.secretVar ? `\n          headers:\n            x-token: "{{ $env.${opts.secretVar} }}"` : "";
-  const secretLog = opts.secretVar ? `\n      - log: "token is {{ $env.${opts.secretVar} }}"` : "";
+/**
+ * A bundle whose scenario uses a payload file, a plain env var, and (optionally) secret env vars,
+ * each sent as the header `x-<name>` and logged as "<name> is <value>".
+ */
+export function httpBundle(opts: { startAt?: number; secretVars?: string[]; extraManifest?: Record<string, unknown> } = {}): Record<string, string> {
+  const vars = opts.secretVars ?? [];
+  const secretHeader = vars.length ? `\n          headers:${vars.map((v) => `\n            x-${v.toLowerCase()}: "{{ $env.${v} }}"`).join("")}` : "";
+  const secretLog = vars.map((v) => `\n      - log: "${v} is {{ $env.${v} }}"`).join("");
   return {
     "run.json": JSON.stringify({
       scenario: "scenarios/smoke.yml",
