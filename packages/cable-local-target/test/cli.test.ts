@@ -1,0 +1,86 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, test } from "vitest";
+import { optionsFromArgs } from "../src/cli.js";
+import { connect } from "./helpers.js";
+
+describe("flags", () => {
+  test("map to target options and faults", () => {
+    expect(
+      optionsFromArgs([
+        "--port", "9000",
+        "--allow-anonymous",
+        "--pusher-key", "k",
+        "--subscription-error-style", "sockudo",
+        "--drop-ratio", "0.25",
+        "--close-after-ms", "1000",
+        "--disconnect-reason", "server_restart",
+        "--stop-pinging",
+      ]),
+    ).toEqual({
+      host: undefined,
+      port: 9000,
+      cable: { requireUid: false },
+      pusher: { key: "k", subscriptionErrorStyle: "sockudo" },
+      faults: { dropBroadcastRatio: 0.25, closeAfterMs: 1000, disconnectReason: "server_restart", stopPinging: true },
+    });
+  });
+
+  test("a faults file gives per-channel overrides; flags win over it", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
+    const file = path.join(dir, "faults.json");
+    writeFileSync(file, JSON.stringify({ confirmDelayMs: 100, channels: { ChatChannel: { rejectSubscriptions: true } } }));
+    const options = optionsFromArgs(["--faults", file, "--confirm-delay-ms", "5"]);
+    expect(options).not.toBe("help");
+    if (options !== "help") expect(options.faults).toEqual({ confirmDelayMs: 5, channels: { ChatChannel: { rejectSubscriptions: true } } });
+  });
+
+  test("bad input names the flag or the file field", () => {
+    expect(() => optionsFromArgs(["--port", "abc"])).toThrow(/--port: expected a number/);
+    expect(() => optionsFromArgs(["--drop-ratio", "3"])).toThrow(/faults\.dropBroadcastRatio/);
+    expect(() => optionsFromArgs(["--subscription-error-style", "x"])).toThrow(/--subscription-error-style/);
+    expect(() => optionsFromArgs(["--no-such-flag"])).toThrow(/Unknown option/);
+    const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
+    const file = path.join(dir, "faults.json");
+    writeFileSync(file, JSON.stringify({ channels: { X: { confirmDelayMs: "slow" } } }));
+    expect(() => optionsFromArgs(["--faults", file])).toThrow(new RegExp(`${file.replace(/[.]/g, "\\.")}\\.channels\\.X\\.confirmDelayMs`));
+    expect(() => optionsFromArgs(["--faults", path.join(dir, "missing.json")])).toThrow(/--faults: cannot read/);
+  });
+
+  test("--help", () => {
+    expect(optionsFromArgs(["-h"])).toBe("help");
+  });
+});
+
+test("the built command starts, prints its URLs, serves, and stops on SIGTERM", async () => {
+  const cli = path.resolve(__dirname, "../dist/cli.js");
+  expect(existsSync(cli), `${cli} is missing: run npm run build -w cable-local-target`).toBe(true);
+  const child = spawn(process.execPath, [cli, "--allow-anonymous"], { stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`no output within 10 s: ${out}`)), 10_000);
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes("\n")) {
+          clearTimeout(timer);
+          resolve(out.split("\n")[0]);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`exited with ${code}: ${out}`)));
+    });
+    const printed = JSON.parse(line);
+    expect(printed.cableUrl).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/cable$/);
+    expect(line).not.toContain("local-secret");
+    const client = await connect(printed.cableUrl, { protocols: ["actioncable-v1-json"] });
+    expect(await client.next()).toEqual({ type: "welcome" });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await client.closed;
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+});
