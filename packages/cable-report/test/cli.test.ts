@@ -1,0 +1,76 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, main } from "../src/cli.js";
+import { around, writeTask } from "./fixtures.js";
+
+let dir: string;
+let stderr: string[];
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "cable-report-cli-"));
+  stderr = [];
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    stderr.push(String(chunk));
+    return true;
+  });
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+function results(name: string, rttCenter: number): string {
+  const root = join(dir, name);
+  for (const region of ["eu-west-2", "us-east-1"]) {
+    writeTask(join(root, region, "task-1.json"), {
+      counters: { "vusers.created": 10, "vusers.created_by_name.chat": 10, "vusers.completed": 10 },
+      histograms: { "cable.rtt": around(rttCenter, 200, 9) },
+    });
+  }
+  return root;
+}
+
+describe("cable-report CLI", () => {
+  it("writes the markdown and the merged JSON, and a JSON output works as the next baseline", () => {
+    const out = join(dir, "report.md");
+    const json = join(dir, "merged.json");
+    expect(main([results("base", 20), "--out", out, "--json", json, "--title", "Chat"])).toBe(EXIT_OK);
+    expect(readFileSync(out, "utf8")).toMatch(/^## Chat\n/);
+    expect(JSON.parse(readFileSync(json, "utf8")).all.counters["vusers.created"]).toBe(20);
+
+    const next = join(dir, "next.md");
+    expect(main([results("same", 20), "--out", next, "--baseline", json, "--fail-on-regression", "10%"])).toBe(EXIT_OK);
+    expect(readFileSync(next, "utf8")).toContain("no regression beyond 10%");
+    expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
+  });
+
+  it("exits 1 on a regression beyond the threshold, still writing the report", () => {
+    const baseline = results("base", 20);
+    const out = join(dir, "report.md");
+    expect(main([results("slow", 30), "--out", out, "--baseline", baseline, "--fail-on-regression", "10"])).toBe(EXIT_REGRESSION);
+    expect(readFileSync(out, "utf8")).toMatch(/\*\*\d+ regressions beyond 10%\*\*/);
+    expect(stderr.join("")).toMatch(/regression: Round-trip time \(rtt\) \(ms\): p95 in eu-west-2: [\d.]+ → [\d.]+ \(\d+\.\d%\)/);
+  });
+
+  it("exits 2 naming the bad file and leaves an existing output untouched", () => {
+    const root = results("bad", 20);
+    writeFileSync(join(root, "us-east-1", "task-1.json.sketches.json"), "{}");
+    const out = join(dir, "report.md");
+    writeFileSync(out, "previous report\n");
+
+    expect(main([root, "--out", out, "--json", join(dir, "m.json")])).toBe(EXIT_BAD_INPUT);
+
+    expect(stderr.join("")).toContain(`${join(root, "us-east-1", "task-1.json.sketches.json")}: is not a cable-report sketches sidecar`);
+    expect(readFileSync(out, "utf8")).toBe("previous report\n");
+    expect(existsSync(join(dir, "m.json"))).toBe(false);
+  });
+
+  it("exits 2 with usage on bad arguments", () => {
+    expect(main([])).toBe(EXIT_BAD_INPUT);
+    expect(main([dir, "--fail-on-regression", "10%"])).toBe(EXIT_BAD_INPUT);
+    expect(main([dir, "--baseline", dir, "--fail-on-regression", "lots"])).toBe(EXIT_BAD_INPUT);
+    expect(main([dir, "--bogus"])).toBe(EXIT_BAD_INPUT);
+    expect(stderr.join("")).toContain("--fail-on-regression needs --baseline");
+    expect(stderr.join("")).toContain("Usage: cable-report <results-dir>");
+  });
+});
