@@ -35,9 +35,11 @@ const registry = new OpenConnections();
  * has at most one step waiting on it; every frame is offered to that waiter first.
  */
 export class CableConnection implements Tracked {
-  lastPingAt = 0;
-  staleCounted = false;
-  readonly pingIntervalMs: number;
+  /** When the server last pinged or ponged, in nowMs(). */
+  private lastPingAt = 0;
+  private keepaliveSentAt = 0;
+  private staleCounted = false;
+  private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
   /** Fields of the welcome frame (socket_id, sid, activity timeout). */
@@ -82,7 +84,8 @@ export class CableConnection implements Tracked {
       ws.terminate();
     });
 
-    await this.wait(options.timeoutMs, "handshake_timeout", (ev) => (ev.kind === "welcome" ? ev : undefined));
+    const welcome = await this.wait(options.timeoutMs, "handshake_timeout", (ev) => (ev.kind === "welcome" ? ev : undefined));
+    if (welcome.activityTimeout) this.pingIntervalMs = welcome.activityTimeout * 1000;
     this.lastPingAt = nowMs();
     this.registered = true;
     registry.add(this, this.events);
@@ -100,7 +103,8 @@ export class CableConnection implements Tracked {
     this.inbox.set(key, []);
     this.send(frame);
     const answer = await this.wait(timeoutMs, "subscription_timeout", (ev) =>
-      (ev.kind === "confirm" || ev.kind === "reject") && ev.channel === key ? ev : undefined,
+      // A rejection without a channel ("*": Pusher's pusher:error 4009) answers the pending subscribe.
+      (ev.kind === "confirm" && ev.channel === key) || (ev.kind === "reject" && (ev.channel === key || ev.channel === "*")) ? ev : undefined,
     );
     if (answer.kind === "reject") {
       this.inbox.delete(key);
@@ -146,6 +150,19 @@ export class CableConnection implements Tracked {
     if (ws.readyState === WebSocket.OPEN) ws.close(1000);
     else if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
     this.unregister();
+  }
+
+  tick(now: number, events: Events): void {
+    const quiet = now - this.lastPingAt;
+    const keepalive = this.protocol.keepalive;
+    if (keepalive && quiet > this.pingIntervalMs && this.keepaliveSentAt <= this.lastPingAt && this.ws?.readyState === WebSocket.OPEN) {
+      this.keepaliveSentAt = now;
+      this.ws.send(keepalive);
+    }
+    if (!this.staleCounted && quiet > 3 * this.pingIntervalMs) {
+      this.staleCounted = true;
+      events.emit("counter", METRICS.staleConnection, 1);
+    }
   }
 
   private assertOpen(): void {

@@ -1,5 +1,6 @@
 import type { Events } from "./metrics.js";
 import { actionCable } from "./protocol/actioncable.js";
+import { createPusherProtocol } from "./protocol/pusher.js";
 import type { Protocol } from "./protocol/types.js";
 import { parseConfig, validateScript, type CableConfig } from "./schema.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
@@ -13,9 +14,9 @@ interface Script {
   after?: Record<string, any>;
 }
 
-const PROTOCOLS: Record<CableConfig["protocol"], Protocol> = {
-  actioncable: actionCable,
-};
+function protocolFor(settings: CableConfig): Protocol {
+  return settings.protocol === "pusher" ? createPusherProtocol(settings.pusher!, settings.timeout * 1000) : actionCable;
+}
 
 /**
  * Artillery's engine contract (lib/core/runner.ts): constructed once per worker thread with the
@@ -24,18 +25,20 @@ const PROTOCOLS: Record<CableConfig["protocol"], Protocol> = {
 export class CableEngine {
   private readonly settings: CableConfig;
   private readonly config: Record<string, any>;
+  private readonly protocol: Protocol;
 
   constructor(script: Script, _events: Events, private readonly helpers: ArtilleryHelpers) {
     this.config = script.config;
     // Both throw a ScenarioError naming every mistake; Artillery prints it before any VU starts.
     this.settings = parseConfig(script.config.cable);
-    validateScript(script);
+    validateScript(script, this.settings);
+    this.protocol = protocolFor(this.settings);
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
     const compiler: Compiler = {
       settings: this.settings,
-      protocol: PROTOCOLS[this.settings.protocol],
+      protocol: this.protocol,
       target: this.config.target,
       helpers: this.helpers,
       processor: typeof this.config.processor === "object" && this.config.processor ? this.config.processor : {},

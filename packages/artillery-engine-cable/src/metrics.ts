@@ -34,10 +34,8 @@ const PERIOD_MS = 10_000;
 const SWEEP_MS = 1_000;
 
 export interface Tracked {
-  /** When the server last showed it is alive (a ping), in nowMs(). */
-  lastPingAt: number;
-  pingIntervalMs: number;
-  staleCounted: boolean;
+  /** Called about once a second: keepalives and staleness, for all connections in one timer. */
+  tick(now: number, events: Events): void;
 }
 
 /**
@@ -93,11 +91,7 @@ export class OpenConnections {
     const now = nowMs();
     this.roll(now);
     this.raisePeak();
-    for (const conn of this.open) {
-      if (!conn.staleCounted && now - conn.lastPingAt > 3 * conn.pingIntervalMs) {
-        conn.staleCounted = true;
-        this.events?.emit("counter", METRICS.staleConnection, 1);
-      }
-    }
+    if (!this.events) return;
+    for (const conn of this.open) conn.tick(now, this.events);
   }
 }

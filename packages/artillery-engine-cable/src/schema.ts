@@ -34,7 +34,12 @@ export const stepSchemas = {
     .strict()
     .nullable(),
   subscribe: z
-    .object({ channel: channelRef, params: z.record(z.unknown()).optional(), as: z.string().min(1).optional() })
+    .object({
+      channel: channelRef,
+      params: z.record(z.unknown()).optional(),
+      as: z.string().min(1).optional(),
+      user: z.object({ id: z.union([z.string(), z.number()]), info: z.unknown().optional() }).strict().optional(),
+    })
     .strict(),
   perform: z
     .object({ channel: channelRef, action: z.string().min(1), data: z.record(z.unknown()).optional(), stamp: z.boolean().optional() })
@@ -42,12 +47,26 @@ export const stepSchemas = {
   receive: z
     .object({
       channel: channelRef,
+      event: z.string().min(1).optional(),
       match: z.unknown().optional(),
       timeout: seconds.optional(),
       capture: z.union([capture, z.array(capture)]).optional(),
       metric: z.union([z.literal(true), z.string().regex(/^[a-z][a-z0-9_]*$/, "a metric name is lower_snake_case")]).optional(),
     })
     .strict(),
+  trigger: z
+    .object({ channel: channelRef, event: z.string().min(1), data: z.unknown().optional(), stamp: z.boolean().optional() })
+    .strict(),
+  publish: z
+    .object({
+      channel: z.string().min(1).optional(),
+      channels: z.array(z.string().min(1)).nonempty().optional(),
+      event: z.string().min(1),
+      data: z.unknown().optional(),
+      stamp: z.boolean().optional(),
+    })
+    .strict()
+    .refine((p) => (p.channel === undefined) !== (p.channels === undefined), { message: 'give one of "channel" or "channels"' }),
   listen: z.object({ channel: channelRef.optional(), for: seconds }).strict(),
   unsubscribe: z.object({ channel: channelRef }).strict(),
   disconnect: z.union([z.null(), z.object({}).strict()]),
@@ -65,18 +84,45 @@ const MODIFIERS: Partial<Record<StepName, readonly string[]>> = {
   loop: ["count", "over", "whileTrue", "loopValue", "loopElement"],
 };
 
-const channelSteps = new Set<StepName>(["perform", "receive", "listen", "unsubscribe"]);
+const channelSteps = new Set<StepName>(["perform", "trigger", "receive", "listen", "unsubscribe"]);
+
+/** Steps that only one protocol speaks. */
+const PROTOCOL_STEPS: Partial<Record<StepName, { protocol: Protocol; instead: string }>> = {
+  perform: { protocol: "actioncable", instead: 'Pusher has no actions: use "trigger" (a client event) or "publish" (the HTTP API)' },
+  trigger: { protocol: "pusher", instead: 'Action Cable has no client events: use "perform"' },
+  publish: { protocol: "pusher", instead: "publishing over HTTP is for Pusher-protocol servers" },
+};
+
+type Protocol = "actioncable" | "pusher";
+const isTemplated = (s: string) => s.includes("{{");
+
+const pusherSchema = z
+  .object({
+    key: z.string().min(1),
+    appId: z.union([z.string().min(1), z.number()]).transform(String).optional(),
+    secret: z.string().min(1).optional(),
+    authEndpoint: z
+      .union([z.string().url(), z.object({ url: z.string().url(), headers: z.record(z.string()).default({}) }).strict()])
+      .transform((e) => (typeof e === "string" ? { url: e, headers: {} } : e))
+      .optional(),
+    api: z.string().url().optional(),
+  })
+  .strict();
 
 export const configSchema = z
   .object({
-    protocol: z.enum(["actioncable"]).default("actioncable"),
+    protocol: z.enum(["actioncable", "pusher"]).default("actioncable"),
+    pusher: pusherSchema.optional(),
     timeout: z.number().positive().default(10),
     headers: z.record(z.string()).default({}),
     origin: z.string().optional(),
     stampField: z.string().min(1).default("ts"),
     inboxSize: z.number().int().positive().default(256),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.protocol === "pusher" && !c.pusher) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ["pusher"], message: "protocol pusher needs pusher.key (and appId, secret or authEndpoint as the steps need)" });
+  });
 
 export type CableConfig = z.infer<typeof configSchema>;
 
@@ -94,20 +140,43 @@ export function parseConfig(raw: unknown): CableConfig {
   return result.data;
 }
 
+/** The known name within two edits of a typo, if any. */
+function closest(word: string, known: string[]): string | undefined {
+  const distance = (a: string, b: string) => {
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const cur = [i];
+      for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+    return prev[b.length];
+  };
+  const [best] = known.map((k) => [k, distance(word, k)] as const).sort((x, y) => x[1] - y[1]);
+  return best && best[1] <= 2 ? best[0] : undefined;
+}
+
 function stepKey(step: Record<string, unknown>): StepName | string | undefined {
   return Object.keys(step).find((k) => k in stepSchemas) ?? Object.keys(step)[0];
 }
 
 interface Scope {
   connected: boolean;
-  channels: Set<string>;
+  /** Subscribed channels: the name steps use → the channel's own name. */
+  channels: Map<string, string>;
+}
+
+interface FlowContext {
+  where: string;
+  processor: unknown;
+  config: CableConfig;
 }
 
 /**
  * Checks one flow; `where` names the scenario. Channels are resolved in document order, so a
  * `perform` on a channel that no earlier step subscribes to is a mistake. Returns the problems.
  */
-export function checkFlow(flow: unknown, where: string, processor: unknown, scope: Scope = { connected: false, channels: new Set() }, path = "step"): string[] {
+export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { connected: false, channels: new Map() }, path = "step"): string[] {
+  const { where, processor, config } = ctx;
   if (!Array.isArray(flow)) return [`${where}: "flow" must be a list of steps`];
   const problems: string[] = [];
   flow.forEach((raw, index) => {
@@ -119,7 +188,8 @@ export function checkFlow(flow: unknown, where: string, processor: unknown, scop
     const step = raw as Record<string, unknown>;
     const key = stepKey(step);
     if (!key || !(key in stepSchemas)) {
-      problems.push(`${at}: unknown step "${key ?? ""}" (known: ${Object.keys(stepSchemas).join(", ")})`);
+      const guess = key ? closest(key, Object.keys(stepSchemas)) : undefined;
+      problems.push(`${at}: unknown step "${key ?? ""}"${guess ? `; did you mean "${guess}"?` : ""} (known: ${Object.keys(stepSchemas).join(", ")})`);
       return;
     }
     const name = key as StepName;
@@ -130,7 +200,12 @@ export function checkFlow(flow: unknown, where: string, processor: unknown, scop
       problems.push(...formatIssues(`${at} (${name})`, parsed.error));
       return;
     }
-    const spec = parsed.data as Record<string, unknown> | null;
+    const spec = parsed.data as Record<string, any> | null;
+    const only = PROTOCOL_STEPS[name];
+    if (only && only.protocol !== config.protocol) {
+      problems.push(`${at} (${name}): not a step of protocol ${config.protocol}: ${only.instead}`);
+      return;
+    }
     switch (name) {
       case "connect":
         scope.connected = true;
@@ -141,7 +216,20 @@ export function checkFlow(flow: unknown, where: string, processor: unknown, scop
         break;
       case "subscribe":
         if (!scope.connected) problems.push(`${at} (subscribe): no "connect" step comes before it`);
-        scope.channels.add(String(spec!.as ?? spec!.channel));
+        scope.channels.set(String(spec!.as ?? spec!.channel), String(spec!.channel));
+        if (config.protocol === "pusher" && !isTemplated(spec!.channel)) {
+          const channel: string = spec!.channel;
+          if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
+            problems.push(`${at} (subscribe): "${channel}" needs auth: set config.cable.pusher.secret or authEndpoint`);
+          }
+          if (channel.startsWith("presence-") && !spec!.user) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info}`);
+        }
+        break;
+      case "trigger":
+        if (!isTemplated(spec!.event) && !spec!.event.startsWith("client-")) problems.push(`${at} (trigger): field "event": a client event's name starts with "client-" (got "${spec!.event}")`);
+        break;
+      case "publish":
+        if (!config.pusher?.appId || !config.pusher?.secret) problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId and secret`);
         break;
       case "function":
         if (processor && typeof processor === "object" && typeof (processor as Record<string, unknown>)[step.function as string] !== "function") {
@@ -149,13 +237,16 @@ export function checkFlow(flow: unknown, where: string, processor: unknown, scop
         }
         break;
       case "loop":
-        problems.push(...checkFlow(step.loop, where, processor, scope, `${path} ${index + 1} loop step`));
+        problems.push(...checkFlow(step.loop, ctx, scope, `${path} ${index + 1} loop step`));
         break;
     }
     if (channelSteps.has(name) && spec?.channel !== undefined) {
       const channel = String(spec.channel);
-      if (!scope.channels.has(channel)) {
-        problems.push(`${at} (${name}): field "channel": "${channel}" is not subscribed by an earlier step (subscribed: ${[...scope.channels].join(", ") || "none"})`);
+      const subscribed = scope.channels.get(channel);
+      if (subscribed === undefined) {
+        problems.push(`${at} (${name}): field "channel": "${channel}" is not subscribed by an earlier step (subscribed: ${[...scope.channels.keys()].join(", ") || "none"})`);
+      } else if (name === "trigger" && !isTemplated(subscribed) && !subscribed.startsWith("private-") && !subscribed.startsWith("presence-")) {
+        problems.push(`${at} (trigger): field "channel": client events go only on private- or presence- channels (got "${subscribed}")`);
       }
     }
     if (name === "listen" && !scope.connected) problems.push(`${at} (listen): no "connect" step comes before it`);
@@ -171,17 +262,18 @@ interface ScriptLike {
 }
 
 /** Every mistake in the script's cable scenarios and hooks, at once, or nothing. */
-export function validateScript(script: ScriptLike, engineName = "cable"): void {
+export function validateScript(script: ScriptLike, config: CableConfig, engineName = "cable"): void {
   const problems: string[] = [];
+  const processor = script.config.processor;
   const uses = (s: Record<string, any>) => (s.engine ?? script.config.engine) === engineName;
   (script.scenarios ?? []).forEach((scenario, i) => {
     if (!uses(scenario)) return;
     const where = `scenario ${scenario.name ? `"${scenario.name}"` : `#${i + 1}`}`;
-    problems.push(...checkFlow(scenario.flow, where, script.config.processor));
+    problems.push(...checkFlow(scenario.flow, { where, processor, config }));
   });
   for (const hook of ["before", "after"] as const) {
     const spec = script[hook];
-    if (spec && spec.engine === engineName) problems.push(...checkFlow(spec.flow, `${hook} hook`, script.config.processor));
+    if (spec && spec.engine === engineName) problems.push(...checkFlow(spec.flow, { where: `${hook} hook`, processor, config }));
   }
   if (problems.length) throw new ScenarioError(problems);
 }

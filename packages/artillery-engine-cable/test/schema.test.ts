@@ -4,7 +4,7 @@ import { parseConfig, validateScript } from "../src/schema.js";
 
 function problems(flow: unknown[], extra: Record<string, unknown> = {}): string[] {
   try {
-    validateScript({ config: { target: "ws://x", ...extra }, scenarios: [{ name: "s", engine: "cable", flow }] });
+    validateScript({ config: { target: "ws://x", ...extra }, scenarios: [{ name: "s", engine: "cable", flow }] }, parseConfig(undefined));
     return [];
   } catch (err) {
     expect(err).toBeInstanceOf(ScenarioError);
@@ -34,7 +34,7 @@ describe("scenario validation before any load", () => {
 
   test("an unknown step is named with its index and the known steps", () => {
     expect(problems([...connected, { recieve: { channel: "chat" } }])).toEqual([
-      'scenario "s", step 3: unknown step "recieve" (known: connect, subscribe, perform, receive, listen, unsubscribe, disconnect, think, function, log, loop)',
+      'scenario "s", step 3: unknown step "recieve"; did you mean "receive"? (known: connect, subscribe, perform, receive, trigger, publish, listen, unsubscribe, disconnect, think, function, log, loop)',
     ]);
   });
 
@@ -88,12 +88,43 @@ describe("scenario validation before any load", () => {
   });
 
   test("scenarios of other engines are left alone", () => {
-    expect(() => validateScript({ config: {}, scenarios: [{ engine: "ws", flow: [{ send: "x" }] }] })).not.toThrow();
+    expect(() => validateScript({ config: {}, scenarios: [{ engine: "ws", flow: [{ send: "x" }] }] }, parseConfig(undefined))).not.toThrow();
+  });
+
+  test("steps of the other protocol are named as such", () => {
+    expect(problems([{ connect: {} }, { subscribe: { channel: "private-x" } }, { trigger: { channel: "private-x", event: "client-a" } }])).toEqual([
+      'scenario "s", step 3 (trigger): not a step of protocol actioncable: Action Cable has no client events: use "perform"',
+    ]);
+  });
+
+  test("Pusher: client events need a client- name and a private or presence channel; presence needs a user", () => {
+    const pusher = { cable: { protocol: "pusher", pusher: { key: "k", secret: "s" } } };
+    const check = (flow: unknown[]) => {
+      try {
+        validateScript({ config: { target: "ws://x" }, scenarios: [{ name: "p", engine: "cable", flow }] }, parseConfig(pusher.cable));
+        return [];
+      } catch (err) {
+        return (err as ScenarioError).problems;
+      }
+    };
+    expect(check([{ connect: {} }, { subscribe: { channel: "public" } }, { trigger: { channel: "public", event: "client-a" } }])).toEqual([
+      'scenario "p", step 3 (trigger): field "channel": client events go only on private- or presence- channels (got "public")',
+    ]);
+    expect(check([{ connect: {} }, { subscribe: { channel: "private-a", as: "a" } }, { trigger: { channel: "a", event: "broadcast" } }])).toEqual([
+      'scenario "p", step 3 (trigger): field "event": a client event\'s name starts with "client-" (got "broadcast")',
+    ]);
+    expect(check([{ connect: {} }, { subscribe: { channel: "presence-room" } }])).toEqual([
+      'scenario "p", step 2 (subscribe): field "user": a presence channel needs user: {id, info}',
+    ]);
+    expect(check([{ connect: {} }, { perform: { channel: "x", action: "a" } }])[0]).toMatch(/not a step of protocol pusher/);
+    expect(check([{ publish: { event: "e", channel: "c" } }])).toEqual(['scenario "p", step 1 (publish): the HTTP API needs config.cable.pusher.appId and secret']);
+    expect(check([{ publish: { event: "e" } }])[0]).toMatch(/give one of "channel" or "channels"/);
   });
 
   test("config.cable is checked too, with defaults", () => {
     expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256 });
     expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
     expect(() => parseConfig({ timeout: 10, timout: 5 })).toThrow(/config.cable: unknown field "timout"/);
+    expect(() => parseConfig({ protocol: "pusher" })).toThrow(/config.cable: field "pusher": protocol pusher needs pusher.key/);
   });
 });

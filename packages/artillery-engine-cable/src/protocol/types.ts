@@ -14,6 +14,8 @@ export type Welcome = Extract<Inbound, { kind: "welcome" }>;
 export interface SubscribeRequest {
   channel: string;
   params?: Record<string, unknown>;
+  /** A presence channel's member: signed into its channel_data. */
+  user?: { id: string | number; info?: unknown };
 }
 
 /** A subscription as the wire sees it: `key` is what the server echoes back (identifier or channel name). */
@@ -38,4 +40,6 @@ export interface Protocol {
   unsubscribe(sub: Subscription): string;
   /** Names a 4xxx close code (Pusher gives them meaning); absent: every close is `connection_closed`. */
   closeReason?(code: number): string;
+  /** Sent when the server has been quiet for a ping interval (Pusher clients ping; Action Cable's don't). */
+  keepalive?: string;
 }

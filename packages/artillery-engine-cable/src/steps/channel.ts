@@ -10,6 +10,7 @@ export interface SubscribeSpec {
   channel: string;
   params?: Record<string, unknown>;
   as?: string;
+  user?: { id: string | number; info?: unknown };
 }
 
 export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn {
@@ -19,7 +20,7 @@ export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn
     const s = spec(context);
     const connection = vu.open();
     const startedAt = nowMs();
-    const { key, frame } = await protocol.subscribe({ channel: s.channel, params: s.params }, connection.welcome);
+    const { key, frame } = await protocol.subscribe({ channel: s.channel, params: s.params, user: s.user }, connection.welcome);
     await connection.subscribe(key, frame, settings.timeout * 1000);
     events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
     events.emit("counter", METRICS.subscriptions, 1);
@@ -50,6 +51,8 @@ export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
 
 export interface ReceiveSpec {
   channel: string;
+  /** Pusher: the event's name, e.g. `client-broadcast` or `pusher_internal:member_added`. */
+  event?: string;
   match?: unknown;
   timeout?: number | string;
   capture?: { json: string; as: string } | { json: string; as: string }[];
@@ -57,7 +60,7 @@ export interface ReceiveSpec {
 }
 
 export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
-  const spec = templater(compiler, { channel: raw.channel, timeout: raw.timeout });
+  const spec = templater(compiler, { channel: raw.channel, timeout: raw.timeout, event: raw.event });
   const pattern = templater(compiler, raw.match);
   // A static pattern is compiled once; a templated one per execution.
   const staticPattern = raw.match === undefined ? undefined : JSON.stringify(raw.match).includes("{{") ? null : compilePattern(raw.match);
@@ -70,7 +73,10 @@ export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
     const state = vu.channel(s.channel);
     const timeoutMs = s.timeout === undefined ? settings.timeout * 1000 : secondsToMs(s.timeout, "timeout");
     const expected: Pattern | undefined = staticPattern === null ? compilePattern(pattern(context)) : staticPattern;
-    const message = await vu.open().receive(state.key, (msg) => expected === undefined || matches(msg.payload, expected), timeoutMs);
+    const event = s.event;
+    const message = await vu
+      .open()
+      .receive(state.key, (msg) => (event === undefined || msg.event === event) && (expected === undefined || matches(msg.payload, expected)), timeoutMs);
     if (metric && state.lastSentAt !== undefined) events.emit("histogram", metric, nowMs() - state.lastSentAt);
     for (const capture of captures) {
       const value = readPath(message.payload, capture.path);

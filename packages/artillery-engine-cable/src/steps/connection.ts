@@ -53,6 +53,8 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol),
       timeoutMs: settings.timeout * 1000,
     });
+    // Pusher: later templates and processors may need it, as pusher-js apps send it to their backend.
+    if (connection.welcome?.socketId) context.vars.socket_id = connection.welcome.socketId;
   });
 }
 

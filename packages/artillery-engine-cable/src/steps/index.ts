@@ -2,6 +2,7 @@ import type { StepFn } from "../vu.js";
 import { compileListen, compilePerform, compileReceive, compileSubscribe, compileUnsubscribe } from "./channel.js";
 import type { Compiler } from "./compiler.js";
 import { compileConnect, compileDisconnect } from "./connection.js";
+import { compilePublish, compileTrigger } from "./pusher.js";
 import { compileFunction, compileLog, compileLoop, compileThink } from "./flow.js";
 
 /** Compiles one validated step (schema.ts has checked its shape before any load started). */
@@ -9,6 +10,8 @@ export function compileStep(compiler: Compiler, step: Record<string, any>): Step
   if ("connect" in step) return compileConnect(compiler, step.connect);
   if ("subscribe" in step) return compileSubscribe(compiler, step.subscribe);
   if ("perform" in step) return compilePerform(compiler, step.perform);
+  if ("trigger" in step) return compileTrigger(compiler, step.trigger);
+  if ("publish" in step) return compilePublish(compiler, step.publish);
   if ("receive" in step) return compileReceive(compiler, step.receive);
   if ("listen" in step) return compileListen(compiler, step.listen);
   if ("unsubscribe" in step) return compileUnsubscribe(compiler, step.unsubscribe);

@@ -1,0 +1,146 @@
+import { CableError } from "../errors.js";
+import { MalformedFrame } from "./actioncable.js";
+import { channelAuth } from "./pusher-signatures.js";
+import type { Inbound, Protocol, SubscribeRequest, Subscription, Welcome } from "./types.js";
+
+// Pusher Channels protocol 7: pusher/pusher-js src/core/connection/protocol/protocol.ts and
+// url_schemes.ts, and Pusher's docs ("Pusher Channels Protocol").
+
+export const PROTOCOL_VERSION = 7;
+const CLIENT = "artillery-engine-cable";
+const CLIENT_VERSION = "0.1.0";
+
+export interface PusherSettings {
+  key: string;
+  appId?: string;
+  secret?: string;
+  /** An app's own auth endpoint, called as pusher-js does: a form POST of socket_id and channel_name. */
+  authEndpoint?: { url: string; headers: Record<string, string> };
+  /** Base URL of the HTTP API; derived from the target when absent. */
+  api?: string;
+}
+
+export const isPrivate = (channel: string) => channel.startsWith("private-") || channel.startsWith("presence-");
+export const isPresence = (channel: string) => channel.startsWith("presence-");
+
+/** `data` is a JSON-encoded string on some servers and an object on others: accept both. */
+export function parseData(data: unknown): unknown {
+  if (typeof data !== "string") return data;
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
+}
+
+const PONG = JSON.stringify({ event: "pusher:pong", data: {} });
+export const PING = JSON.stringify({ event: "pusher:ping", data: {} });
+
+export function decodePusher(text: string): Inbound {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    throw new MalformedFrame(`not JSON: ${text.slice(0, 80)}`);
+  }
+  if (frame === null || typeof frame !== "object" || Array.isArray(frame) || typeof (frame as { event?: unknown }).event !== "string") {
+    throw new MalformedFrame(`no event: ${text.slice(0, 80)}`);
+  }
+  const { event, channel, data } = frame as { event: string; channel?: unknown; data?: unknown };
+  const on = typeof channel === "string" ? channel : undefined;
+  switch (event) {
+    case "pusher:connection_established": {
+      const d = parseData(data) as { socket_id?: unknown; activity_timeout?: unknown } | undefined;
+      if (!d || typeof d.socket_id !== "string") throw new MalformedFrame(`connection_established without socket_id: ${text.slice(0, 80)}`);
+      return { kind: "welcome", socketId: d.socket_id, activityTimeout: typeof d.activity_timeout === "number" ? d.activity_timeout : undefined };
+    }
+    case "pusher:ping":
+      return { kind: "ping", reply: PONG };
+    case "pusher:pong":
+      return { kind: "ping" };
+    case "pusher_internal:subscription_succeeded":
+      if (!on) throw new MalformedFrame(`subscription_succeeded without channel: ${text.slice(0, 80)}`);
+      return { kind: "confirm", channel: on };
+    case "pusher:subscription_error": {
+      const d = parseData(data) as { status?: unknown; error?: unknown; type?: unknown } | undefined;
+      return { kind: "reject", channel: on ?? "*", reason: String(d?.error ?? d?.type ?? d?.status ?? "subscription_error") };
+    }
+    case "pusher:error": {
+      const d = parseData(data) as { code?: unknown; message?: unknown } | undefined;
+      const code = typeof d?.code === "number" ? d.code : undefined;
+      // Some servers (Sockudo among them) answer a bad subscription auth with pusher:error 4009.
+      if (code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${String(d?.message ?? "")}`.trim() };
+      return { kind: "error", reason: code === undefined ? "pusher_error" : `pusher_${code}`, channel: on, message: String(d?.message ?? "") };
+    }
+    default:
+      if (!on) return { kind: "other" };
+      return { kind: "message", channel: on, event, payload: parseData(data) };
+  }
+}
+
+function encode(event: string, data: unknown, channel?: string): string {
+  return JSON.stringify(channel === undefined ? { event, data } : { event, channel, data });
+}
+
+export function encodeClientEvent(channel: string, event: string, data: unknown): string {
+  return encode(event, data, channel);
+}
+
+/** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it. */
+async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, socketId: string, channel: string, timeoutMs: number) {
+  const res = await fetch(endpoint.url, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", ...endpoint.headers },
+    body: new URLSearchParams({ socket_id: socketId, channel_name: channel }).toString(),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) throw new CableError("auth_failed", `the auth endpoint answered HTTP ${res.status} for ${channel}`);
+  const body = (await res.json()) as { auth?: unknown; channel_data?: unknown };
+  if (typeof body.auth !== "string") throw new CableError("auth_failed", `the auth endpoint gave no "auth" for ${channel}`);
+  return { auth: body.auth, channelData: typeof body.channel_data === "string" ? body.channel_data : undefined };
+}
+
+export function createPusherProtocol(settings: PusherSettings, timeoutMs: number): Protocol {
+  return {
+    name: "pusher",
+    subprotocols: [],
+    // Servers ping within their activity_timeout (120 s by default); the connection pings by
+    // itself after a quiet activity_timeout, as pusher-js does.
+    pingIntervalMs: 120_000,
+    url(base) {
+      const u = new URL(base);
+      if (!/\/app\/[^/]+$/.test(u.pathname)) u.pathname = `${u.pathname.replace(/\/$/, "")}/app/${settings.key}`;
+      u.searchParams.set("protocol", String(PROTOCOL_VERSION));
+      u.searchParams.set("client", CLIENT);
+      u.searchParams.set("version", CLIENT_VERSION);
+      return u.toString();
+    },
+    decode: decodePusher,
+    async subscribe(request: SubscribeRequest, welcome: Welcome | undefined) {
+      const channel = request.channel;
+      const data: Record<string, unknown> = { channel };
+      if (isPrivate(channel)) {
+        const socketId = welcome?.socketId;
+        if (!socketId) throw new CableError("not_connected", "no socket_id to sign the subscription with");
+        let channelData = isPresence(channel) ? JSON.stringify({ user_id: request.user?.id, user_info: request.user?.info }) : undefined;
+        let auth: string;
+        if (settings.secret !== undefined) {
+          auth = channelAuth(settings.key, settings.secret, socketId, channel, channelData);
+        } else if (settings.authEndpoint) {
+          const answer = await fetchAuth(settings.authEndpoint, socketId, channel, timeoutMs);
+          auth = answer.auth;
+          channelData = answer.channelData ?? channelData;
+        } else {
+          throw new CableError("auth_failed", `${channel} needs auth: set config.cable.pusher.secret or authEndpoint`);
+        }
+        data.auth = auth;
+        if (channelData !== undefined) data.channel_data = channelData;
+      }
+      return { key: channel, frame: encode("pusher:subscribe", data) };
+    },
+    unsubscribe: (sub: Subscription) => encode("pusher:unsubscribe", { channel: sub.key }),
+    // 4000–4099: do not reconnect; 4100–4199: back off, then reconnect; 4200–4299: reconnect now.
+    closeReason: (code) => `pusher_${code}`,
+    keepalive: PING,
+  };
+}
