@@ -45,10 +45,4 @@ export class Hub<Subscriber> {
     }
     return reached;
   }
-
-  subscriberCount(stream: string): number {
-    let count = 0;
-    for (const members of this.streams.get(stream)?.values() ?? []) count += members.size;
-    return count;
-  }
 }

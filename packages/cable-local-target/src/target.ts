@@ -134,6 +134,8 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
         pendingUpgrades.clear();
         cable.close();
         pusher.close();
+        // Sockets refused at connect (no uid, wrong key) are in no protocol server's set; ws tracks them all.
+        for (const ws of [...cableWss.clients, ...pusherWss.clients]) ws.terminate();
         cableWss.close();
         pusherWss.close();
         server.close(() => resolve());
