@@ -81,6 +81,10 @@ export type StepName = keyof typeof stepSchemas;
 /** Keys allowed beside a step's own key (Artillery's modifiers). */
 const MODIFIERS: Partial<Record<StepName, readonly string[]>> = {
   think: ["jitter"],
+  // Artillery's per-request `probability`, in percent: sends only, so that a flow's shape stays fixed.
+  perform: ["probability"],
+  trigger: ["probability"],
+  publish: ["probability"],
   loop: ["count", "over", "whileTrue", "loopValue", "loopElement"],
 };
 
@@ -134,8 +138,17 @@ function formatIssues(where: string, error: z.ZodError): string[] {
   });
 }
 
-export function parseConfig(raw: unknown): CableConfig {
-  const result = configSchema.safeParse(raw ?? {});
+/**
+ * Reads `config.cable`. The Pusher app secret may come from the environment
+ * (`PUSHER_APP_SECRET`) instead, so that scenarios committed to a repo carry none.
+ */
+export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env): CableConfig {
+  const input = (raw ?? {}) as Record<string, any>;
+  const withSecret =
+    input.pusher && input.pusher.secret === undefined && env.PUSHER_APP_SECRET
+      ? { ...input, pusher: { ...input.pusher, secret: env.PUSHER_APP_SECRET } }
+      : input;
+  const result = configSchema.safeParse(withSecret);
   if (!result.success) throw new ScenarioError(formatIssues("config.cable", result.error));
   return result.data;
 }
@@ -220,7 +233,7 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
         if (config.protocol === "pusher" && !isTemplated(spec!.channel)) {
           const channel: string = spec!.channel;
           if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
-            problems.push(`${at} (subscribe): "${channel}" needs auth: set config.cable.pusher.secret or authEndpoint`);
+            problems.push(`${at} (subscribe): "${channel}" needs auth: set PUSHER_APP_SECRET, config.cable.pusher.secret or authEndpoint`);
           }
           if (channel.startsWith("presence-") && !spec!.user) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info}`);
         }
@@ -229,7 +242,7 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
         if (!isTemplated(spec!.event) && !spec!.event.startsWith("client-")) problems.push(`${at} (trigger): field "event": a client event's name starts with "client-" (got "${spec!.event}")`);
         break;
       case "publish":
-        if (!config.pusher?.appId || !config.pusher?.secret) problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId and secret`);
+        if (!config.pusher?.appId || !config.pusher?.secret) problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)`);
         break;
       case "function":
         if (processor && typeof processor === "object" && typeof (processor as Record<string, unknown>)[step.function as string] !== "function") {

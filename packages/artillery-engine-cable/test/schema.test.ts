@@ -101,7 +101,7 @@ describe("scenario validation before any load", () => {
     const pusher = { cable: { protocol: "pusher", pusher: { key: "k", secret: "s" } } };
     const check = (flow: unknown[]) => {
       try {
-        validateScript({ config: { target: "ws://x" }, scenarios: [{ name: "p", engine: "cable", flow }] }, parseConfig(pusher.cable));
+        validateScript({ config: { target: "ws://x" }, scenarios: [{ name: "p", engine: "cable", flow }] }, parseConfig(pusher.cable, {}));
         return [];
       } catch (err) {
         return (err as ScenarioError).problems;
@@ -117,7 +117,7 @@ describe("scenario validation before any load", () => {
       'scenario "p", step 2 (subscribe): field "user": a presence channel needs user: {id, info}',
     ]);
     expect(check([{ connect: {} }, { perform: { channel: "x", action: "a" } }])[0]).toMatch(/not a step of protocol pusher/);
-    expect(check([{ publish: { event: "e", channel: "c" } }])).toEqual(['scenario "p", step 1 (publish): the HTTP API needs config.cable.pusher.appId and secret']);
+    expect(check([{ publish: { event: "e", channel: "c" } }])).toEqual(['scenario "p", step 1 (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)']);
     expect(check([{ publish: { event: "e" } }])[0]).toMatch(/give one of "channel" or "channels"/);
   });
 
@@ -125,6 +125,8 @@ describe("scenario validation before any load", () => {
     expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256 });
     expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
     expect(() => parseConfig({ timeout: 10, timout: 5 })).toThrow(/config.cable: unknown field "timout"/);
+    expect(parseConfig({ protocol: "pusher", pusher: { key: "k" } }, { PUSHER_APP_SECRET: "from-env" }).pusher?.secret).toBe("from-env");
+    expect(parseConfig({ protocol: "pusher", pusher: { key: "k", secret: "own" } }, { PUSHER_APP_SECRET: "from-env" }).pusher?.secret).toBe("own");
     expect(() => parseConfig({ protocol: "pusher" })).toThrow(/config.cable: field "pusher": protocol pusher needs pusher.key/);
   });
 });

@@ -9,6 +9,7 @@ export interface ArtilleryHelpers {
   template<T>(value: T, context: VuContext): T;
   createThink(step: Record<string, unknown>, defaults?: Record<string, unknown>): StepFn;
   createLoopWithCount(count: number | string, steps: StepFn[], opts: Record<string, unknown>): StepFn;
+  isProbableEnough(step: Record<string, unknown>): boolean;
 }
 
 /** What every step compiler needs: settings, the protocol, Artillery's helpers, the thread's events. */

@@ -7,6 +7,12 @@ import { compileFunction, compileLog, compileLoop, compileThink } from "./flow.j
 
 /** Compiles one validated step (schema.ts has checked its shape before any load started). */
 export function compileStep(compiler: Compiler, step: Record<string, any>): StepFn {
+  if (step.probability === undefined) return compileBare(compiler, step);
+  const run = compileBare(compiler, step);
+  return (context, callback) => (compiler.helpers.isProbableEnough(step) ? run(context, callback) : callback(null, context));
+}
+
+function compileBare(compiler: Compiler, step: Record<string, any>): StepFn {
   if ("connect" in step) return compileConnect(compiler, step.connect);
   if ("subscribe" in step) return compileSubscribe(compiler, step.subscribe);
   if ("perform" in step) return compilePerform(compiler, step.perform);
