@@ -30,9 +30,8 @@ export interface RowLimits {
   maxErrorRows: number;
 }
 
-export const HANDSHAKE = "cable.handshake_latency";
 const KNOWN_LATENCIES: Array<[string, string]> = [
-  [HANDSHAKE, "Handshake latency"],
+  ["cable.handshake_latency", "Handshake latency"],
   ["cable.subscription_latency", "Subscription latency"],
   ["cable.rtt", "Round-trip time (rtt)"],
   ["cable.broadcast_latency", "Broadcast latency"],
