@@ -79,9 +79,9 @@ export interface WorkerResult {
   stderr: string;
 }
 
-export function runWorker(env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<WorkerResult> {
+export function runWorker(env: NodeJS.ProcessEnv, main: string = WORKER_MAIN, timeoutMs = 90_000): Promise<WorkerResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER_MAIN], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

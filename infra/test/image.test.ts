@@ -1,0 +1,107 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { mkdir, readdir, readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { type LocalTarget, startTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IMAGE_PACKAGES, type StageResult, stageImage } from "../src/image/stage";
+import { INFRA_DIR, cleanEnv, requireBuiltWorker, runWorker, writeTree } from "./helpers";
+
+const REPO_ROOT = path.resolve(INFRA_DIR, "..");
+const workspaceDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`, { paths: [INFRA_DIR] }));
+
+describe("the image's build context", () => {
+  let staged: StageResult;
+  let dir: string;
+
+  beforeAll(() => {
+    requireBuiltWorker();
+    dir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
+    staged = stageImage(dir);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("holds the engine's and the report plugin's built files, exactly as built, and nothing unpublished", () => {
+    expect(staged.packages.map((p) => p.name)).toEqual([...IMAGE_PACKAGES]);
+    for (const file of ["artillery-engine-cable/dist/index.js", "artillery-engine-cable/package.json", "artillery-plugin-cable-report/dist/index.js", "artillery-plugin-cable-report/package.json"]) {
+      expect(existsSync(path.join(dir, "packages", file)), file).toBe(true);
+    }
+    for (const pkg of staged.packages) {
+      expect(pkg.files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("node_modules/")), pkg.name).toBe(false);
+      for (const file of pkg.files.filter((f) => f.startsWith("dist/"))) {
+        expect(readFileSync(path.join(dir, "packages", pkg.name, file)), file).toEqual(readFileSync(path.join(workspaceDir(pkg.name), file)));
+      }
+    }
+  });
+
+  it("holds the worker and a package.json pinning the Artillery installed here, with the packages as file: dependencies", () => {
+    expect(staged.workerFiles).toEqual(expect.arrayContaining(["main.js", "run-task.js", "store.js", "s3-store.js", "local-store.js", "secrets.js"]));
+    const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+    const rootManifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8"));
+    expect(manifest.dependencies).toMatchObject({
+      artillery: rootManifest.devDependencies.artillery,
+      "artillery-engine-cable": "file:packages/artillery-engine-cable",
+      "artillery-plugin-cable-report": "file:packages/artillery-plugin-cable-report",
+      "@aws-sdk/client-s3": expect.any(String),
+      "@aws-sdk/client-ssm": expect.any(String),
+      "@aws-sdk/client-secrets-manager": expect.any(String),
+    });
+    expect(manifest.dependencies).not.toHaveProperty("aws-cdk-lib");
+    const dockerfile = readFileSync(path.join(dir, "Dockerfile"), "utf8");
+    expect(dockerfile).toMatch(/^FROM node:22-bookworm-slim$/m);
+    expect(dockerfile).toContain('ENTRYPOINT ["node", "/app/worker/main.js"]');
+  });
+
+  describe("its entrypoint, run from the staged files against a local store", () => {
+    let target: LocalTarget;
+    let store: string;
+
+    beforeAll(async () => {
+      // Stands in for the image's `npm install`: the staged worker resolves its modules from here.
+      symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+      target = await startTarget({ port: 0 });
+      store = path.join(dir, "store");
+      await mkdir(store);
+    });
+    afterAll(() => target?.close());
+
+    it("runs an engine: cable scenario and leaves report, sidecar, log and status", async () => {
+      await writeTree(path.join(store, "runs/cable1/bundle"), {
+        "run.json": JSON.stringify({ scenario: "chat.yml", startAt: Date.now() + 1_000, overrides: { config: { target: target.cableUrl } } }),
+        "chat.yml": `config:
+  target: ws://127.0.0.1:1/cable
+  engines:
+    cable: {}
+  phases:
+    - arrivalCount: 2
+      duration: 1
+scenarios:
+  - engine: cable
+    flow:
+      - connect:
+          cookies:
+            uid: "u/{{ $uuid }}"
+      - subscribe: { channel: ChatChannel, params: { id: infra }, as: chat }
+      - perform: { channel: chat, action: speak, data: { message: "hi {{ $uuid }}" }, stamp: true }
+      - receive: { channel: chat, match: { author_id: "{{ $uuid }}" }, metric: rtt }
+      - disconnect: {}
+`,
+      });
+
+      const result = await runWorker(
+        cleanEnv({ CABLE_RUN_ID: "cable1", CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
+        // The staged entrypoint, not the workspace's.
+        path.join(dir, "worker/main.js"),
+      );
+      expect(result.code, result.stderr).toBe(0);
+
+      const results = path.join(store, "runs/cable1/local/t0");
+      expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
+      const report = JSON.parse(await readFile(path.join(results, "report.json"), "utf8"));
+      expect(report.aggregate.counters["vusers.completed"]).toBe(2);
+      expect(report.aggregate.summaries["cable.rtt"].count).toBe(2);
+      const sidecar = JSON.parse(await readFile(path.join(results, "report.json.sketches.json"), "utf8"));
+      expect(Object.keys(sidecar.aggregate.histograms)).toContain("cable.rtt");
+    });
+  });
+});

@@ -1,0 +1,46 @@
+import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { describe, expect, it } from "vitest";
+import { assertFargateSize, readAppSettings } from "../src/cdk/settings";
+
+const from = (context: Record<string, unknown>) => readAppSettings((key) => context[key]);
+
+describe("readAppSettings", () => {
+  it("defaults to a 4 vCPU / 8 GiB task, two weeks of logs, 30 days of runs, a kept bucket and no Container Insights", () => {
+    const s = from({ regions: "eu-west-2, us-east-1" });
+    expect(s.regions).toEqual(["eu-west-2", "us-east-1"]);
+    expect(s.stack).toEqual({ cpu: 4096, memoryMiB: 8192, logRetention: RetentionDays.TWO_WEEKS, resultsExpireDays: 30, destroyBucket: false, containerInsights: false, tags: {} });
+    expect(s.vpcIdFor("eu-west-2")).toBeUndefined();
+  });
+
+  it("takes CLI strings and cdk.json JSON alike", () => {
+    expect(from({ regions: ["sa-east-1"], cpu: 1024, memoryMiB: 2048, destroyBucket: true, tags: { team: "rt" } }).stack).toMatchObject({ cpu: 1024, memoryMiB: 2048, destroyBucket: true, tags: { team: "rt" } });
+    expect(from({ regions: "sa-east-1", cpu: "1024", memoryMiB: "2048", destroyBucket: "false", tags: "team=rt,env=" }).stack).toMatchObject({ cpu: 1024, destroyBucket: false, tags: { team: "rt", env: "" } });
+  });
+
+  it("picks a VPC per region, the per-region key winning over the global one", () => {
+    const s = from({ regions: "eu-west-2,us-east-1", vpcId: "vpc-11111111", "vpcId.us-east-1": "vpc-22222222" });
+    expect(s.vpcIdFor("eu-west-2")).toBe("vpc-11111111");
+    expect(s.vpcIdFor("us-east-1")).toBe("vpc-22222222");
+    expect(() => from({ regions: "eu-west-2", "vpcId.eu-west-2": "default" }).vpcIdFor("eu-west-2")).toThrow("vpcId.eu-west-2: is not a VPC id");
+  });
+
+  it("names the bad context key", () => {
+    expect(() => from({})).toThrow("invalid CDK context: regions: is required, e.g. -c regions=eu-west-2,us-east-1");
+    expect(() => from({ regions: "" })).toThrow("regions: names no region");
+    expect(() => from({ regions: "eu-west-2,Europe" })).toThrow("regions.1: is not an AWS region name");
+    expect(() => from({ regions: "eu-west-2,eu-west-2" })).toThrow("regions: names a region twice");
+    expect(() => from({ regions: "eu-west-2", logRetentionDays: "10" })).toThrow("logRetentionDays: must be a CloudWatch Logs retention");
+    expect(() => from({ regions: "eu-west-2", destroyBucket: "yes" })).toThrow("destroyBucket: Expected boolean");
+    expect(() => from({ regions: "eu-west-2", vpcId: "my-vpc" })).toThrow("vpcId: is not a VPC id");
+  });
+});
+
+describe("assertFargateSize", () => {
+  it("accepts Fargate's CPU/memory pairs and names the allowed range otherwise", () => {
+    for (const [cpu, mem] of [[256, 512], [256, 2048], [1024, 8192], [4096, 30720], [8192, 20480], [16384, 122880]]) expect(() => assertFargateSize(cpu, mem)).not.toThrow();
+    expect(() => assertFargateSize(256, 1536)).toThrow("memoryMiB: 1536 does not fit cpu 256 (Fargate allows 512, 1024, 2048 MiB)");
+    expect(() => assertFargateSize(4096, 4096)).toThrow("memoryMiB: 4096 does not fit cpu 4096 (Fargate allows 8192–30720 in steps of 1024 MiB)");
+    expect(() => assertFargateSize(8192, 18432)).toThrow("in steps of 4096");
+    expect(() => assertFargateSize(3000, 8192)).toThrow("cpu: 3000 is not a Fargate CPU size (256, 512, 1024, 2048, 4096, 8192, 16384)");
+  });
+});

@@ -1,0 +1,34 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { INFRA_DIR } from "./helpers";
+
+const outDir = mkdtempSync(path.join(os.tmpdir(), "cable-cdk-out-"));
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+// The real CLI, through cdk.json (its build hook builds and stages the image), with no AWS
+// credentials in sight: every stack is region-only, so synthesis needs none.
+it("`npx cdk synth -c regions=eu-west-2,us-east-1` succeeds offline and writes both templates", () => {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("AWS_") && !k.startsWith("CDK_")) env[k] = v;
+  const result = spawnSync("npx", ["cdk", "synth", "-c", "regions=eu-west-2,us-east-1", "--quiet", "--no-notices", "-o", outDir], {
+    cwd: INFRA_DIR,
+    env: { ...env, AWS_EC2_METADATA_DISABLED: "true", CDK_DISABLE_CLI_TELEMETRY: "true" },
+    encoding: "utf8",
+    timeout: 240_000,
+  });
+  expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
+  for (const region of ["eu-west-2", "us-east-1"]) {
+    const file = path.join(outDir, `CableLoadtest-${region}.template.json`);
+    expect(existsSync(file), file).toBe(true);
+    const template = JSON.parse(readFileSync(file, "utf8"));
+    expect(Object.keys(template.Outputs).sort()).toEqual(["AssignPublicIp", "BucketName", "ClusterArn", "ContainerName", "LogGroupName", "SecurityGroupId", "SubnetIds", "TaskDefinitionArn"]);
+  }
+  // The image asset was staged and copied into the cloud assembly.
+  const assets = JSON.parse(readFileSync(path.join(outDir, "CableLoadtest-eu-west-2.assets.json"), "utf8"));
+  const [image] = Object.values(assets.dockerImages) as Array<{ source: { directory: string; platform?: string } }>;
+  expect(image.source.platform).toBe("linux/amd64");
+  expect(existsSync(path.join(outDir, image.source.directory, "packages/artillery-engine-cable/dist/index.js"))).toBe(true);
+}, 300_000);

@@ -1,0 +1,110 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { S3Client } from "@aws-sdk/client-s3";
+import { afterEach, describe, expect, it } from "vitest";
+import { artilleryArgs } from "../src/worker/artillery";
+import { readWorkerConfig } from "../src/worker/config";
+import { bundleKeyPattern, bundlePrefix, resultKeyPattern, resultPrefix } from "../src/worker/layout";
+import { LocalStore } from "../src/worker/local-store";
+import { parseManifest, taskOverrides } from "../src/worker/manifest";
+import { makeRedactor } from "../src/worker/secrets";
+import { openStore } from "../src/worker/store";
+import { discoverTaskId } from "../src/worker/task-id";
+
+describe("the store layout", () => {
+  it("puts bundles and results where the IAM patterns allow", () => {
+    expect(bundlePrefix("r1")).toBe("runs/r1/bundle/");
+    expect(resultPrefix("r1", "eu-west-2", "t1")).toBe("runs/r1/eu-west-2/t1/");
+    const asRegex = (pattern: string) => new RegExp(`^${pattern.replace(/\*/g, ".*")}$`);
+    expect(bundlePrefix("r1") + "run.json").toMatch(asRegex(bundleKeyPattern()));
+    expect(resultPrefix("r1", "eu-west-2", "t1") + "status.json").toMatch(asRegex(resultKeyPattern("eu-west-2")));
+    expect(resultPrefix("r1", "us-east-1", "t1") + "status.json").not.toMatch(asRegex(resultKeyPattern("eu-west-2")));
+  });
+});
+
+describe("readWorkerConfig", () => {
+  const base = { CABLE_RUN_ID: "r1", CABLE_REGION: "eu-west-2", CABLE_STORE: "s3://b" };
+  it("reads the contract with defaults", () => {
+    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000 });
+    expect(readWorkerConfig({ ...base, CABLE_SECRETS: '{"PUSHER_SECRET":"/cable-loadtest/app/secret"}', CABLE_MAX_START_WAIT_MS: "5000" }, "/w")).toMatchObject({
+      secrets: { PUSHER_SECRET: "/cable-loadtest/app/secret" },
+      maxStartWaitMs: 5000,
+    });
+  });
+  it("rejects secret maps that are not env-var names to references", () => {
+    expect(() => readWorkerConfig({ ...base, CABLE_SECRETS: '{"bad-name":"/x"}' }, "/w")).toThrow("CABLE_SECRETS: bad-name: must be a valid environment variable name");
+    expect(() => readWorkerConfig({ ...base, CABLE_SECRETS: '{"OK":""}' }, "/w")).toThrow("CABLE_SECRETS: OK: must name a parameter or secret");
+  });
+});
+
+describe("parseManifest and taskOverrides", () => {
+  it("accepts a full manifest and rejects unknown fields, naming the file", () => {
+    const m = parseManifest(JSON.stringify({ scenario: "a/b.yml", startAt: 1, overrides: { config: {} }, environment: "staging", env: { A: "1" }, secrets: { S: "/cable-loadtest/s" } }), "run.json");
+    expect(m.scenario).toBe("a/b.yml");
+    expect(() => parseManifest('{"scenario":"a.yml","startat":1}', "x/run.json")).toThrow("x/run.json is invalid: Unrecognized key(s) in object: 'startat'");
+    expect(() => parseManifest("{", "x/run.json")).toThrow("x/run.json is not valid JSON");
+  });
+  it("switches the report plugin on, keeping the manifest's other overrides and plugin options", () => {
+    expect(taskOverrides(undefined)).toEqual({ config: { plugins: { "cable-report": {} } } });
+    expect(taskOverrides({ config: { target: "ws://x", plugins: { ensure: {} } }, scenarios: [] })).toEqual({
+      config: { target: "ws://x", plugins: { "cable-report": {}, ensure: {} } },
+      scenarios: [],
+    });
+    expect(taskOverrides({ config: { plugins: { "cable-report": { option: 1 } } } })).toEqual({ config: { plugins: { "cable-report": { option: 1 } } } });
+  });
+  it("passes overrides and environment to artillery run", () => {
+    expect(artilleryArgs({ scenario: "/b/s.yml", output: "/r/report.json", environment: "prod", overrides: { a: 1 } })).toEqual([
+      "run", "/b/s.yml", "--output", "/r/report.json", "--environment", "prod", "--overrides", '{"a":1}',
+    ]);
+  });
+});
+
+describe("makeRedactor", () => {
+  it("hides every occurrence of every secret, longest first, and leaves other text alone", () => {
+    const redact = makeRedactor(["abc", "abcdef", ""]);
+    expect(redact("x abcdef y abc z")).toBe("x *** y *** z");
+    expect(makeRedactor([])("abc")).toBe("abc");
+  });
+});
+
+describe("openStore", () => {
+  let dir: string | undefined;
+  afterEach(() => (dir ? rm(dir, { recursive: true, force: true }) : undefined));
+  const deps = { s3Client: () => new S3Client({ region: "eu-west-2" }) };
+
+  it("chooses the backend by scheme", () => {
+    expect(openStore("s3://my-bucket/some/prefix/", deps).location).toBe("s3://my-bucket/some/prefix");
+    expect(openStore("s3://my-bucket", deps).location).toBe("s3://my-bucket");
+    expect(openStore("file:///tmp/store", deps).location).toBe("/tmp/store");
+    expect(openStore("relative/dir", deps).location).toBe(path.resolve("relative/dir"));
+    expect(() => openStore("gs://bucket", deps)).toThrow('CABLE_STORE: unsupported scheme in "gs://bucket"');
+    expect(() => openStore("s3://Bad_Bucket", deps)).toThrow('"Bad_Bucket" is not a valid S3 bucket name');
+  });
+
+  it("keeps a local store's keys inside its directory", async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "cable-local-store-"));
+    const store = new LocalStore(dir);
+    const file = path.join(dir, "f.txt");
+    await writeFile(file, "x");
+    await store.putFile("runs/r/eu/t/a/b.txt", file);
+    expect(await store.list("runs/r/")).toEqual(["runs/r/eu/t/a/b.txt"]);
+    expect(await store.list("runs/none/")).toEqual([]);
+    await expect(store.putFile("runs/../../escape.txt", file)).rejects.toThrow("escapes");
+  });
+});
+
+describe("discoverTaskId", () => {
+  it("takes the ECS task id from the v4 metadata endpoint", async () => {
+    const fetchFn = (async (url: string) => {
+      expect(url).toBe("http://169.254.170.2/v4/abc/task");
+      return new Response(JSON.stringify({ TaskARN: "arn:aws:ecs:eu-west-2:123456789012:task/cluster-name/0123456789abcdef0123456789abcdef" }));
+    }) as typeof fetch;
+    expect(await discoverTaskId({ ECS_CONTAINER_METADATA_URI_V4: "http://169.254.170.2/v4/abc" }, fetchFn)).toBe("0123456789abcdef0123456789abcdef");
+  });
+  it("makes up a distinct id elsewhere", async () => {
+    const a = await discoverTaskId({});
+    expect(a).toMatch(/^local-[0-9a-f]{12}$/);
+    expect(await discoverTaskId({})).not.toBe(a);
+  });
+});
