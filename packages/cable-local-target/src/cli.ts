@@ -23,7 +23,7 @@ Server
   --pusher-secret <s>           (default ${DEFAULT_PUSHER_APP.secret})
   --activity-timeout <s>        Pusher activity_timeout announced to clients (default 120)
   --no-client-events            refuse Pusher client events
-  --subscription-error-style <pusher|sockudo>   how refused Pusher subscriptions are answered
+  --error-style <pusher|sockudo>   how refused Pusher subscriptions and client events are answered
 
 Faults (see README)
   --confirm-delay-ms <n>        delay subscription confirmations
@@ -71,7 +71,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "pusher-secret": { type: "string" },
       "activity-timeout": { type: "string" },
       "no-client-events": { type: "boolean" },
-      "subscription-error-style": { type: "string" },
+      "error-style": { type: "string" },
       "confirm-delay-ms": { type: "string" },
       "reject-subscriptions": { type: "boolean" },
       "drop-ratio": { type: "string" },
@@ -116,9 +116,9 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     acceptDelayMs: number("accept-delay-ms", values["accept-delay-ms"]),
     seed: number("fault-seed", values["fault-seed"]),
   });
-  const style = values["subscription-error-style"];
+  const style = values["error-style"];
   if (style !== undefined && style !== "pusher" && style !== "sockudo") {
-    throw new Error(`--subscription-error-style: expected pusher or sockudo, got ${JSON.stringify(style)}`);
+    throw new Error(`--error-style: expected pusher or sockudo, got ${JSON.stringify(style)}`);
   }
   return {
     host: values.host,
@@ -136,7 +136,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       secret: values["pusher-secret"],
       activityTimeoutS: number("activity-timeout", values["activity-timeout"]),
       clientEvents: values["no-client-events"] ? false : undefined,
-      subscriptionErrorStyle: style,
+      errorStyle: style,
     }),
     faults: parseFaults({ ...fromFile, ...flags }, "faults"),
   };

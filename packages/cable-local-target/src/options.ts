@@ -31,8 +31,8 @@ export const targetOptionsSchema = z
         secret: z.string().min(1).default(DEFAULT_PUSHER_APP.secret),
         activityTimeoutS: z.number().int().min(1).max(3600).default(120),
         clientEvents: z.boolean().default(true),
-        /** How refused subscriptions are answered: like Pusher's servers, or like Sockudo. */
-        subscriptionErrorStyle: z.enum(["pusher", "sockudo"]).default("pusher"),
+        /** How refused subscriptions and client events are answered: like Pusher's servers, or like Sockudo. */
+        errorStyle: z.enum(["pusher", "sockudo"]).default("pusher"),
       })
       .strict()
       .default({}),

@@ -13,7 +13,7 @@ describe("flags", () => {
         "--port", "9000",
         "--allow-anonymous",
         "--pusher-key", "k",
-        "--subscription-error-style", "sockudo",
+        "--error-style", "sockudo",
         "--drop-ratio", "0.25",
         "--close-after-ms", "1000",
         "--disconnect-reason", "server_restart",
@@ -23,7 +23,7 @@ describe("flags", () => {
       host: undefined,
       port: 9000,
       cable: { requireUid: false },
-      pusher: { key: "k", subscriptionErrorStyle: "sockudo" },
+      pusher: { key: "k", errorStyle: "sockudo" },
       faults: { dropBroadcastRatio: 0.25, closeAfterMs: 1000, disconnectReason: "server_restart", stopPinging: true },
     });
   });
@@ -40,7 +40,7 @@ describe("flags", () => {
   test("bad input names the flag or the file field", () => {
     expect(() => optionsFromArgs(["--port", "abc"])).toThrow(/--port: expected a number/);
     expect(() => optionsFromArgs(["--drop-ratio", "3"])).toThrow(/faults\.dropBroadcastRatio/);
-    expect(() => optionsFromArgs(["--subscription-error-style", "x"])).toThrow(/--subscription-error-style/);
+    expect(() => optionsFromArgs(["--error-style", "x"])).toThrow(/--error-style/);
     expect(() => optionsFromArgs(["--no-such-flag"])).toThrow(/Unknown option/);
     const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
     const file = path.join(dir, "faults.json");

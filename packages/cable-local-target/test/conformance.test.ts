@@ -210,6 +210,10 @@ const pusherServers: Array<{
   start(): Promise<PusherServerUnderTest>;
   /** How the server answers a refused private subscription. */
   expectRefusal(frame: any, channel: string): void;
+  /** The pusher:error code a refused client event gets. */
+  clientEventErrorCode: number | null;
+  /** How a connection to an unknown app key ends: the frames sent before, and the close code. */
+  unknownKey: { frames: unknown[]; closeCode: number };
 }> = [
   {
     name: "local target",
@@ -222,14 +226,19 @@ const pusherServers: Array<{
       expect(frame).toMatchObject({ event: "pusher:subscription_error", channel });
       expect(pusherData(frame)).toMatchObject({ type: "AuthError", status: 401 });
     },
+    clientEventErrorCode: null,
+    // Pusher's documented answer: pusher:error 4001 ("Application does not exist"), close 4001.
+    unknownKey: { frames: [{ event: "pusher:error", data: { code: 4001 } }], closeCode: 4001 },
   },
   {
     name: "local target, Sockudo error style",
     start: async () => {
-      const t = await startTarget({ pusher: { subscriptionErrorStyle: "sockudo" } });
+      const t = await startTarget({ pusher: { errorStyle: "sockudo" } });
       return { url: t.url, httpUrl: t.httpUrl, app: t.pusher, stop: () => t.close() };
     },
     expectRefusal: expectSockudoRefusal,
+    clientEventErrorCode: 4301,
+    unknownKey: { frames: [{ event: "pusher:error", data: { code: 4001 } }], closeCode: 4001 },
   },
   {
     name: "Sockudo",
@@ -243,6 +252,9 @@ const pusherServers: Array<{
       };
     },
     expectRefusal: expectSockudoRefusal,
+    clientEventErrorCode: 4301,
+    // Sockudo drops the connection without a frame or a close handshake.
+    unknownKey: { frames: [], closeCode: 1006 },
   },
 ];
 
@@ -251,7 +263,7 @@ function expectSockudoRefusal(frame: any): void {
   expect(pusherData(frame)).toMatchObject({ code: 4009 });
 }
 
-describe.each(pusherServers)("Pusher conformance: $name", ({ start, expectRefusal }) => {
+describe.each(pusherServers)("Pusher conformance: $name", ({ start, expectRefusal, clientEventErrorCode, unknownKey }) => {
   let server: PusherServerUnderTest;
   const clients: RawClient[] = [];
   beforeAll(async () => {
@@ -339,12 +351,28 @@ describe.each(pusherServers)("Pusher conformance: $name", ({ start, expectRefusa
     expect(await sender.client.collect(400)).toEqual([]);
   });
 
-  test("client events on a public channel are not delivered", async () => {
+  test("client events on a public channel are not delivered; the sender gets pusher:error", async () => {
     const channel = "public-client-events";
     const sender = await joined(channel);
     const receiver = await joined(channel);
     sender.client.send({ event: "client-typing", channel, data: { ts: 1 } });
     expect(await receiver.client.collect(500)).toEqual([]);
+    const error = await sender.client.next();
+    expect(error).toMatchObject({ event: "pusher:error", data: { code: clientEventErrorCode } });
+  });
+
+  test("a repeated subscribe is answered with subscription_succeeded again", async () => {
+    const { client, socketId } = await joined("repeat-subscribe");
+    client.send(subscribeFrame(server.app, socketId, "repeat-subscribe"));
+    expect(await client.next()).toMatchObject({ event: "pusher_internal:subscription_succeeded", channel: "repeat-subscribe" });
+  });
+
+  test("an unknown app key is refused", async () => {
+    const client = await connect(`${server.url}/app/no-such-key?protocol=7&client=js&version=8.4.0`);
+    clients.push(client);
+    const { code } = await client.closed;
+    expect(code).toBe(unknownKey.closeCode);
+    expect(client.received.map((raw) => JSON.parse(raw))).toMatchObject(unknownKey.frames);
   });
 
   test("the signed HTTP events API delivers to subscribers; socket_id excludes one", async () => {

@@ -77,13 +77,16 @@ describe("Pusher frames", () => {
     expect(JSON.parse(pusher.subscriptionSucceeded("x")).data).toBe("{}");
   });
 
-  test("subscription errors in Pusher's and Sockudo's styles", () => {
-    const pusherStyle = JSON.parse(pusher.subscriptionError("pusher", "private-x", "bad"));
-    expect(pusherStyle).toMatchObject({ event: "pusher:subscription_error", channel: "private-x" });
-    expect(JSON.parse(pusherStyle.data)).toEqual({ type: "AuthError", error: "bad", status: 401 });
-    const sockudoStyle = JSON.parse(pusher.subscriptionError("sockudo", "private-x", "bad"));
-    expect(sockudoStyle.event).toBe("pusher:error");
-    expect(JSON.parse(sockudoStyle.data)).toEqual({ code: 4009, message: "bad" });
+  test("errors carry data as an object, in Pusher's and Sockudo's styles", () => {
+    expect(JSON.parse(pusher.subscriptionError("pusher", "private-x", "bad"))).toEqual({
+      event: "pusher:subscription_error",
+      channel: "private-x",
+      data: { type: "AuthError", error: "bad", status: 401 },
+    });
+    expect(JSON.parse(pusher.subscriptionError("sockudo", "private-x", "bad"))).toEqual({ event: "pusher:error", data: { message: "bad", code: 4009 } });
+    expect(JSON.parse(pusher.clientEventError("pusher", "no"))).toEqual({ event: "pusher:error", data: { message: "no", code: null } });
+    expect(JSON.parse(pusher.clientEventError("sockudo", "no"))).toEqual({ event: "pusher:error", data: { message: "no", code: 4301 } });
+    expect(JSON.parse(pusher.PONG)).toEqual({ event: "pusher:pong", data: {} });
   });
 
   test("event frames pass data through as given and add user_id for presence client events", () => {

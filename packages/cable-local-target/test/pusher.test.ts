@@ -110,7 +110,7 @@ describe("protocol details", () => {
   });
 
   test("the Sockudo style answers a refused subscription with pusher:error 4009", async () => {
-    const sockudoStyle = await startTarget({ pusher: { subscriptionErrorStyle: "sockudo" } });
+    const sockudoStyle = await startTarget({ pusher: { errorStyle: "sockudo" } });
     try {
       const { client } = await pusherClient(sockudoStyle.url, sockudoStyle.pusher.key);
       client.send({ event: "pusher:subscribe", data: { channel: "private-x", auth: "local-key:bad" } });

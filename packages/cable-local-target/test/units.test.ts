@@ -94,7 +94,7 @@ describe("inputs", () => {
 
   test("target options: defaults, and errors naming the field", () => {
     const options = parseTargetOptions({});
-    expect(options).toMatchObject({ host: "127.0.0.1", port: 0, cable: { requireUid: true, pingIntervalMs: 3000 }, pusher: { subscriptionErrorStyle: "pusher" } });
+    expect(options).toMatchObject({ host: "127.0.0.1", port: 0, cable: { requireUid: true, pingIntervalMs: 3000 }, pusher: { errorStyle: "pusher" } });
     expect(() => parseTargetOptions({ pusher: { key: "" } })).toThrow(/options\.pusher\.key/);
     expect(() => parseTargetOptions({ port: 70000 })).toThrow(/options\.port/);
   });

@@ -1,25 +1,36 @@
 /**
  * Pusher Channels protocol 7 frames, server side (Pusher docs, "Pusher Channels Protocol";
  * pusher-js src/core/connection/protocol/protocol.ts decodes them). Every frame is
- * `{"event","channel"?,"data"}`; Pusher sends `data` of its own events as a JSON-encoded string.
+ * `{"event","channel"?,"data"}`. The protocol document gives `data` as a JSON-encoded string for
+ * connection_established, subscription_succeeded and member events, and as an object for
+ * pusher:error and pusher:pong; Sockudo 5.2 does the same (seen by the conformance suite).
  */
 
-export function frame(event: string, data: unknown, channel?: string): string {
-  const dataJson = JSON.stringify(typeof data === "string" ? data : JSON.stringify(data));
+function frameWithDataJson(event: string, dataJson: string, channel?: string): string {
   return channel === undefined
     ? `{"event":${JSON.stringify(event)},"data":${dataJson}}`
     : `{"event":${JSON.stringify(event)},"channel":${JSON.stringify(channel)},"data":${dataJson}}`;
+}
+
+/** A frame whose `data` is the JSON encoding of `data`, sent as a string. */
+export function frame(event: string, data: unknown, channel?: string): string {
+  return frameWithDataJson(event, JSON.stringify(JSON.stringify(data)), channel);
+}
+
+/** A frame whose `data` is an object. */
+function objectFrame(event: string, data: unknown, channel?: string): string {
+  return frameWithDataJson(event, JSON.stringify(data), channel);
 }
 
 export function connectionEstablished(socketId: string, activityTimeoutS: number): string {
   return frame("pusher:connection_established", { socket_id: socketId, activity_timeout: activityTimeoutS });
 }
 
-export const PONG = frame("pusher:pong", {});
+export const PONG = objectFrame("pusher:pong", {});
 
-/** `code` null is what Pusher sends for errors that are not about the connection (e.g. a refused client event). */
+/** `code` null: an error that is not about the connection and has no code of its own. */
 export function error(message: string, code: number | null): string {
-  return frame("pusher:error", { message, code });
+  return objectFrame("pusher:error", { message, code });
 }
 
 export interface PresenceSnapshot {
@@ -41,16 +52,21 @@ export function memberRemoved(channel: string, userId: string): string {
 }
 
 /**
- * How a refused subscription is answered. "pusher": `pusher:subscription_error` on the channel with
- * pusher-js' `{type, error, status}`. "sockudo": what Sockudo 5.2 sends instead (verified against
- * the binary by the conformance suite): a `pusher:error` with code 4009.
+ * How refusals are answered. "pusher": a refused subscription gets `pusher:subscription_error` on
+ * the channel with pusher-js' `{type, error, status}`, a refused client event `pusher:error` without
+ * a code. "sockudo": what Sockudo 5.2 sends (checked against the binary by the conformance suite):
+ * `pusher:error` with code 4009 for subscriptions and 4301 for client events.
  */
-export type SubscriptionErrorStyle = "pusher" | "sockudo";
+export type ErrorStyle = "pusher" | "sockudo";
 
-export function subscriptionError(style: SubscriptionErrorStyle, channel: string, message: string): string {
+export function subscriptionError(style: ErrorStyle, channel: string, message: string): string {
   return style === "pusher"
-    ? frame("pusher:subscription_error", { type: "AuthError", error: message, status: 401 }, channel)
-    : frame("pusher:error", { code: 4009, message });
+    ? objectFrame("pusher:subscription_error", { type: "AuthError", error: message, status: 401 }, channel)
+    : error(message, 4009);
+}
+
+export function clientEventError(style: ErrorStyle, message: string): string {
+  return error(message, style === "pusher" ? null : 4301);
 }
 
 /**

@@ -16,7 +16,7 @@ export interface PusherOptions {
   activityTimeoutS: number;
   /** Whether the app allows client events (Pusher: an app setting, off by default there). */
   clientEvents: boolean;
-  subscriptionErrorStyle: frames.SubscriptionErrorStyle;
+  errorStyle: frames.ErrorStyle;
 }
 
 interface Member {
@@ -176,7 +176,7 @@ export class PusherServer {
   }
 
   private refuse(connection: PusherConnection, channel: string, reason: string): void {
-    send(connection.ws, frames.subscriptionError(this.options.subscriptionErrorStyle, channel, reason), this.counters);
+    send(connection.ws, frames.subscriptionError(this.options.errorStyle, channel, reason), this.counters);
   }
 
   private subscribe(connection: PusherConnection, data: Record<string, unknown>): void {
@@ -185,7 +185,12 @@ export class PusherServer {
       send(connection.ws, frames.error("pusher:subscribe needs a channel", null), this.counters);
       return;
     }
-    if (connection.channels.has(channel)) return;
+    const existing = connection.channels.get(channel);
+    if (existing) {
+      // Sockudo answers a repeated subscribe with subscription_succeeded again; so does this target.
+      if (!existing.pendingConfirm) send(connection.ws, frames.subscriptionSucceeded(channel, existing.userId === undefined ? undefined : this.snapshot(channel)), this.counters);
+      return;
+    }
     const kind = frames.channelKind(channel);
     const { key, secret } = this.options;
     const faults = this.faults.forChannel(channel);
@@ -266,16 +271,16 @@ export class PusherServer {
   private clientEvent(connection: PusherConnection, message: frames.ClientFrame): void {
     const { channel, event } = message;
     if (!this.options.clientEvents) {
-      send(connection.ws, frames.error("To send client events, you must enable this feature in the Settings page of your dashboard.", null), this.counters);
+      send(connection.ws, frames.clientEventError(this.options.errorStyle, "To send client events, you must enable this feature in the Settings page of your dashboard."), this.counters);
       return;
     }
     if (channel === undefined || frames.channelKind(channel) === "public") {
-      send(connection.ws, frames.error("Client event rejected - only supported on private and presence channels", null), this.counters);
+      send(connection.ws, frames.clientEventError(this.options.errorStyle, "Client event rejected - only supported on private and presence channels"), this.counters);
       return;
     }
     const subscription = connection.channels.get(channel);
     if (!subscription || subscription.pendingConfirm) {
-      send(connection.ws, frames.error(`Client event rejected - not subscribed to ${channel}`, null), this.counters);
+      send(connection.ws, frames.clientEventError(this.options.errorStyle, `Client event rejected - not subscribed to ${channel}`), this.counters);
       return;
     }
     this.counters.broadcasts++;
