@@ -1,0 +1,128 @@
+// The engine's Pusher protocol against a real Sockudo and against the local target, through the
+// real `artillery run`: public, private and presence channels, client events, HTTP publish, and
+// auth failures.
+import path from "node:path";
+import { runArtillery, startSockudo, type ArtilleryReport } from "cable-test-servers";
+import { startTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+
+const repo = path.resolve(__dirname, "../../..");
+const counter = (r: ArtilleryReport, name: string) => r.aggregate.counters[name] ?? 0;
+const count = (r: ArtilleryReport, name: string) => r.aggregate.summaries[name]?.count ?? 0;
+
+interface PusherServer {
+  url: string;
+  appId: string;
+  key: string;
+  secret: string;
+  stop(): Promise<void>;
+}
+
+const servers: Record<string, () => Promise<PusherServer>> = {
+  sockudo: startSockudo,
+  "local target": async () => {
+    const target = await startTarget({ port: 0 });
+    return { url: target.url, ...target.pusher, stop: () => target.close() };
+  },
+};
+
+describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
+  let server: PusherServer;
+  beforeAll(async () => {
+    server = await servers[name]();
+  });
+  afterAll(() => server?.stop());
+
+  const app = () => ({ config: { cable: { pusher: { key: server.key, appId: server.appId } } } });
+  const run = (script: string | Record<string, unknown>, extra: { args?: string[]; secret?: string } = {}) =>
+    runArtillery({
+      script,
+      args: ["--target", server.url, ...(extra.args ?? [])],
+      env: { PUSHER_APP_SECRET: extra.secret ?? server.secret },
+    });
+
+  test("pusher-broadcast: client events on a private channel reach the listeners, stamped", async () => {
+    const { code, output, report } = await run(path.join(repo, "scenarios/pusher-broadcast.yml"), {
+      args: ["-v", JSON.stringify({ lifetime: 3, sends: 12 }), "--overrides", JSON.stringify({ ...app(), config: { ...app().config, phases: [{ duration: 2, arrivalCount: 12 }] } })],
+    });
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "vusers.created")).toBe(12);
+    expect(counter(r, "vusers.completed")).toBe(12);
+    expect(counter(r, "cable.connections")).toBe(12);
+    expect(count(r, "cable.handshake_latency")).toBe(12);
+    expect(count(r, "cable.subscription_latency")).toBe(12);
+    const senders = counter(r, "vusers.created_by_name.sender");
+    if (senders > 0) expect(counter(r, "cable.messages_sent")).toBeGreaterThan(0);
+    // Every received frame is a stamped client-broadcast, and never one of the sender's own.
+    expect(count(r, "cable.broadcast_latency")).toBe(counter(r, "cable.messages_received"));
+    expect(counter(r, "cable.messages_received")).toBeLessThanOrEqual(counter(r, "cable.messages_sent") * (12 - 1));
+    expect(output).toMatch(/ok: cable.broadcast_latency.p99 < 1000/);
+  });
+
+  test("pubsub-rooms: every publish goes through the signed HTTP API and comes back to its room", async () => {
+    const { code, output, report } = await run(path.join(repo, "scenarios/pubsub-rooms.yml"), {
+      args: ["-v", JSON.stringify({ messages: 3, stay: 1, rooms: 3 }), "--overrides", JSON.stringify({ ...app(), config: { ...app().config, phases: [{ duration: 2, arrivalCount: 6 }] } })],
+    });
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "vusers.completed")).toBe(6);
+    expect(counter(r, "cable.messages_sent")).toBe(18);
+    expect(count(r, "cable.publish_latency")).toBe(18);
+    // Each user hears at least its own 3 messages in its room.
+    expect(counter(r, "cable.messages_received")).toBeGreaterThanOrEqual(18);
+    expect(count(r, "cable.broadcast_latency")).toBe(counter(r, "cable.messages_received"));
+  });
+
+  test("presence: each member hears the next one join; the last one waits in vain", async () => {
+    const { code, output, report } = await run({
+      config: {
+        target: server.url,
+        engines: { cable: {} },
+        cable: { protocol: "pusher", timeout: 4, pusher: { key: server.key, appId: server.appId } },
+        phases: [{ duration: 3, arrivalCount: 4 }],
+      },
+      scenarios: [
+        {
+          name: "member",
+          engine: "cable",
+          flow: [
+            { connect: {} },
+            { subscribe: { channel: "presence-lobby-{{ $testId }}", as: "lobby", user: { id: "{{ $uuid }}", info: { name: "Kay" } } } },
+            { receive: { channel: "lobby", event: "pusher_internal:member_added", capture: { json: "$.user_id", as: "joined" } } },
+          ],
+        },
+      ],
+    });
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "cable.subscriptions")).toBe(4);
+    expect(counter(r, "vusers.completed")).toBe(3);
+    expect(counter(r, "errors.cable.receive_timeout")).toBe(1);
+  });
+
+  test("a wrong secret: private subscriptions are rejected and publishes fail, as named errors", async () => {
+    const { code, output, report } = await run(
+      {
+        config: {
+          target: server.url,
+          engines: { cable: {} },
+          cable: { protocol: "pusher", timeout: 3, pusher: { key: server.key, appId: server.appId } },
+          phases: [{ duration: 2, arrivalCount: 12 }],
+        },
+        scenarios: [
+          { name: "private", engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "private-secret" } }] },
+          { name: "publisher", engine: "cable", flow: [{ publish: { channel: "news", event: "e", data: { a: 1 } } }] },
+        ],
+      },
+      { secret: "not-the-secret" },
+    );
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "vusers.failed")).toBe(12);
+    expect(counter(r, "errors.cable.subscription_rejected")).toBe(counter(r, "vusers.created_by_name.private"));
+    expect(counter(r, "errors.cable.publish_failed")).toBe(counter(r, "vusers.created_by_name.publisher"));
+    expect(count(r, "cable.publish_latency")).toBe(counter(r, "vusers.created_by_name.publisher"));
+    expect(output).not.toContain("not-the-secret");
+  });
+});
