@@ -26,6 +26,7 @@ export interface ActionCableOptions extends PubSubOptions {
 
 interface Subscription {
   channel: string;
+  params: Record<string, unknown>;
   streams: string[];
   /** Set while a delayed confirmation is pending. */
   pendingConfirm?: NodeJS.Timeout;
@@ -187,7 +188,7 @@ export class ActionCableServer {
       send(connection.ws, frames.rejectSubscription(identifier), this.counters);
       return;
     }
-    const subscription: Subscription = { channel: parsed.channel, streams: decision.streams };
+    const subscription: Subscription = { channel: parsed.channel, params: parsed.params, streams: decision.streams };
     connection.subscriptions.set(identifier, subscription);
     const confirm = () => {
       subscription.pendingConfirm = undefined;
@@ -219,7 +220,7 @@ export class ActionCableServer {
     if (!action) return;
     const context: ChannelContext = {
       userId: connection.userId,
-      params: frames.parseIdentifier(identifier)?.params ?? {},
+      params: subscription.params,
       transmit: (messageJson) => send(connection.ws, frames.channelMessage(identifier, messageJson), this.counters),
       broadcast: (stream, messageJson) => this.broadcast(stream, messageJson),
       close: (reason, reconnect) => {

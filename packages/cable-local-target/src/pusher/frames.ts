@@ -13,7 +13,7 @@ function frameWithDataJson(event: string, dataJson: string, channel?: string): s
 }
 
 /** A frame whose `data` is the JSON encoding of `data`, sent as a string. */
-export function frame(event: string, data: unknown, channel?: string): string {
+function frame(event: string, data: unknown, channel?: string): string {
   return frameWithDataJson(event, JSON.stringify(JSON.stringify(data)), channel);
 }
 
