@@ -8,7 +8,6 @@ import { buildApp } from "../src/cdk/app";
 import { OUTPUT_KEYS, type LoadtestStack } from "../src/cdk/loadtest-stack";
 import { stageImage } from "../src/image/stage";
 
-// CDK writes tags sorted by key, and arrayWith matches in order.
 // Synthesizing is slow (seconds per stack), so each template is built once and shared.
 let imageDir: string;
 let stacks: LoadtestStack[];
@@ -143,6 +142,7 @@ describe("a region's stack", () => {
   });
 
   it("tags every taggable resource with the project", () => {
+    // CDK writes tags sorted by key, and arrayWith matches in order.
     const taggable = ["AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup", "AWS::ECS::Cluster", "AWS::ECS::TaskDefinition", "AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::IAM::Role"];
     for (const type of taggable) {
       london.allResourcesProperties(type, { Tags: Match.arrayWith([{ Key: "cable-loadtest:region", Value: "eu-west-2" }, { Key: "project", Value: "cable-loadtest" }]) });

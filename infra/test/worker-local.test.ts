@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { cleanEnv, httpBundle, requireBuiltWorker, runWorker, startRecordingServer, writeTree } from "./helpers";
+import { WORKER_MAIN, cleanEnv, httpBundle, requireBuiltWorker, runWorker, startRecordingServer, writeTree } from "./helpers";
 
 // The real entrypoint (dist/worker/main.js) running the real Artillery against a loopback server,
 // with a local directory standing in for the bucket.
@@ -65,6 +66,44 @@ describe("worker entrypoint against a local directory store", () => {
     expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
     const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
     expect(status).toMatchObject({ exitCode: 1, artilleryExitCode: 1, reason: "artillery exited with code 1 (see artillery.log)" });
+  });
+
+  it("passes SIGTERM (ECS StopTask) on to artillery and still uploads what there is", async () => {
+    const bundle = httpBundle({ extraManifest: { overrides: { config: { target: server.url, phases: [{ duration: 60, arrivalRate: 2 }] } } } });
+    await writeTree(path.join(store, "runs/stopped/bundle"), bundle);
+
+    const worker = spawn(process.execPath, [WORKER_MAIN], { env: env("stopped"), stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    worker.stderr.on("data", (d) => (stderr += d));
+    const closed = new Promise<number | null>((resolve) => worker.once("close", resolve));
+    // Stop it once Artillery is sending load.
+    const before = server.paths.length;
+    for (let i = 0; i < 200 && server.paths.length === before; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(server.paths.length).toBeGreaterThan(before);
+    worker.kill("SIGTERM");
+    const code = await closed;
+
+    expect(stderr).toContain("received SIGTERM, stopping artillery");
+    expect(code).toBe(1);
+    const status = JSON.parse(await readFile(path.join(store, "runs/stopped/eu-west-2/task-1/status.json"), "utf8"));
+    expect(status.exitCode).toBe(code);
+    // Artillery 2.0.34 exits 143 on SIGTERM without writing a report; the log is still uploaded.
+    expect(status.reason).toBe("the task was stopped (SIGTERM) before artillery finished (artillery exit code 143)");
+    expect(await readdir(path.join(store, "runs/stopped/eu-west-2/task-1"))).toContain("artillery.log");
+  });
+
+  it("ends the wait for startAt on SIGTERM without starting artillery", async () => {
+    await writeTree(path.join(store, "runs/early/bundle"), httpBundle({ startAt: Date.now() + 120_000 }));
+    const worker = spawn(process.execPath, [WORKER_MAIN], { env: env("early"), stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    worker.stderr.on("data", (d) => (stderr += d));
+    const closed = new Promise<number | null>((resolve) => worker.once("close", resolve));
+    for (let i = 0; i < 100 && !stderr.includes("waiting"); i++) await new Promise((r) => setTimeout(r, 100));
+    worker.kill("SIGTERM");
+
+    expect(await closed).toBe(1);
+    const status = JSON.parse(await readFile(path.join(store, "runs/early/eu-west-2/task-1/status.json"), "utf8"));
+    expect(status).toMatchObject({ reason: "the task was stopped (SIGTERM) before artillery started", artilleryExitCode: null });
   });
 
   it("fails with exit 2 and a reason naming the problem when the bundle is missing or invalid", async () => {

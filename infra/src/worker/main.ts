@@ -26,8 +26,12 @@ async function main(): Promise<number> {
 
   // ECS StopTask sends SIGTERM: pass it on so Artillery ends and the partial results still get uploaded.
   let artillery: ChildProcess | undefined;
+  let stopSignal: NodeJS.Signals | undefined;
+  const stopping = new AbortController();
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.on(signal, () => {
+      stopSignal ??= signal;
+      stopping.abort();
       log(`received ${signal}, stopping artillery`);
       artillery?.kill(signal);
     });
@@ -42,10 +46,12 @@ async function main(): Promise<number> {
       resolveSecrets: (refs) => resolveSecrets(refs, { ssm: () => new SSMClient({}), secretsManager: () => new SecretsManagerClient({}) }),
       baseEnv,
       now: Date.now,
-      sleep: (ms) => sleep(ms),
+      // A stop during the wait for startAt ends the wait; runTask then sees stopSignal.
+      sleep: (ms) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined),
       log,
       echo: process.stdout,
       onArtillerySpawn: (child) => (artillery = child),
+      stopSignal: () => stopSignal,
     },
   );
   log(status.reason === null ? `done: results in ${store.location}/` : `FAILED (exit ${status.exitCode}): ${status.reason}`);

@@ -43,6 +43,8 @@ export interface TaskDeps {
   /** Where Artillery's redacted output is echoed (the task's stdout, i.e. CloudWatch). */
   echo: Writable;
   onArtillerySpawn?: (child: ChildProcess) => void;
+  /** The signal the worker was asked to stop with (ECS StopTask sends SIGTERM), if any. */
+  stopSignal?: () => NodeJS.Signals | undefined;
 }
 
 class TaskFailure extends Error {
@@ -86,6 +88,8 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
     const manifest = await fetchBundle(config, deps, bundleDir);
     const secrets = await deps.resolveSecrets({ ...config.secrets, ...manifest.secrets }).catch((err: Error) => fail(EXIT.setup, err.message));
     status.startLagMs = await waitForStart(manifest, config.maxStartWaitMs, deps);
+    const stoppedEarly = deps.stopSignal?.();
+    if (stoppedEarly) fail(EXIT.artillery, `the task was stopped (${stoppedEarly}) before artillery started`);
     deps.log(`starting artillery on ${manifest.scenario}${status.startLagMs !== null ? ` (${status.startLagMs} ms after startAt)` : ""}`);
     const outcome = await runArtillery({
       scenario: path.join(bundleDir, manifest.scenario),
@@ -99,6 +103,8 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
       onSpawn: deps.onArtillerySpawn,
     }).catch((err: Error) => fail(EXIT.artillery, `artillery could not be started: ${err.message}`));
     status.artilleryExitCode = outcome.exitCode;
+    const stopSignal = deps.stopSignal?.();
+    if (stopSignal) fail(EXIT.artillery, `the task was stopped (${stopSignal}) before artillery finished (artillery exit code ${outcome.exitCode ?? outcome.signal})`);
     if (outcome.signal) fail(EXIT.artillery, `artillery was stopped by ${outcome.signal}`);
     if (outcome.exitCode !== 0) fail(EXIT.artillery, `artillery exited with code ${outcome.exitCode} (see ${LOG_FILE})`);
     await access(path.join(resultsDir, REPORT_FILE)).catch(() => fail(EXIT.artillery, `artillery exited 0 but wrote no ${REPORT_FILE}`));
