@@ -96,7 +96,7 @@ describe("a region's stack", () => {
     });
   });
 
-  it("gives the task role exactly: list+read bundles, write this region's results, read /cable-loadtest/* secrets", () => {
+  it("gives the task role exactly: list+read bundles, write this region's results but never bundles, read /cable-loadtest/* secrets", () => {
     const taskRole = Object.keys(london.findResources("AWS::IAM::Role", { Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: "ecs-tasks.amazonaws.com" } })] } } }));
     const policies = Object.values(london.findResources("AWS::IAM::Policy")).filter((p) =>
       (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref.startsWith("TaskDefinitionTaskRole")),
@@ -113,6 +113,7 @@ describe("a region's stack", () => {
       { Sid: "ListRunBundles", Effect: "Allow", Action: "s3:ListBucket", Resource: bucketArn, Condition: { StringLike: { "s3:prefix": "runs/*/bundle/*" } } },
       { Sid: "ReadRunBundles", Effect: "Allow", Action: "s3:GetObject", Resource: objects("runs/*/bundle/*") },
       { Sid: "WriteRegionResults", Effect: "Allow", Action: "s3:PutObject", Resource: objects("runs/*/eu-west-2/*") },
+      { Sid: "NeverWriteBundles", Effect: "Deny", Action: "s3:PutObject", Resource: objects("runs/*/bundle/*") },
       { Sid: "ReadSecretParameters", Effect: "Allow", Action: "ssm:GetParameter", Resource: account("ssm", "parameter/", "cable-loadtest/*") },
       { Sid: "ReadSecrets", Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: account("secretsmanager", "secret:", "cable-loadtest/*") },
     ]);

@@ -137,7 +137,7 @@ export class LoadtestStack extends Stack {
   }
 
   /**
-   * Read the bundles, write this region's results, read the project's secrets; nothing else.
+   * Read the bundles, write this region's results (never a bundle), read the project's secrets; nothing else.
    * Explicit statements rather than bucket.grantRead/grantPut, which add actions beyond these.
    */
   private grantLeastPrivilege(role: iam.IRole, bucket: s3.IBucket): void {
@@ -150,6 +150,8 @@ export class LoadtestStack extends Stack {
       }),
       new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern())] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),
+      // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles stay read-only.
+      new iam.PolicyStatement({ sid: "NeverWriteBundles", effect: iam.Effect.DENY, actions: ["s3:PutObject"], resources: [bucket.arnForObjects(bundleKeyPattern())] }),
       new iam.PolicyStatement({
         sid: "ReadSecretParameters",
         actions: ["ssm:GetParameter"],
