@@ -1,0 +1,69 @@
+// Smoke tests of the scenario library: each scenario runs against the local target, shortened
+// through Artillery's own overrides, and must finish clean with its headline metrics present.
+import path from "node:path";
+import { readdirSync } from "node:fs";
+import { runArtillery, type ArtilleryReport } from "cable-test-servers";
+import { startTarget, type LocalTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+
+const repo = path.resolve(__dirname, "../../..");
+let target: LocalTarget;
+beforeAll(async () => {
+  target = await startTarget({ port: 0 });
+});
+afterAll(() => target?.close());
+
+const counter = (r: ArtilleryReport, name: string) => r.aggregate.counters[name] ?? 0;
+const count = (r: ArtilleryReport, name: string) => r.aggregate.summaries[name]?.count ?? 0;
+
+interface Smoke {
+  users: number;
+  variables?: Record<string, unknown>;
+  /** Histograms that must have samples. */
+  histograms: string[];
+  pusher?: boolean;
+}
+
+const smoke: Record<string, Smoke> = {
+  "chat.yml": { users: 4, histograms: ["cable.rtt", "cable.broadcast_latency"] },
+  "connection-storm.yml": { users: 30, variables: { hold: 1 }, histograms: ["cable.handshake_latency", "cable.subscription_latency"] },
+  "active-chat.yml": { users: 5, variables: { messages: 4 }, histograms: ["cable.broadcast_latency"] },
+  "bot-stress.yml": { users: 3, variables: { commands: 20 }, histograms: ["cable.command_rtt"] },
+  "spike.yml": { users: 6, variables: { messages: 2 }, histograms: ["cable.broadcast_latency"] },
+  "soak.yml": { users: 3, variables: { stay_messages: 1 }, histograms: ["cable.broadcast_latency"] },
+  "mixed.yml": { users: 20, variables: { stay: 1, messages: 1, commands: 3 }, histograms: ["cable.handshake_latency"] },
+  "avalanche.yml": { users: 20, variables: { hold: 1 }, histograms: ["cable.connect_to_confirm", "cable.subscription_latency"] },
+  // Weights pick senders at random (1 in 5): with 40 users, none is picked once in ~7,000 runs.
+  "pusher-broadcast.yml": { users: 40, variables: { lifetime: 2, sends: 8 }, histograms: ["cable.handshake_latency"], pusher: true },
+  "pubsub-rooms.yml": { users: 4, variables: { messages: 2, stay: 1 }, histograms: ["cable.publish_latency", "cable.broadcast_latency"], pusher: true },
+};
+
+test("every scenario in scenarios/ has a smoke test", () => {
+  const files = readdirSync(path.join(repo, "scenarios")).filter((f) => f.endsWith(".yml"));
+  expect(files.filter((f) => !(f in smoke) && f !== "reconnect-storm.yml")).toEqual([]);
+});
+
+describe.each(Object.entries(smoke))("%s against the local target", (file, spec) => {
+  test("runs clean, shortened", async () => {
+    const overrides: Record<string, any> = { config: { phases: [{ duration: 1, arrivalCount: spec.users }] } };
+    if (spec.pusher) overrides.config.cable = { pusher: { key: target.pusher.key, appId: target.pusher.appId } };
+    const { code, output, report } = await runArtillery({
+      script: path.join(repo, "scenarios", file),
+      args: [
+        "--target",
+        spec.pusher ? target.url : target.cableUrl,
+        "--overrides",
+        JSON.stringify(overrides),
+        ...(spec.variables ? ["-v", JSON.stringify(spec.variables)] : []),
+      ],
+      env: { PUSHER_APP_SECRET: target.pusher.secret },
+    });
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "vusers.created")).toBe(spec.users);
+    expect(counter(r, "vusers.completed"), output).toBe(spec.users);
+    expect(counter(r, "cable.connections")).toBe(spec.users);
+    expect(Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors."))).toEqual([]);
+    for (const h of spec.histograms) expect(count(r, h), h).toBeGreaterThan(0);
+  });
+});
