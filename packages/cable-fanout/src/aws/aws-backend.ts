@@ -1,0 +1,180 @@
+// Fargate tasks in each region's CableLoadtest-<region> stack; the bundle and results in its bucket.
+import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
+import { DescribeTasksCommand, ECSClient, type Task, RunTaskCommand, StopTaskCommand, paginateListTasks, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
+import { S3Client } from "@aws-sdk/client-s3";
+import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import type { Bundle } from "../bundle.js";
+import { startInBatches, type RetryDeps } from "../retry.js";
+import { downloadRegionResults, uploadBundle } from "../store.js";
+import { describeLogging, describeRegionStack, type RegionStack } from "./discovery.js";
+import { S3ObjectStore } from "./s3-store.js";
+
+/** Fargate needs a minute or two to pull a large image; the start time leaves room for it. */
+export const AWS_TIMING: Timing = { startDelayMs: 120_000, startTimeoutMs: 600_000, marginMs: 600_000, pollMs: 10_000, stopGraceMs: 120_000 };
+
+/** DescribeTasks takes at most 100 tasks per call. */
+const DESCRIBE_MAX = 100;
+
+export interface AwsClients {
+  cloudFormation: CloudFormationClient;
+  ecs: ECSClient;
+  s3: S3Client;
+}
+
+export interface AwsBackendOptions {
+  timing?: Partial<Timing>;
+  /** Per-region SDK clients; by default from the environment's credentials (AWS_ENDPOINT_URL honoured). */
+  clients?: (region: string) => AwsClients;
+  retry: Omit<RetryDeps, "abort">;
+}
+
+export const defaultClients = (region: string): AwsClients => ({
+  cloudFormation: new CloudFormationClient({ region }),
+  ecs: new ECSClient({ region }),
+  s3: new S3Client({ region }),
+});
+
+export class AwsBackend implements Backend {
+  readonly kind = "aws";
+  readonly timing: Timing;
+
+  constructor(private readonly options: AwsBackendOptions) {
+    this.timing = { ...AWS_TIMING, ...options.timing };
+  }
+
+  async openRegion(name: string): Promise<Region> {
+    const clients = (this.options.clients ?? defaultClients)(name);
+    const stack = await describeRegionStack(clients.cloudFormation, name);
+    const logging = await describeLogging(clients.ecs, stack);
+    return new AwsRegion(stack, clients, logging, this.options.retry);
+  }
+}
+
+export class AwsRegion implements Region {
+  private readonly store: S3ObjectStore;
+
+  constructor(
+    private readonly stack: RegionStack,
+    private readonly clients: AwsClients,
+    private readonly logging: { group: string; streamPrefix?: string },
+    private readonly retry: Omit<RetryDeps, "abort">,
+  ) {
+    this.store = new S3ObjectStore(clients.s3, stack.bucketName);
+  }
+
+  get name(): string {
+    return this.stack.region;
+  }
+
+  get location(): string {
+    return this.store.location;
+  }
+
+  uploadBundle(runId: string, bundle: Bundle): Promise<void> {
+    return uploadBundle(this.store, runId, bundle);
+  }
+
+  async startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome> {
+    const result = await startInBatches(
+      count,
+      async (n) => {
+        const out = await this.clients.ecs.send(new RunTaskCommand(this.runTaskInput(runId, n, options)));
+        return {
+          started: (out.tasks ?? []).map((t) => this.snapshot(t)),
+          failures: (out.failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(": ") || "unknown failure"),
+        };
+      },
+      { ...this.retry, abort: options.abort },
+    );
+    return { started: result.started, failures: result.failures };
+  }
+
+  runTaskInput(runId: string, count: number, options: StartOptions): RunTaskCommandInput {
+    const environment = [{ name: "CABLE_RUN_ID", value: runId }];
+    // Names of parameters/secrets only: the worker resolves them with its task role.
+    if (Object.keys(options.secretRefs).length > 0) environment.push({ name: "CABLE_SECRETS", value: JSON.stringify(options.secretRefs) });
+    return {
+      cluster: this.stack.clusterArn,
+      taskDefinition: this.stack.taskDefinitionArn,
+      count,
+      // `stop <runId>` finds the run's tasks by this (ListTasks startedBy), without local state.
+      startedBy: runId,
+      ...(options.spot ? { capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] } : { launchType: "FARGATE" as const }),
+      networkConfiguration: {
+        awsvpcConfiguration: { subnets: this.stack.subnetIds, securityGroups: [this.stack.securityGroupId], assignPublicIp: this.stack.assignPublicIp },
+      },
+      overrides: {
+        ...(options.cpu !== undefined ? { cpu: String(options.cpu) } : {}),
+        ...(options.memory !== undefined ? { memory: String(options.memory) } : {}),
+        // The container's own memory limit must fit inside the task's.
+        containerOverrides: [{ name: this.stack.containerName, environment, ...(options.memory !== undefined ? { memory: options.memory } : {}) }],
+      },
+    };
+  }
+
+  async describeTasks(refs: string[]): Promise<TaskSnapshot[]> {
+    const out: TaskSnapshot[] = [];
+    for (let i = 0; i < refs.length; i += DESCRIBE_MAX) {
+      const chunk = refs.slice(i, i + DESCRIBE_MAX);
+      const res = await this.clients.ecs.send(new DescribeTasksCommand({ cluster: this.stack.clusterArn, tasks: chunk }));
+      const found = new Map((res.tasks ?? []).map((t) => [t.taskArn, t]));
+      for (const ref of chunk) {
+        const task = found.get(ref);
+        if (task) out.push(this.snapshot(task));
+        else {
+          const failure = res.failures?.find((f) => f.arn === ref);
+          out.push({ ref, taskId: taskIdOf(ref), phase: "stopped", exitCode: null, stoppedReason: `ECS no longer describes the task (${failure?.reason ?? "MISSING"})`, log: this.logOf(taskIdOf(ref)) });
+        }
+      }
+    }
+    return out;
+  }
+
+  async stopTasks(refs: string[], reason: string): Promise<void> {
+    const errors: string[] = [];
+    for (const ref of refs) {
+      try {
+        await this.clients.ecs.send(new StopTaskCommand({ cluster: this.stack.clusterArn, task: ref, reason: reason.slice(0, 255) }));
+      } catch (err) {
+        errors.push(`${taskIdOf(ref)}: ${(err as Error).name}: ${(err as Error).message}`);
+      }
+    }
+    if (errors.length > 0) throw new Error(`StopTask failed in ${this.name} for ${errors.join("; ")}`);
+  }
+
+  async findRunningTasks(runId: string): Promise<string[]> {
+    const arns: string[] = [];
+    for await (const page of paginateListTasks({ client: this.clients.ecs }, { cluster: this.stack.clusterArn, startedBy: runId, desiredStatus: "RUNNING" })) {
+      arns.push(...(page.taskArns ?? []));
+    }
+    return arns;
+  }
+
+  downloadResults(runId: string, dir: string): Promise<DownloadedResults> {
+    return downloadRegionResults(this.store, runId, this.name, dir);
+  }
+
+  private snapshot(task: Task): TaskSnapshot {
+    const ref = task.taskArn ?? "";
+    const taskId = taskIdOf(ref);
+    const status = task.lastStatus ?? "PROVISIONING";
+    const phase = status === "STOPPED" || status === "DELETED" ? "stopped" : ["PROVISIONING", "PENDING", "ACTIVATING"].includes(status) ? "pending" : "running";
+    const snapshot: TaskSnapshot = { ref, taskId, phase, log: this.logOf(taskId) };
+    if (phase === "stopped") {
+      const container = task.containers?.find((c) => c.name === this.stack.containerName);
+      snapshot.exitCode = container?.exitCode ?? null;
+      snapshot.stopCode = task.stopCode;
+      const reasons = [task.stoppedReason, container?.reason].filter((r): r is string => Boolean(r));
+      if (reasons.length > 0) snapshot.stoppedReason = reasons.join("; ");
+    }
+    return snapshot;
+  }
+
+  /** awslogs names a task's stream `<prefix>/<container>/<task id>`. */
+  private logOf(taskId: string): string {
+    const stream = this.logging.streamPrefix ? `${this.logging.streamPrefix}/${this.stack.containerName}/${taskId}` : `…/${this.stack.containerName}/${taskId}`;
+    return `CloudWatch Logs ${this.logging.group} ${stream}`;
+  }
+}
+
+export const taskIdOf = (arn: string): string => arn.slice(arn.lastIndexOf("/") + 1);

@@ -1,0 +1,65 @@
+// A region's deployment, from the outputs of its CableLoadtest-<region> stack (infra/src/cdk/loadtest-stack.ts).
+import { type CloudFormationClient, DescribeStacksCommand, type Stack } from "@aws-sdk/client-cloudformation";
+import { DescribeTaskDefinitionCommand, type ECSClient } from "@aws-sdk/client-ecs";
+import { FanoutInputError } from "../errors.js";
+
+export const stackNameFor = (region: string): string => `CableLoadtest-${region}`;
+
+/** The outputs the stack declares (infra's OUTPUT_KEYS). */
+export const OUTPUT_KEYS = ["ClusterArn", "TaskDefinitionArn", "ContainerName", "SubnetIds", "SecurityGroupId", "AssignPublicIp", "BucketName", "LogGroupName"] as const;
+
+export interface RegionStack {
+  region: string;
+  clusterArn: string;
+  taskDefinitionArn: string;
+  containerName: string;
+  subnetIds: string[];
+  securityGroupId: string;
+  assignPublicIp: "ENABLED" | "DISABLED";
+  bucketName: string;
+  logGroupName: string;
+}
+
+/** Stack states in which its resources exist and match its outputs. */
+const USABLE = new Set(["CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"]);
+
+export const deployHint = (region: string): string => `cd infra && npx cdk deploy -c regions=${region} ${stackNameFor(region)}`;
+
+export async function describeRegionStack(cloudFormation: CloudFormationClient, region: string): Promise<RegionStack> {
+  const name = stackNameFor(region);
+  let stack: Stack | undefined;
+  try {
+    stack = (await cloudFormation.send(new DescribeStacksCommand({ StackName: name }))).Stacks?.[0];
+  } catch (err) {
+    const e = err as Error;
+    if (/does not exist/i.test(e.message)) throw new FanoutInputError(`region ${region} is not deployed (no CloudFormation stack ${name}); deploy it with: ${deployHint(region)}`);
+    throw new FanoutInputError(`region ${region}: DescribeStacks ${name} failed: ${e.name}: ${e.message}`);
+  }
+  if (!stack) throw new FanoutInputError(`region ${region} is not deployed (no CloudFormation stack ${name}); deploy it with: ${deployHint(region)}`);
+  if (!USABLE.has(stack.StackStatus ?? "")) {
+    throw new FanoutInputError(`region ${region}: stack ${name} is ${stack.StackStatus}${stack.StackStatusReason ? ` (${stack.StackStatusReason})` : ""}; fix or redeploy it with: ${deployHint(region)}`);
+  }
+  const outputs = new Map((stack.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
+  const missing = OUTPUT_KEYS.filter((k) => !outputs.get(k));
+  if (missing.length > 0) throw new FanoutInputError(`region ${region}: stack ${name} lacks the outputs ${missing.join(", ")} (deployed by an older version?); redeploy it with: ${deployHint(region)}`);
+  const get = (key: (typeof OUTPUT_KEYS)[number]) => outputs.get(key)!;
+  return {
+    region,
+    clusterArn: get("ClusterArn"),
+    taskDefinitionArn: get("TaskDefinitionArn"),
+    containerName: get("ContainerName"),
+    subnetIds: get("SubnetIds").split(",").map((s) => s.trim()).filter(Boolean),
+    securityGroupId: get("SecurityGroupId"),
+    assignPublicIp: get("AssignPublicIp") === "DISABLED" ? "DISABLED" : "ENABLED",
+    bucketName: get("BucketName"),
+    logGroupName: get("LogGroupName"),
+  };
+}
+
+/** `awslogs-group` and `awslogs-stream-prefix` of the container, to name each task's log stream. */
+export async function describeLogging(ecs: ECSClient, stack: RegionStack): Promise<{ group: string; streamPrefix?: string }> {
+  const { taskDefinition } = await ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: stack.taskDefinitionArn }));
+  const container = taskDefinition?.containerDefinitions?.find((c) => c.name === stack.containerName);
+  const options = container?.logConfiguration?.options ?? {};
+  return { group: options["awslogs-group"] ?? stack.logGroupName, streamPrefix: options["awslogs-stream-prefix"] };
+}

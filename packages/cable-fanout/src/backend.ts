@@ -1,0 +1,94 @@
+// The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
+// `local/` (child processes + a directory) implement it, so both produce the same results tree.
+import type { Bundle } from "./bundle.js";
+
+export type TaskPhase = "pending" | "running" | "stopped";
+
+export interface TaskSnapshot {
+  /** What describe and stop take: the ECS task ARN, or `<region>/<taskId>` locally. */
+  ref: string;
+  /** The task's results folder: the ECS task id, or `task-<n>` locally. */
+  taskId: string;
+  phase: TaskPhase;
+  /** The worker's exit code once stopped; null when it never ran or was killed. */
+  exitCode?: number | null;
+  /** ECS stop code (SpotInterruption, TaskFailedToStart, EssentialContainerExited, UserInitiated…). */
+  stopCode?: string;
+  /** Why it stopped, as ECS or the process tells it (e.g. CannotPullContainerError: …). */
+  stoppedReason?: string;
+  /** Where its output is: a CloudWatch log group and stream, or a local file. */
+  log?: string;
+}
+
+export interface StartOptions {
+  /** Run on FARGATE_SPOT. */
+  spot: boolean;
+  /** Task size overrides (CPU units, MiB). */
+  cpu?: number;
+  memory?: number;
+  /** Env var → secret reference (SSM parameter name/ARN or Secrets Manager ARN); names only, resolved by the worker. */
+  secretRefs: Record<string, string>;
+  /** Local backend only: env vars passed straight to the child processes (values; never logged). */
+  secretValues: Record<string, string>;
+  abort: AbortSignal;
+}
+
+export interface StartOutcome {
+  started: TaskSnapshot[];
+  /** One line per task that could not be started, after retries. */
+  failures: string[];
+}
+
+/** The worker's status.json (infra/src/worker/run-task.ts TaskStatus). */
+export interface WorkerStatus {
+  runId: string;
+  region: string;
+  taskId: string;
+  exitCode: number;
+  reason: string | null;
+  startedAt: string;
+  endedAt: string;
+  startLagMs: number | null;
+  artilleryExitCode: number | null;
+}
+
+export interface DownloadedResults {
+  /** Files written under the region's folder, relative to it. */
+  files: string[];
+  statuses: WorkerStatus[];
+}
+
+/** One region, found and ready. */
+export interface Region {
+  readonly name: string;
+  /** Where the bundle and results live (`s3://bucket` or a directory), for messages. */
+  readonly location: string;
+  uploadBundle(runId: string, bundle: Bundle): Promise<void>;
+  startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome>;
+  describeTasks(refs: string[]): Promise<TaskSnapshot[]>;
+  stopTasks(refs: string[], reason: string): Promise<void>;
+  /** Tasks of the run that have not stopped, found without the run's own bookkeeping (for `stop <runId>`). */
+  findRunningTasks(runId: string): Promise<string[]>;
+  /** Copies `runs/<runId>/<region>/<taskId>/*` into `dir/<taskId>/`, except each status.json, which it returns. */
+  downloadResults(runId: string, dir: string): Promise<DownloadedResults>;
+}
+
+export interface Timing {
+  /** How far ahead of the upload the common start time lies: every task must be running by then. */
+  startDelayMs: number;
+  /** A region whose tasks are not all running this long after RunTask is marked failed. */
+  startTimeoutMs: number;
+  /** Added to start delay + phases for the default --max-duration. */
+  marginMs: number;
+  /** DescribeTasks interval. */
+  pollMs: number;
+  /** After StopTask, how long to wait for tasks to stop (they upload partial results). */
+  stopGraceMs: number;
+}
+
+export interface Backend {
+  readonly kind: "aws" | "local";
+  readonly timing: Timing;
+  /** Finds a region's resources; throws FanoutInputError naming the region and the fix when it is not there. */
+  openRegion(name: string): Promise<Region>;
+}

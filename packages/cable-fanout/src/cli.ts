@@ -1,0 +1,191 @@
+// `cable-fanout run | collect | stop`.
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { Command, CommanderError, Option } from "commander";
+import { ResultsInputError } from "artillery-plugin-cable-report";
+import { AwsBackend } from "./aws/aws-backend.js";
+import type { Backend } from "./backend.js";
+import { EXIT } from "./collect.js";
+import { collectCommand, stopCommand } from "./commands.js";
+import { FanoutInputError } from "./errors.js";
+import { LocalBackend } from "./local/local-backend.js";
+import { parseDuration, parseJsonObject, parsePercent, parsePositiveInt, parseRegions, parseSecrets } from "./options.js";
+import { LineProgress, TerminalProgress } from "./progress.js";
+import { runFanout } from "./runner.js";
+
+export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
+3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed.`;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, { signal });
+  } catch (err) {
+    if ((err as Error).name !== "AbortError") throw err;
+  }
+}
+
+interface BackendFlags {
+  local?: boolean;
+  store?: string;
+  out: string;
+}
+
+function makeBackend(flags: BackendFlags): Backend {
+  if (flags.local) return new LocalBackend({ storeDir: localStore(flags) });
+  return new AwsBackend({ retry: { sleep, log } });
+}
+
+const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
+
+function program(exit: (code: number) => void): Command {
+  const cmd = new Command("cable-fanout")
+    .description("Run an Artillery scenario from several regions at once (Fargate, or local processes with --local) and write the per-region comparison")
+    .addHelpText("after", `\n${EXIT_STATUS_HELP}`)
+    .exitOverride()
+    .showHelpAfterError();
+
+  const backendOptions = (c: Command) =>
+    c
+      .option("--out <dir>", "results directory; the run's files go to <out>/<runId>/", "results")
+      .option("--local", "run the tasks as local processes, with a directory standing in for the buckets")
+      .option("--store <dir>", "--local: the directory standing in for the buckets (default: <out>/.local-store)");
+  const reportOptions = (c: Command) =>
+    c
+      .option("--baseline <file|dir>", "a merged.json or results directory to compare with (deltas in the report)")
+      .option("--fail-on-regression <pct>", "exit 1 when a cell is worse than the baseline by more (e.g. 10%)")
+      .option("--title <text>", "heading of report.md");
+
+  reportOptions(
+    backendOptions(
+      cmd
+        .command("run <scenario>")
+        .description("bundle the scenario, start --count tasks in every region at once, wait, collect and report")
+        .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local)")
+        .option("--count <n>", "tasks per region", "1"),
+    ),
+  )
+    .option("--target <url>", "the server to load (Artillery's --target)")
+    .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
+    .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
+    .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
+    .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
+    .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU)")
+    .option("--memory <MiB>", "task memory in MiB, overriding the stack's")
+    .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario: NAME=ssm:/cable-loadtest/…, NAME=<SSM or Secrets Manager ARN>, or (--local) NAME from this environment; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .option("--max-duration <duration>", "stop every task after this long (default: start delay + phases + a margin)")
+    .option("--start-delay <duration>", "how far ahead the common start time is set (default: 120s on AWS, 5s locally)")
+    .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
+    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
+      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+      const backend = makeBackend(flags);
+      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
+      const abort = new AbortController();
+      let interrupts = 0;
+      const onSigint = () => {
+        if (++interrupts > 1) process.exit(130);
+        log("stopping every task (Ctrl-C again to quit at once)…");
+        abort.abort();
+      };
+      process.on("SIGINT", onSigint);
+      try {
+        const result = await runFanout(
+          {
+            scenarioFile: scenario,
+            regions: parseRegions(o.regions as string),
+            count: parsePositiveInt("--count", o.count as string),
+            outDir: flags.out,
+            overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
+            target: o.target as string | undefined,
+            variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
+            environment: o.environment as string | undefined,
+            spot: Boolean(o.spot),
+            cpu: o.cpu === undefined ? undefined : parsePositiveInt("--cpu", o.cpu as string),
+            memory: o.memory === undefined ? undefined : parsePositiveInt("--memory", o.memory as string),
+            secretRefs: secrets.refs,
+            secretValues: secrets.values,
+            maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
+            startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
+            startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
+            ...reportFlags(o),
+            ...(flags.local ? { store: localStore(flags) } : {}),
+          },
+          {
+            backend,
+            now: Date.now,
+            sleep,
+            log,
+            abort,
+            progress: (clock) => (process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now })),
+          },
+        );
+        printOutcome(result);
+        exit(result.exitCode);
+      } finally {
+        process.off("SIGINT", onSigint);
+      }
+    });
+
+  reportOptions(
+    backendOptions(
+      cmd
+        .command("collect <runId>")
+        .description("download a run's results again, merge them and rewrite report.md and merged.json")
+        .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)")
+        .option("--count <n>", "tasks per region expected (default: the run's)"),
+    ),
+  ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
+    const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+    const result = await collectCommand(
+      { runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string) : undefined, count: o.count ? parsePositiveInt("--count", o.count as string) : undefined },
+      makeBackend(flags),
+      reportFlags(o),
+      log,
+    );
+    printOutcome(result);
+    exit(result.exitCode);
+  });
+
+  backendOptions(
+    cmd
+      .command("stop <runId>")
+      .description("stop every task of a run that still runs")
+      .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)"),
+  ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
+    const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+    const stopped = await stopCommand({ runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string) : undefined }, makeBackend(flags), log);
+    log(`${stopped} task(s) stopped`);
+    exit(EXIT.ok);
+  });
+  return cmd;
+}
+
+function reportFlags(o: Record<string, unknown>): { baseline?: string; regressionThreshold?: number; title?: string } {
+  const threshold = o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string);
+  if (threshold !== undefined && o.baseline === undefined) throw new FanoutInputError("--fail-on-regression needs --baseline");
+  return { baseline: o.baseline as string | undefined, regressionThreshold: threshold, title: o.title as string | undefined };
+}
+
+function printOutcome(result: { reportFile?: string; failedRegions: string[]; runDir: string }): void {
+  if (result.failedRegions.length > 0) log(`failed region(s): ${result.failedRegions.join(", ")}`);
+  // stdout carries only the report's path, for scripts: `report=$(cable-fanout run …)`.
+  if (result.reportFile) process.stdout.write(`${path.relative(process.cwd(), result.reportFile) || result.reportFile}\n`);
+  else log(`no report: no task left results in ${result.runDir}`);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let code: number = EXIT.ok;
+  try {
+    await program((c) => (code = c)).parseAsync(argv, { from: "user" });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    if (err instanceof FanoutInputError || err instanceof ResultsInputError) {
+      log(`cable-fanout: ${err.message}`);
+      return EXIT.usage;
+    }
+    log(`cable-fanout: internal error: ${(err as Error).stack ?? String(err)}`);
+    return EXIT.internal;
+  }
+}

@@ -1,0 +1,144 @@
+// After the tasks: download every region's results, decide each task's outcome, merge with
+// cable-report and write report.md, merged.json and the run record.
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, ResultsInputError, writeFileAtomic, type MergedResults, type Regression } from "artillery-plugin-cable-report";
+import type { Region, TaskSnapshot, WorkerStatus } from "./backend.js";
+import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
+
+/** The worker names its report so (infra/src/worker/layout.ts REPORT_FILE). */
+export const REPORT_FILE = "report.json";
+
+export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5 } as const;
+
+export interface CollectInput {
+  runDir: string;
+  record: RunRecord;
+  regions: Region[];
+  /** What the run loop saw of each region's tasks; empty for `collect <runId>`. */
+  snapshots: Map<string, TaskSnapshot[]>;
+  /** Region-level failures the run loop saw (tasks not started, start timeout…). */
+  regionFailures: Map<string, string[]>;
+  baseline?: string;
+  regressionThreshold?: number;
+  title?: string;
+  log: (line: string) => void;
+}
+
+export interface CollectResult {
+  exitCode: number;
+  reportFile?: string;
+  mergedFile?: string;
+  merged?: MergedResults;
+  tasks: TaskOutcome[];
+  failedRegions: string[];
+  regressions: Regression[];
+}
+
+export async function collectRun(input: CollectInput): Promise<CollectResult> {
+  const { runDir, record } = input;
+  mkdirSync(runDir, { recursive: true });
+  const tasks: TaskOutcome[] = [];
+  const regionFailures = new Map(input.regionFailures);
+  const addFailure = (region: string, line: string) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), line]);
+
+  await Promise.all(
+    input.regions.map(async (region) => {
+      const dir = path.join(runDir, region.name);
+      mkdirSync(dir, { recursive: true });
+      let statuses: WorkerStatus[] = [];
+      try {
+        ({ statuses } = await region.downloadResults(record.runId, dir));
+      } catch (err) {
+        addFailure(region.name, `downloading results from ${region.location} failed: ${(err as Error).message}`);
+      }
+      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses);
+      tasks.push(...outcomes);
+      const failed = outcomes.filter((t) => t.state === "failed");
+      if (failed.length > 0) addFailure(region.name, `${failed.length} of ${record.count} task(s) failed`);
+      const known = outcomes.length;
+      if (known < record.count && !regionFailures.has(region.name)) addFailure(region.name, `only ${known} of ${record.count} task(s) left results`);
+    }),
+  );
+  tasks.sort((a, b) => a.region.localeCompare(b.region) || a.taskId.localeCompare(b.taskId));
+
+  const notes = [
+    ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
+    ...tasks.filter((t) => t.state !== "ok").map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
+  ];
+  for (const note of notes) input.log(note);
+
+  let merged: MergedResults | undefined;
+  let regressions: Regression[] = [];
+  const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions };
+  try {
+    merged = mergeResults(runDir, { regions: record.regions, tasksPerRegion: record.count });
+  } catch (err) {
+    if (!(err instanceof ResultsInputError)) throw err;
+    input.log(`no report: ${err.message}`);
+  }
+  if (merged) {
+    merged.notes.push(...notes);
+    const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
+    const markdown = renderMarkdown(merged, {
+      title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
+      baseline,
+      baselineLabel: input.baseline,
+      regressionThreshold: input.regressionThreshold,
+    });
+    result.mergedFile = path.join(runDir, "merged.json");
+    result.reportFile = path.join(runDir, "report.md");
+    writeFileAtomic(result.mergedFile, `${JSON.stringify(merged, null, 2)}\n`);
+    writeFileAtomic(result.reportFile, markdown);
+    result.merged = merged;
+    if (baseline && input.regressionThreshold !== undefined) {
+      regressions = findRegressions(merged, baseline, input.regressionThreshold);
+      result.regressions = regressions;
+      for (const r of regressions) input.log(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new"})`);
+    }
+  }
+
+  const finished: RunRecord = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures) };
+  writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
+
+  const ensureFailed = tasks.some((t) => t.state === "ensure-failed") || (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0));
+  result.exitCode =
+    result.failedRegions.length > 0 || !merged ? EXIT.regionFailed : ensureFailed ? EXIT.ensureFailed : regressions.length > 0 ? EXIT.regression : EXIT.ok;
+  return result;
+}
+
+/**
+ * One outcome per task, from what the backend saw (stop codes, exit codes) and what the worker
+ * wrote (status.json). A worker that failed only because `ensure` checks failed (Artillery exit 1,
+ * a report whose checks failed) is "ensure-failed": its numbers count, the run still fails.
+ */
+export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: WorkerStatus[]): TaskOutcome[] {
+  const byId = new Map<string, { snapshot?: TaskSnapshot; status?: WorkerStatus }>();
+  for (const s of snapshots) byId.set(s.taskId, { snapshot: s });
+  for (const s of statuses) byId.set(s.taskId, { ...byId.get(s.taskId), status: s });
+  return [...byId].map(([taskId, { snapshot, status }]) => {
+    const base = { region, taskId, ref: snapshot?.ref, log: snapshot?.log, startLagMs: status?.startLagMs ?? null };
+    const stopFailure = snapshot && snapshot.phase === "stopped" && snapshot.stopCode && !["EssentialContainerExited"].includes(snapshot.stopCode);
+    if (status && status.exitCode === 0 && !stopFailure) return { ...base, state: "ok" as const, reason: null };
+    if (status && status.artilleryExitCode === 1 && !stopFailure && checksFailed(path.join(regionDir, taskId, REPORT_FILE))) {
+      return { ...base, state: "ensure-failed" as const, reason: status.reason };
+    }
+    const reasons = [
+      snapshot?.stopCode && snapshot.stopCode !== "EssentialContainerExited" ? snapshot.stopCode : undefined,
+      snapshot?.stoppedReason,
+      status?.reason ?? undefined,
+      snapshot?.exitCode !== undefined && snapshot.exitCode !== null && snapshot.exitCode !== 0 ? `exit code ${snapshot.exitCode}` : undefined,
+    ].filter((r): r is string => Boolean(r));
+    if (!status) reasons.push("the worker wrote no status.json");
+    return { ...base, state: "failed" as const, reason: [...new Set(reasons)].join("; ") };
+  });
+}
+
+function checksFailed(reportFile: string): boolean {
+  if (!existsSync(reportFile)) return false;
+  try {
+    return (loadTask(reportFile).checks ?? []).some((c) => !c.passed);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,171 @@
+// The embedded default: each task is the worker's entrypoint (cable-infra's dist/worker/main.js) as
+// a child process of this machine, and a directory stands in for each region's bucket.
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import type { Bundle } from "../bundle.js";
+import { FanoutInputError } from "../errors.js";
+import { downloadRegionResults, uploadBundle } from "../store.js";
+import { DirectoryStore } from "./directory-store.js";
+
+/** Region and task names become path segments (infra/src/worker/layout.ts SEGMENT_PATTERN). */
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export const LOCAL_TIMING: Timing = { startDelayMs: 5_000, startTimeoutMs: 60_000, marginMs: 120_000, pollMs: 500, stopGraceMs: 20_000 };
+
+export function workerEntrypoint(): string {
+  return require.resolve("cable-infra/worker/main");
+}
+
+export interface LocalBackendOptions {
+  /** The directory standing in for every region's bucket (each region's results are under its own name anyway). */
+  storeDir: string;
+  timing?: Partial<Timing>;
+  /** The environment the workers inherit (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export class LocalBackend implements Backend {
+  readonly kind = "local";
+  readonly timing: Timing;
+
+  constructor(private readonly options: LocalBackendOptions) {
+    this.timing = { ...LOCAL_TIMING, ...options.timing };
+  }
+
+  async openRegion(name: string): Promise<Region> {
+    if (!SEGMENT.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
+    const worker = workerEntrypoint();
+    if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-infra)`);
+    return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
+  }
+}
+
+interface LocalTask {
+  child: ChildProcess;
+  snapshot: TaskSnapshot;
+}
+
+class LocalRegion implements Region {
+  private readonly store: DirectoryStore;
+  private readonly tasks = new Map<string, LocalTask>();
+
+  constructor(
+    readonly name: string,
+    private readonly storeDir: string,
+    private readonly worker: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {
+    this.store = new DirectoryStore(storeDir);
+  }
+
+  get location(): string {
+    return this.storeDir;
+  }
+
+  uploadBundle(runId: string, bundle: Bundle): Promise<void> {
+    return uploadBundle(this.store, runId, bundle);
+  }
+
+  async startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome> {
+    if (options.spot || options.cpu !== undefined || options.memory !== undefined) {
+      throw new FanoutInputError("--spot, --cpu and --memory apply to Fargate tasks, not to --local");
+    }
+    const pidDir = this.pidDir(runId);
+    const logDir = path.join(this.storeDir, "logs", runId, this.name);
+    mkdirSync(pidDir, { recursive: true });
+    mkdirSync(logDir, { recursive: true });
+    const inherited = Object.fromEntries(Object.entries(this.env).filter(([k]) => !k.startsWith("CABLE_")));
+    const started: TaskSnapshot[] = [];
+    for (let n = 1; n <= count && !options.abort.aborted; n++) {
+      const taskId = `task-${n}`;
+      const ref = `${runId}/${taskId}`;
+      const logFile = path.join(logDir, `${taskId}.log`);
+      const out = openSync(logFile, "w");
+      const child = spawn(process.execPath, [this.worker], {
+        env: {
+          ...inherited,
+          ...options.secretValues,
+          ARTILLERY_DISABLE_TELEMETRY: "true",
+          CABLE_RUN_ID: runId,
+          CABLE_REGION: this.name,
+          CABLE_TASK_ID: taskId,
+          CABLE_STORE: this.storeDir,
+          CABLE_WORK_DIR: path.join(this.storeDir, "work"),
+          ...(Object.keys(options.secretRefs).length > 0 ? { CABLE_SECRETS: JSON.stringify(options.secretRefs) } : {}),
+        },
+        stdio: ["ignore", out, out],
+      });
+      closeSync(out);
+      const snapshot: TaskSnapshot = { ref, taskId, phase: "running", log: logFile };
+      child.once("error", (err) => Object.assign(snapshot, { phase: "stopped", exitCode: null, stoppedReason: `could not start: ${err.message}` }));
+      child.once("exit", (code, signal) =>
+        Object.assign(snapshot, { phase: "stopped", exitCode: code, stoppedReason: signal ? `killed by ${signal}` : `exited with code ${code}` }),
+      );
+      if (child.pid !== undefined) writeFileSync(path.join(pidDir, `${taskId}.pid`), String(child.pid));
+      this.tasks.set(ref, { child, snapshot });
+      started.push({ ...snapshot });
+    }
+    return { started, failures: [] };
+  }
+
+  async describeTasks(refs: string[]): Promise<TaskSnapshot[]> {
+    return refs.map((ref) => {
+      const own = this.tasks.get(ref);
+      if (own) return { ...own.snapshot };
+      const { runId, taskId } = parseRef(ref);
+      return { ref, taskId, phase: this.liveWorkerPid(runId, taskId) === undefined ? "stopped" : "running" };
+    });
+  }
+
+  async stopTasks(refs: string[]): Promise<void> {
+    for (const ref of refs) {
+      const own = this.tasks.get(ref);
+      if (own) {
+        if (own.snapshot.phase !== "stopped") own.child.kill("SIGTERM");
+        continue;
+      }
+      // A worker of an earlier `run` (from `stop <runId>`): by pid, once it is proven to be that worker.
+      const { runId, taskId } = parseRef(ref);
+      const pid = this.liveWorkerPid(runId, taskId);
+      if (pid !== undefined) process.kill(pid, "SIGTERM");
+    }
+  }
+
+  async findRunningTasks(runId: string): Promise<string[]> {
+    const dir = this.pidDir(runId);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((f) => f.endsWith(".pid"))
+      .map((f) => f.slice(0, -".pid".length))
+      .filter((taskId) => this.liveWorkerPid(runId, taskId) !== undefined)
+      .map((taskId) => `${runId}/${taskId}`);
+  }
+
+  downloadResults(runId: string, dir: string): Promise<DownloadedResults> {
+    return downloadRegionResults(this.store, runId, this.name, dir);
+  }
+
+  private pidDir(runId: string): string {
+    return path.join(this.storeDir, "pids", runId, this.name);
+  }
+
+  /** The pid, if that process is alive and is this worker of this run (pids get reused). */
+  private liveWorkerPid(runId: string, taskId: string): number | undefined {
+    try {
+      const pid = Number(readFileSync(path.join(this.pidDir(runId), `${taskId}.pid`), "utf8"));
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      return cmdline.includes(this.worker) && environ.includes(`CABLE_RUN_ID=${runId}`) && environ.includes(`CABLE_TASK_ID=${taskId}`) ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Local task refs are `<runId>/<taskId>` (the region is the Region's own). */
+function parseRef(ref: string): { runId: string; taskId: string } {
+  const slash = ref.indexOf("/");
+  return { runId: ref.slice(0, slash), taskId: ref.slice(slash + 1) };
+}

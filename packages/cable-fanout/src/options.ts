@@ -1,0 +1,82 @@
+// Parsing the flags' values; every error names the flag.
+import { FanoutInputError } from "./errors.js";
+import { durationToMs } from "./scenario.js";
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Where the stack lets the task role read secrets from (infra's SECRETS_PATH). */
+const SECRETS_PATH = /(^\/?|:parameter\/|:secret:)cable-loadtest\//;
+
+export function parseRegions(text: string): string[] {
+  const regions = text.split(",").map((r) => r.trim()).filter(Boolean);
+  if (regions.length === 0) throw new FanoutInputError("--regions names no region");
+  const dup = regions.find((r, i) => regions.indexOf(r) !== i);
+  if (dup) throw new FanoutInputError(`--regions names ${dup} twice`);
+  return regions;
+}
+
+export function parsePositiveInt(flag: string, text: string): number {
+  if (!/^[1-9]\d*$/.test(text.trim())) throw new FanoutInputError(`${flag} wants a positive whole number, not "${text}"`);
+  return Number(text);
+}
+
+/** Seconds, or a number with a unit ("90s", "15m", "1h"). */
+export function parseDuration(flag: string, text: string): number {
+  const ms = durationToMs(text);
+  if (ms === undefined || ms <= 0) throw new FanoutInputError(`${flag} wants a duration such as 900, 90s, 15m or 1h, not "${text}"`);
+  return ms;
+}
+
+export function parseJsonObject(flag: string, text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new FanoutInputError(`${flag} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new FanoutInputError(`${flag} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+export function parsePercent(flag: string, text: string): number {
+  const match = /^(\d+(?:\.\d+)?)%?$/.exec(text.trim());
+  if (!match) throw new FanoutInputError(`${flag} wants a percentage such as 10%, not "${text}"`);
+  return Number(match[1]);
+}
+
+export interface Secrets {
+  /** Env var → reference, resolved by the worker. */
+  refs: Record<string, string>;
+  /** Env var → value (local backend only), taken from this process's environment. */
+  values: Record<string, string>;
+}
+
+/**
+ * `--secret NAME=ssm:/cable-loadtest/x`, `NAME=arn:…:ssm:…` or `NAME=arn:…:secretsmanager:…` pass a
+ * reference the worker resolves; bare `NAME` (local only) passes this process's $NAME to the workers.
+ * Values never go into RunTask overrides.
+ */
+export function parseSecrets(specs: string[], backend: "aws" | "local", env: NodeJS.ProcessEnv): Secrets {
+  const secrets: Secrets = { refs: {}, values: {} };
+  for (const spec of specs) {
+    const eq = spec.indexOf("=");
+    const name = eq === -1 ? spec : spec.slice(0, eq);
+    if (!ENV_NAME.test(name)) throw new FanoutInputError(`--secret ${spec}: "${name}" is not an environment variable name`);
+    if (eq === -1) {
+      if (backend === "aws") throw new FanoutInputError(`--secret ${name}: Fargate tasks take secrets by reference only, e.g. --secret ${name}=ssm:/cable-loadtest/${name.toLowerCase()}`);
+      const value = env[name];
+      if (value === undefined) throw new FanoutInputError(`--secret ${name}: $${name} is not set in this environment`);
+      secrets.values[name] = value;
+      continue;
+    }
+    const ref = spec.slice(eq + 1);
+    const resolved = ref.startsWith("ssm:") ? ref.slice("ssm:".length) : ref;
+    if (!ref.startsWith("ssm:") && !/^arn:[^:]+:(ssm|secretsmanager):/.test(ref)) {
+      throw new FanoutInputError(`--secret ${name}=…: the reference must be ssm:<parameter name> or an SSM parameter / Secrets Manager ARN (never the value itself)`);
+    }
+    if (backend === "aws" && !SECRETS_PATH.test(resolved)) {
+      throw new FanoutInputError(`--secret ${name}=${ref}: the task role may read only parameters and secrets under cable-loadtest/ (e.g. ssm:/cable-loadtest/${name.toLowerCase()})`);
+    }
+    secrets.refs[name] = resolved;
+  }
+  return secrets;
+}

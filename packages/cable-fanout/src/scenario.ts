@@ -1,0 +1,85 @@
+// What the fan-out needs to know about an Artillery script: the files it reads (to bundle them) and
+// how long its phases last (for progress and the default --max-duration). Nothing is rewritten.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { parse as parseYaml } from "yaml";
+import { FanoutInputError } from "./errors.js";
+
+export interface Scenario {
+  /** Absolute path of the script. */
+  file: string;
+  /** Absolute paths of the other files it reads: `config.processor`, `config.payload[].path`, `config.includeFiles`. */
+  dependencies: string[];
+  /** The phases after `--overrides`; `undefined` when some duration is not a plain number or unit string. */
+  durationMs: number | undefined;
+}
+
+type Json = Record<string, unknown>;
+const isRecord = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+
+export function loadScenario(file: string, overrides?: Json): Scenario {
+  const absolute = path.resolve(file);
+  if (!existsSync(absolute) || !statSync(absolute).isFile()) throw new FanoutInputError(`${file}: scenario file not found`);
+  let script: unknown;
+  try {
+    script = parseYaml(readFileSync(absolute, "utf8"));
+  } catch (err) {
+    throw new FanoutInputError(`${file}: not valid YAML or JSON: ${(err as Error).message}`);
+  }
+  if (!isRecord(script) || !isRecord(script.config)) throw new FanoutInputError(`${file}: has no config section (not an Artillery script)`);
+  const config = script.config;
+  const dir = path.dirname(absolute);
+
+  const referenced: Array<{ field: string; value: unknown }> = [];
+  const collect = (section: Json, prefix: string) => {
+    if (section.processor !== undefined) referenced.push({ field: `${prefix}.processor`, value: section.processor });
+    const payloads = Array.isArray(section.payload) ? section.payload : section.payload === undefined ? [] : [section.payload];
+    payloads.forEach((p, i) => referenced.push({ field: `${prefix}.payload${Array.isArray(section.payload) ? `[${i}]` : ""}.path`, value: isRecord(p) ? p.path : undefined }));
+    const includes = section.includeFiles;
+    if (includes !== undefined) {
+      if (!Array.isArray(includes)) throw new FanoutInputError(`${file}: ${prefix}.includeFiles must be a list of paths`);
+      includes.forEach((value, i) => referenced.push({ field: `${prefix}.includeFiles[${i}]`, value }));
+    }
+  };
+  collect(config, "config");
+  if (isRecord(config.environments)) {
+    for (const [name, env] of Object.entries(config.environments)) if (isRecord(env)) collect(env, `config.environments.${name}`);
+  }
+
+  const dependencies = referenced.map(({ field, value }) => {
+    if (typeof value !== "string" || value.length === 0) throw new FanoutInputError(`${file}: ${field} must be a file path`);
+    if (value.includes("{{")) throw new FanoutInputError(`${file}: ${field} is templated ("${value}"); the fan-out bundles files by their literal path`);
+    const resolved = path.resolve(dir, value);
+    if (!existsSync(resolved) || !statSync(resolved).isFile()) throw new FanoutInputError(`${file}: ${field} names ${value}, which is not a file (looked at ${resolved})`);
+    return resolved;
+  });
+
+  const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
+  return { file: absolute, dependencies: [...new Set(dependencies)], durationMs: phasesDurationMs(overridden) };
+}
+
+/** Sum of the phases' `duration` and `pause`; undefined if any is not a number or a unit string. */
+export function phasesDurationMs(phases: unknown): number | undefined {
+  if (!Array.isArray(phases)) return undefined;
+  let total = 0;
+  for (const phase of phases) {
+    if (!isRecord(phase)) return undefined;
+    const value = phase.duration ?? phase.pause;
+    const ms = durationToMs(value);
+    if (ms === undefined) return undefined;
+    total += ms;
+  }
+  return total;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, sec: 1_000, second: 1_000, seconds: 1_000, m: 60_000, min: 60_000, minute: 60_000, minutes: 60_000, h: 3_600_000, hour: 3_600_000, hours: 3_600_000 };
+
+/** Artillery reads a bare number as seconds; strings may carry a unit ("90s", "2m", "1h"). */
+export function durationToMs(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0) return value * 1_000;
+  if (typeof value !== "string") return undefined;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  if (!match) return undefined;
+  const unit = match[2].toLowerCase() || "s";
+  return UNITS[unit] === undefined ? undefined : Number(match[1]) * UNITS[unit];
+}
