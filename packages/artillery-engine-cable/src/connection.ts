@@ -11,6 +11,8 @@ export interface ConnectionSettings {
   stampField: string;
   /** Unread messages kept per channel for later `receive` steps; older ones are dropped. */
   inboxSize: number;
+  /** Overrides the protocol's ping interval. */
+  pingIntervalMs?: number;
 }
 
 export interface OpenOptions {
@@ -56,7 +58,7 @@ export class CableConnection implements Tracked {
     private readonly events: Events,
     private readonly settings: ConnectionSettings,
   ) {
-    this.pingIntervalMs = protocol.pingIntervalMs;
+    this.pingIntervalMs = settings.pingIntervalMs ?? protocol.pingIntervalMs;
   }
 
   get isOpen(): boolean {
@@ -229,7 +231,9 @@ export class CableConnection implements Tracked {
         this.waiter?.fail(this.failure);
         return;
       case "error":
-        this.events.emit("error", `cable.${ev.reason}`);
+        // Pusher announces a 4000–4299 close with an error frame of the same code: the close
+        // itself is the failure, so the announcement is not counted twice.
+        if (!/^pusher_4[0-2]\d\d$/.test(ev.reason)) this.events.emit("error", `cable.${ev.reason}`);
         break;
     }
     this.waiter?.offer(ev);

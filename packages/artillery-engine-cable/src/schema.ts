@@ -118,6 +118,8 @@ export const configSchema = z
     protocol: z.enum(["actioncable", "pusher"]).default("actioncable"),
     pusher: pusherSchema.optional(),
     timeout: z.number().positive().default(10),
+    /** Seconds between the server's pings (Action Cable: 3; AnyCable's --ping_interval may differ). */
+    pingInterval: z.number().positive().optional(),
     headers: z.record(z.string()).default({}),
     origin: z.string().optional(),
     stampField: z.string().min(1).default("ts"),

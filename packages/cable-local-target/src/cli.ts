@@ -31,6 +31,7 @@ Faults (see README)
   --drop-ratio <0..1>           drop this share of broadcast deliveries
   --malformed-ratio <0..1>      send this share of broadcast deliveries cut in half
   --close-after-ms <n>          close each connection this long after it opened
+  --close-every-nth <n>         apply --close-after-ms to every Nth connection only
   --close-code <n>              close code for --close-after-ms
   --disconnect-reason <s>       Action Cable disconnect frame before that close
   --disconnect-reconnect        its reconnect flag
@@ -77,6 +78,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "drop-ratio": { type: "string" },
       "malformed-ratio": { type: "string" },
       "close-after-ms": { type: "string" },
+      "close-every-nth": { type: "string" },
       "close-code": { type: "string" },
       "disconnect-reason": { type: "string" },
       "disconnect-reconnect": { type: "boolean" },
@@ -109,6 +111,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     dropBroadcastRatio: number("drop-ratio", values["drop-ratio"]),
     malformedRatio: number("malformed-ratio", values["malformed-ratio"]),
     closeAfterMs: number("close-after-ms", values["close-after-ms"]),
+    closeEveryNth: number("close-every-nth", values["close-every-nth"]),
     closeCode: number("close-code", values["close-code"]),
     disconnectReason: values["disconnect-reason"],
     disconnectReconnect: values["disconnect-reconnect"],

@@ -20,6 +20,8 @@ export const faultsSchema = channelFaultsSchema
   .extend({
     /** Close every connection this long after it opened. */
     closeAfterMs: z.number().int().min(0).max(3_600_000),
+    /** Apply closeAfterMs to every Nth connection only (1: every connection, the default). */
+    closeEveryNth: z.number().int().min(1).max(1_000_000),
     /** WebSocket close code for closeAfterMs (default 1000 for Action Cable, 4200 for Pusher). */
     closeCode: z.number().int().min(1000).max(4999),
     /** Action Cable only: send {"type":"disconnect","reason":…} before closing (closeAfterMs). */
@@ -65,6 +67,7 @@ function generator(seed: number): () => number {
 export class Faults {
   private current: FaultConfig = {};
   private random: () => number = Math.random;
+  private connectionsSeen = 0;
 
   constructor(config: FaultConfig = {}) {
     this.set(config);
@@ -83,6 +86,13 @@ export class Faults {
   forChannel(channel: string): ChannelFaults {
     const override = this.current.channels?.[channel];
     return override ? { ...this.current, ...override } : this.current;
+  }
+
+  /** Whether closeAfterMs applies to the connection opening now (every Nth, counted from the first). */
+  closesThisConnection(): boolean {
+    if (this.current.closeAfterMs === undefined) return false;
+    this.connectionsSeen += 1;
+    return this.connectionsSeen % (this.current.closeEveryNth ?? 1) === 0;
   }
 
   /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */

@@ -135,6 +135,16 @@ describe("closeAfterMs, closeCode, disconnectReason", () => {
     expect(client.received).toEqual(['{"type":"welcome"}']);
   });
 
+  test("closeEveryNth: only every Nth connection is closed", async () => {
+    const t = await start({ faults: { closeAfterMs: 50, closeEveryNth: 3 } });
+    const opened = [];
+    for (let i = 0; i < 6; i++) opened.push(await cableClient(t));
+    const outcomes = await Promise.all(
+      opened.map((c) => Promise.race([c.closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), 400))])),
+    );
+    expect(outcomes).toEqual(["open", "open", "closed", "open", "open", "closed"]);
+  });
+
   test("Pusher: pusher:error with the code, then the close code (4200 by default)", async () => {
     const t = await start({ faults: { closeAfterMs: 100 } });
     const { client } = await pusherClient(t.url, t.pusher.key);

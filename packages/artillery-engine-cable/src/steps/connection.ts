@@ -35,6 +35,11 @@ export function withQuery(url: string, query: ConnectSpec["query"]): string {
 export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
   const spec = templater(compiler, raw ?? {});
   const { settings, protocol, events } = compiler;
+  const connectionSettings = {
+    stampField: settings.stampField,
+    inboxSize: settings.inboxSize,
+    pingIntervalMs: settings.pingInterval === undefined ? undefined : settings.pingInterval * 1000,
+  };
   return asyncStep(async (vu, context) => {
     const s = spec(context);
     const base = s.url ?? compiler.target;
@@ -45,7 +50,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     const cookie = cookieHeader(s.cookies);
     if (cookie) headers.Cookie = cookie;
     vu.drop();
-    const connection = new CableConnection(protocol, events, settings);
+    const connection = new CableConnection(protocol, events, connectionSettings);
     vu.connection = connection;
     await connection.open({
       url,

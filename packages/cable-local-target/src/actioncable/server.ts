@@ -143,7 +143,7 @@ export class ActionCableServer {
 
   private scheduleFaultClose(connection: CableConnection): void {
     const { closeAfterMs, closeCode, disconnectReason, disconnectReconnect } = this.faults.config;
-    if (closeAfterMs === undefined) return;
+    if (closeAfterMs === undefined || !this.faults.closesThisConnection()) return;
     connection.timers.timeout(() => {
       if (disconnectReason) send(connection.ws, frames.disconnect(disconnectReason, disconnectReconnect ?? false), this.counters);
       connection.ws.close(closeCode ?? 1000);

@@ -133,7 +133,7 @@ export class PusherServer {
 
   private scheduleFaultClose(connection: PusherConnection): void {
     const { closeAfterMs, closeCode } = this.faults.config;
-    if (closeAfterMs === undefined) return;
+    if (closeAfterMs === undefined || !this.faults.closesThisConnection()) return;
     connection.timers.timeout(() => {
       const code = closeCode ?? 4200;
       // Pusher announces the reason of a 4xxx close with a pusher:error carrying the same code.
