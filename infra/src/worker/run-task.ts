@@ -9,9 +9,6 @@ import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
 import { makeRedactor } from "./secrets.js";
 import { type Store, fetchTree } from "./store.js";
 
-export { bundlePrefix, resultPrefix } from "./layout.js";
-export type { RunManifest } from "./manifest.js";
-
 /** `runs/<runId>/<region>/<taskId>/status.json`; the last file a task writes. */
 export interface TaskStatus {
   runId: string;
