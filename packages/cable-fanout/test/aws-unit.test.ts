@@ -1,0 +1,216 @@
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
+import { S3Client } from "@aws-sdk/client-s3";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import { AwsRegion, AWS_TIMING } from "../src/aws/aws-backend";
+import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
+import type { StartOptions } from "../src/backend";
+import { FanoutInputError } from "../src/errors";
+import { watchRegion, type RunDeps } from "../src/runner";
+import { fakeClock, RecordingProgress, throttling } from "./helpers";
+
+const STACK: RegionStack = {
+  region: "eu-west-2",
+  clusterArn: "arn:aws:ecs:eu-west-2:123456789012:cluster/c",
+  taskDefinitionArn: "arn:aws:ecs:eu-west-2:123456789012:task-definition/CableLoadtest-eu-west-2:1",
+  containerName: "loadgen",
+  subnetIds: ["subnet-1", "subnet-2"],
+  securityGroupId: "sg-1",
+  assignPublicIp: "ENABLED",
+  bucketName: "bucket",
+  logGroupName: "logs",
+};
+
+const ecs = mockClient(ECSClient);
+const cfn = mockClient(CloudFormationClient);
+let sleeps: number[];
+let logs: string[];
+let n: number;
+
+const arn = (i: number) => `arn:aws:ecs:eu-west-2:123456789012:task/c/task${i}`;
+const region = () =>
+  new AwsRegion(STACK, { ecs: new ECSClient({ region: "eu-west-2" }), s3: new S3Client({ region: "eu-west-2" }), cloudFormation: new CloudFormationClient({ region: "eu-west-2" }) }, { group: "logs", streamPrefix: "loadgen" }, {
+    sleep: async (ms) => void sleeps.push(ms),
+    log: (l) => logs.push(l),
+  });
+const options = (extra: Partial<StartOptions> = {}): StartOptions => ({ spot: false, secretRefs: {}, secretValues: {}, abort: new AbortController().signal, ...extra });
+const provisioning = (count: number): Task[] => Array.from({ length: count }, () => ({ taskArn: arn(++n), lastStatus: "PROVISIONING" }));
+
+beforeEach(() => {
+  ecs.reset();
+  cfn.reset();
+  sleeps = [];
+  logs = [];
+  n = 0;
+});
+
+describe("RunTask", () => {
+  it("starts 23 tasks as 10, 10 and 3, tagged with the run id", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count), failures: [] }));
+    const outcome = await region().startTasks("run-1", 23, options());
+    const calls = ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+    expect(calls.map((c) => c.count)).toEqual([10, 10, 3]);
+    expect(calls.every((c) => c.startedBy === "run-1" && c.launchType === "FARGATE")).toBe(true);
+    expect(outcome.started.map((t) => t.taskId)).toEqual(Array.from({ length: 23 }, (_, i) => `task${i + 1}`));
+    expect(outcome.failures).toEqual([]);
+  });
+
+  it("retries throttling with a growing backoff", async () => {
+    ecs.on(RunTaskCommand).rejectsOnce(throttling()).rejectsOnce(throttling()).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    const outcome = await region().startTasks("run-1", 4, options());
+    expect(outcome.started).toHaveLength(4);
+    expect(sleeps).toEqual([2_000, 4_000]);
+    expect(ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input.count)).toEqual([4, 4, 4]);
+  });
+
+  it("retries only the tasks a partial failure left out, then reports lasting failures", async () => {
+    ecs
+      .on(RunTaskCommand)
+      .resolvesOnce({ tasks: provisioning(6), failures: Array.from({ length: 4 }, () => ({ reason: "Capacity is unavailable at this time" })) })
+      .resolvesOnce({ tasks: provisioning(2), failures: [{ reason: "RESOURCE:MEMORY" }, { reason: "RESOURCE:MEMORY" }] })
+      .resolves({ tasks: [], failures: [{ reason: "AGENT", detail: "no agent" }] });
+    const outcome = await region().startTasks("run-1", 10, options());
+    expect(ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input.count)).toEqual([10, 4, 2]);
+    expect(outcome.started).toHaveLength(8);
+    expect(outcome.failures).toEqual(["2 task(s) not started after 3 tries: AGENT: no agent"]);
+  });
+
+  it("gives up at once on an error that will not go away", async () => {
+    ecs.on(RunTaskCommand).rejects(Object.assign(new Error("subnet not found"), { name: "InvalidParameterException" }));
+    const outcome = await region().startTasks("run-1", 3, options());
+    expect(outcome.failures).toEqual(["3 task(s) not started after 1 try: InvalidParameterException: subnet not found"]);
+    expect(sleeps).toEqual([]);
+  });
+
+  it("asks for Spot, the task size, and secrets by name only", () => {
+    const input = region().runTaskInput("run-1", 2, options({ spot: true, cpu: 2048, memory: 8192, secretRefs: { PUSHER_APP_SECRET: "/cable-loadtest/pusher" } }));
+    expect(input.launchType).toBeUndefined();
+    expect(input.capacityProviderStrategy).toEqual([{ capacityProvider: "FARGATE_SPOT", weight: 1 }]);
+    expect(input.overrides).toEqual({
+      cpu: "2048",
+      memory: "8192",
+      containerOverrides: [
+        {
+          name: "loadgen",
+          memory: 8192,
+          environment: [
+            { name: "CABLE_RUN_ID", value: "run-1" },
+            { name: "CABLE_SECRETS", value: JSON.stringify({ PUSHER_APP_SECRET: "/cable-loadtest/pusher" }) },
+          ],
+        },
+      ],
+    });
+    expect(input.networkConfiguration?.awsvpcConfiguration).toEqual({ subnets: ["subnet-1", "subnet-2"], securityGroups: ["sg-1"], assignPublicIp: "ENABLED" });
+  });
+});
+
+describe("watching a region", () => {
+  const watch = (clock: ReturnType<typeof fakeClock>, abort = new AbortController(), progress = new RecordingProgress()) =>
+    watchRegion(region(), {
+      runId: "run-1",
+      count: 2,
+      startOptions: options({ abort: abort.signal }),
+      timing: { ...AWS_TIMING, startTimeoutMs: 60_000, pollMs: 10_000, stopGraceMs: 30_000 },
+      deps: { now: clock.now, sleep: clock.sleep, abort } as unknown as RunDeps,
+      progress,
+      abortReason: () => "--max-duration 60 s reached",
+      onStarted: () => {},
+    });
+
+  it("reports a Spot interruption with its reason and log stream, and an image pull failure", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    ecs
+      .on(DescribeTasksCommand)
+      .resolvesOnce({ tasks: [{ taskArn: arn(1), lastStatus: "RUNNING" }, { taskArn: arn(2), lastStatus: "PENDING" }] })
+      .resolves({
+        tasks: [
+          { taskArn: arn(1), lastStatus: "STOPPED", stopCode: "SpotInterruption", stoppedReason: "Your Spot Task was interrupted.", containers: [{ name: "loadgen", exitCode: 143 }] },
+          { taskArn: arn(2), lastStatus: "STOPPED", stopCode: "TaskFailedToStart", stoppedReason: "CannotPullContainerError: pull access denied", containers: [{ name: "loadgen" }] },
+        ],
+      });
+    const progress = new RecordingProgress();
+    const clock = fakeClock();
+    const result = await watch(clock, undefined, progress);
+    expect(result.tasks.map((t) => [t.taskId, t.phase, t.stopCode, t.exitCode])).toEqual([
+      ["task1", "stopped", "SpotInterruption", 143],
+      ["task2", "stopped", "TaskFailedToStart", null],
+    ]);
+    expect(progress.events).toEqual([
+      "eu-west-2: task task1 stopped: SpotInterruption; Your Spot Task was interrupted.; exit code 143 (log: CloudWatch Logs logs loadgen/loadgen/task1)",
+      "eu-west-2: task task2 stopped: TaskFailedToStart; CannotPullContainerError: pull access denied; exit code null (log: CloudWatch Logs logs loadgen/loadgen/task2)",
+    ]);
+    expect(progress.updates.at(-1)).toEqual(["eu-west-2", { pending: 0, running: 0, stopped: 2, failed: 2 }]);
+    expect(result.failures).toEqual([]);
+  });
+
+  it("marks a region failed and stops its tasks when they do not start in time", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    let stopped = false;
+    ecs.on(StopTaskCommand).callsFake(() => ((stopped = true), {}));
+    ecs.on(DescribeTasksCommand).callsFake((input) => ({
+      tasks: input.tasks.map((taskArn: string) => (stopped ? { taskArn, lastStatus: "STOPPED", stopCode: "UserInitiated", containers: [{ name: "loadgen" }] } : { taskArn, lastStatus: "PROVISIONING" })),
+    }));
+    const clock = fakeClock();
+    const result = await watch(clock);
+    expect(result.failures).toEqual(["2 task(s) did not start within 60 s"]);
+    expect(ecs.commandCalls(StopTaskCommand).map((c) => [c.args[0].input.task, c.args[0].input.reason])).toEqual([
+      [arn(1), "cable-fanout: 2 task(s) did not start within 60 s"],
+      [arn(2), "cable-fanout: 2 task(s) did not start within 60 s"],
+    ]);
+    expect(result.tasks.every((t) => t.phase === "stopped")).toBe(true);
+  });
+
+  it("stops every running task on abort (Ctrl-C or --max-duration) and waits for them", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    let stops = 0;
+    ecs.on(StopTaskCommand).callsFake(() => (stops++, {}));
+    ecs.on(DescribeTasksCommand).callsFake((input) => ({
+      tasks: input.tasks.map((taskArn: string) => (stops === 2 ? { taskArn, lastStatus: "STOPPED", stopCode: "UserInitiated", containers: [{ name: "loadgen", exitCode: 1 }] } : { taskArn, lastStatus: "RUNNING" })),
+    }));
+    const abort = new AbortController();
+    const clock = fakeClock();
+    const watching = watch(clock, abort);
+    abort.abort();
+    const result = await watching;
+    expect(ecs.commandCalls(StopTaskCommand).map((c) => c.args[0].input.reason)).toEqual(["cable-fanout: --max-duration 60 s reached", "cable-fanout: --max-duration 60 s reached"]);
+    expect(result.tasks.map((t) => t.phase)).toEqual(["stopped", "stopped"]);
+  });
+
+  it("backs off when DescribeTasks is throttled, and keeps watching", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    ecs
+      .on(DescribeTasksCommand)
+      .rejectsOnce(throttling())
+      .rejectsOnce(throttling())
+      .callsFake((input) => ({ tasks: input.tasks.map((taskArn: string) => ({ taskArn, lastStatus: "STOPPED", stopCode: "EssentialContainerExited", containers: [{ name: "loadgen", exitCode: 0 }] })) }));
+    const clock = fakeClock();
+    const result = await watch(clock);
+    expect(clock.sleeps).toEqual([10_000, 20_000]);
+    expect(result.failures).toEqual([]);
+    expect(result.tasks.map((t) => t.exitCode)).toEqual([0, 0]);
+  });
+});
+
+describe("discovery", () => {
+  it("names the region and the cdk deploy command when the stack is missing", async () => {
+    cfn.on(DescribeStacksCommand).rejects(Object.assign(new Error("Stack with id CableLoadtest-ap-south-1 does not exist"), { name: "ValidationError" }));
+    const err = await describeRegionStack(new CloudFormationClient({ region: "ap-south-1" }), "ap-south-1").catch((e: Error) => e);
+    expect(err).toBeInstanceOf(FanoutInputError);
+    expect((err as Error).message).toBe(
+      "region ap-south-1 is not deployed (no CloudFormation stack CableLoadtest-ap-south-1); deploy it with: cd infra && npx cdk deploy -c regions=ap-south-1 CableLoadtest-ap-south-1",
+    );
+  });
+
+  it("reads the outputs and splits the subnets", async () => {
+    const outputs = { ClusterArn: "c", TaskDefinitionArn: "t", ContainerName: "loadgen", SubnetIds: "s1,s2", SecurityGroupId: "sg", AssignPublicIp: "ENABLED", BucketName: "b", LogGroupName: "l" };
+    cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: "CableLoadtest-eu-west-2", StackStatus: "UPDATE_COMPLETE", CreationTime: new Date(), Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }] });
+    const stack = await describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2");
+    expect(stack).toMatchObject({ clusterArn: "c", subnetIds: ["s1", "s2"], bucketName: "b" });
+  });
+
+  it("refuses a stack in a failed state", async () => {
+    cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: "CableLoadtest-eu-west-2", StackStatus: "ROLLBACK_COMPLETE", CreationTime: new Date() }] });
+    await expect(describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2")).rejects.toThrow(/is ROLLBACK_COMPLETE; fix or redeploy it with: cd infra && npx cdk deploy/);
+  });
+});
