@@ -152,10 +152,13 @@ function visibleEntries(dir: string): string[] {
     .sort();
 }
 
+/** Files a task folder holds beside its reports: the worker's `status.json` (infra/src/worker). */
+const TASK_METADATA = new Set(["status.json"]);
+
 function listJsonFiles(dir: string): string[] {
   return visibleEntries(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return listJsonFiles(path);
-    return name.endsWith(".json") ? [path] : [];
+    return name.endsWith(".json") && !TASK_METADATA.has(name) ? [path] : [];
   });
 }
