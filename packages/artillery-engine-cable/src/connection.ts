@@ -30,7 +30,7 @@ interface Waiter {
 }
 
 // One registry per thread: Artillery's worker threads each load the engine once.
-const registry = new OpenConnections();
+export const registry = new OpenConnections();
 
 /**
  * One socket of one virtual user, and its inbox. A VU runs its steps one at a time, so a connection

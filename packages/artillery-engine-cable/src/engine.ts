@@ -1,3 +1,4 @@
+import { registry } from "./connection.js";
 import type { Events } from "./metrics.js";
 import { actionCable } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
@@ -33,6 +34,7 @@ export class CableEngine {
     this.settings = parseConfig(script.config.cable);
     validateScript(script, this.settings);
     this.protocol = protocolFor(this.settings);
+    registry.lagWarningMs = this.settings.lagWarning;
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {

@@ -1,5 +1,6 @@
 import type { EventEmitter } from "node:events";
 import { nowMs } from "./clock.js";
+import { LagMonitor } from "./lag.js";
 
 /** Metric names. The report and the fan-out read these: keep them stable. */
 export const METRICS = {
@@ -48,6 +49,9 @@ export class OpenConnections {
   private countedInPeriod = 0;
   private events: Events | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Warn past this event-loop lag, in ms (config.cable.lagWarning). */
+  lagWarningMs = 100;
+  private lag: LagMonitor | undefined;
 
   get size(): number {
     return this.open.size;
@@ -61,6 +65,8 @@ export class OpenConnections {
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(), SWEEP_MS);
       this.timer.unref();
+      this.lag ??= new LagMonitor(this.lagWarningMs);
+      this.lag.start();
     }
   }
 
@@ -69,6 +75,7 @@ export class OpenConnections {
     if (this.open.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
+      this.lag?.stop();
     }
   }
 
@@ -92,6 +99,7 @@ export class OpenConnections {
     this.roll(now);
     this.raisePeak();
     if (!this.events) return;
+    this.lag?.sample(this.events, now);
     for (const conn of this.open) conn.tick(now, this.events);
   }
 }

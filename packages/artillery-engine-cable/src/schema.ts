@@ -124,6 +124,10 @@ export const configSchema = z
     origin: z.string().optional(),
     stampField: z.string().min(1).default("ts"),
     inboxSize: z.number().int().positive().default(256),
+    /** Source addresses for the sockets, used in turn: past one address's ~28k ephemeral ports. */
+    localAddress: z.union([z.string().ip(), z.array(z.string().ip()).nonempty()]).optional(),
+    /** Warn when the generator's event loop is this many ms late (it is saturated). */
+    lagWarning: z.number().positive().default(100),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -122,7 +122,8 @@ describe("scenario validation before any load", () => {
   });
 
   test("config.cable is checked too, with defaults", () => {
-    expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256 });
+    expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256, lagWarning: 100 });
+    expect(() => parseConfig({ localAddress: ["127.0.0.2", "localhost"] })).toThrow(/config.cable: field "localAddress.1": Invalid ip/);
     expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
     expect(() => parseConfig({ timeout: 10, timout: 5 })).toThrow(/config.cable: unknown field "timout"/);
     expect(parseConfig({ protocol: "pusher", pusher: { key: "k" } }, { PUSHER_APP_SECRET: "from-env" }).pusher?.secret).toBe("from-env");

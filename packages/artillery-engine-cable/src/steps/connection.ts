@@ -40,6 +40,8 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     inboxSize: settings.inboxSize,
     pingIntervalMs: settings.pingInterval === undefined ? undefined : settings.pingInterval * 1000,
   };
+  const localAddresses = ([] as string[]).concat(settings.localAddress ?? []);
+  let nextAddress = 0;
   return asyncStep(async (vu, context) => {
     const s = spec(context);
     const base = s.url ?? compiler.target;
@@ -57,6 +59,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       headers,
       subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol),
       timeoutMs: settings.timeout * 1000,
+      localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
     });
     // Pusher: later templates and processors may need it, as pusher-js apps send it to their backend.
     if (connection.welcome?.socketId) context.vars.socket_id = connection.welcome.socketId;
