@@ -18,6 +18,13 @@ Server
   --no-public-streams           refuse $pubsub stream_name (signed names only)
   --streams-secret <s>          secret for $pubsub signed_stream_name (default ${DEFAULT_STREAMS_SECRET})
   --broadcast-key <s>           require "Authorization: Bearer <s>" on POST /_broadcast
+  --history-limit <n>           AnyCable extended protocol: messages kept per stream (default 100)
+  --history-ttl-ms <n>          how long a message stays in a stream's history (default 300000)
+  --sessions-ttl-ms <n>         how long a closed session can be restored with ?sid= (default 300000, 0: never)
+  --presence-ttl-ms <n>         how long a closed session stays in presence sets (default 15000)
+  --streams-whisper             allow whispers on signed $pubsub streams (public ones always allow them)
+  --streams-presence            allow presence on signed $pubsub streams (public ones always allow it)
+  --control                     enable POST /_restart[?forget_state=1] (drops every Action Cable connection)
   --pusher-app-id <s>           (default ${DEFAULT_PUSHER_APP.appId})
   --pusher-key <s>              (default ${DEFAULT_PUSHER_APP.key})
   --pusher-secret <s>           (default ${DEFAULT_PUSHER_APP.secret})
@@ -67,6 +74,13 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "no-public-streams": { type: "boolean" },
       "streams-secret": { type: "string" },
       "broadcast-key": { type: "string" },
+      "history-limit": { type: "string" },
+      "history-ttl-ms": { type: "string" },
+      "sessions-ttl-ms": { type: "string" },
+      "presence-ttl-ms": { type: "string" },
+      "streams-whisper": { type: "boolean" },
+      "streams-presence": { type: "boolean" },
+      control: { type: "boolean" },
       "pusher-app-id": { type: "string" },
       "pusher-key": { type: "string" },
       "pusher-secret": { type: "string" },
@@ -132,6 +146,12 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       publicStreams: values["no-public-streams"] ? false : undefined,
       streamsSecret: values["streams-secret"],
       broadcastKey: values["broadcast-key"],
+      historyLimit: number("history-limit", values["history-limit"]),
+      historyTtlMs: number("history-ttl-ms", values["history-ttl-ms"]),
+      sessionsTtlMs: number("sessions-ttl-ms", values["sessions-ttl-ms"]),
+      presenceTtlMs: number("presence-ttl-ms", values["presence-ttl-ms"]),
+      streamsWhisper: values["streams-whisper"],
+      streamsPresence: values["streams-presence"],
     }),
     pusher: defined({
       appId: values["pusher-app-id"],
@@ -142,6 +162,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       errorStyle: style,
     }),
     faults: parseFaults({ ...fromFile, ...flags }, "faults"),
+    control: values.control,
   };
 }
 

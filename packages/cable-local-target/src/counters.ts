@@ -14,6 +14,15 @@ export class Counters {
   deliveriesMalformed = 0;
   /** Connections terminated because they did not read fast enough (see send). */
   slowConsumersTerminated = 0;
+  /** AnyCable extended protocol: sessions brought back by `?sid=` / `X-ANYCABLE-RESTORE-SID`. */
+  sessionsRestored = 0;
+  /** `history` requests answered with `confirm_history` / `reject_history`. */
+  historyConfirmed = 0;
+  historyRejected = 0;
+  /** `whisper` commands relayed. */
+  whispers = 0;
+  /** `restart()` calls (each drops every Action Cable connection). */
+  restarts = 0;
 
   snapshot() {
     return {
@@ -26,6 +35,11 @@ export class Counters {
       deliveriesDropped: this.deliveriesDropped,
       deliveriesMalformed: this.deliveriesMalformed,
       slowConsumersTerminated: this.slowConsumersTerminated,
+      sessionsRestored: this.sessionsRestored,
+      historyConfirmed: this.historyConfirmed,
+      historyRejected: this.historyRejected,
+      whispers: this.whispers,
+      restarts: this.restarts,
     };
   }
 }

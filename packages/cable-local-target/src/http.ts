@@ -61,6 +61,8 @@ export interface HttpHandlers {
   /** Pusher event to one channel. */
   trigger(channel: string, event: string, data: unknown, exceptSocketId?: string): void;
   health(): unknown;
+  /** `POST /_restart[?forget_state=1]`, only when the target was started with `control`. */
+  restart?(options: { forgetState: boolean }): number;
 }
 
 async function handleBroadcast(request: IncomingMessage, response: ServerResponse, handlers: HttpHandlers): Promise<void> {
@@ -110,6 +112,10 @@ export async function handleHttp(request: IncomingMessage, response: ServerRespo
     if (request.method === "POST" && url.pathname === `/apps/${handlers.pusher.appId}/events`) return await handleEvents(request, response, url, handlers);
     if (request.method === "POST" && /^\/apps\/[^/]+\/events$/.test(url.pathname)) throw new HttpError(404, "Unknown app id");
     if (request.method === "GET" && url.pathname === "/health") return reply(response, 200, handlers.health());
+    if (request.method === "POST" && url.pathname === "/_restart" && handlers.restart) {
+      const forgetState = ["1", "true"].includes(url.searchParams.get("forget_state") ?? "");
+      return reply(response, 200, { disconnected: handlers.restart({ forgetState }) });
+    }
     throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
   } catch (error) {
     if (response.headersSent) return;

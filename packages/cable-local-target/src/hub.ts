@@ -26,12 +26,13 @@ export class Hub<Subscriber> {
 
   /**
    * Calls `prepare` once per group of `stream` and `deliver` once per subscriber with that group's
-   * prepared value. Returns the number of subscribers reached.
+   * prepared value, skipping `except` (a whisper's sender). Returns the number of subscribers reached.
    */
   publish<Prepared>(
     stream: string,
     prepare: (group: string) => Prepared,
     deliver: (subscriber: Subscriber, prepared: Prepared) => void,
+    except?: Subscriber,
   ): number {
     const groups = this.streams.get(stream);
     if (!groups) return 0;
@@ -39,6 +40,7 @@ export class Hub<Subscriber> {
     for (const [group, members] of groups) {
       const prepared = prepare(group);
       for (const subscriber of members) {
+        if (subscriber === except) continue;
         deliver(subscriber, prepared);
         reached++;
       }

@@ -21,6 +21,18 @@ export const targetOptionsSchema = z
         streamsSecret: z.string().min(1).default(DEFAULT_STREAMS_SECRET),
         /** AnyCable `--broadcast_key`: when set, POST /_broadcast needs `Authorization: Bearer <key>`. */
         broadcastKey: z.string().min(1).optional(),
+        /** AnyCable `--history_limit`: messages kept per stream for `history` requests. */
+        historyLimit: z.number().int().min(1).max(100_000).default(100),
+        /** AnyCable `--history_ttl` (300 s there): how long a message stays in a stream's history. */
+        historyTtlMs: z.number().int().min(1).max(86_400_000).default(300_000),
+        /** AnyCable `--sessions_ttl` (300 s there; 0 disables): how long a closed session can be restored. */
+        sessionsTtlMs: z.number().int().min(0).max(86_400_000).default(300_000),
+        /** AnyCable `--presence_ttl` (15 s there): how long a closed session stays in presence sets. */
+        presenceTtlMs: z.number().int().min(0).max(3_600_000).default(15_000),
+        /** AnyCable `--streams_whisper`: whispers on signed `$pubsub` streams (public ones always allow them). */
+        streamsWhisper: z.boolean().default(false),
+        /** AnyCable `--streams_presence`: presence on signed `$pubsub` streams (public ones always allow it). */
+        streamsPresence: z.boolean().default(false),
       })
       .strict()
       .default({}),
@@ -37,6 +49,8 @@ export const targetOptionsSchema = z
       .strict()
       .default({}),
     faults: faultsSchema.default({}),
+    /** Enables the control endpoint `POST /_restart` (off by default: it drops every connection). */
+    control: z.boolean().default(false),
   })
   .strict();
 

@@ -31,6 +31,16 @@ export interface LocalTarget {
   counters(): CounterSnapshot & { cableConnections: number; pusherConnections: number };
   /** AnyCable-style broadcast to an Action Cable stream; returns the number of subscribers reached. */
   broadcast(stream: string, data: string): number;
+  /**
+   * Simulates an AnyCable server restart: every Action Cable connection gets
+   * `{"type":"disconnect","reason":"server_restart","reconnect":true}` and close 1001, while stream
+   * history, cached sessions and presence are kept (so reconnecting `?sid=` clients are restored and
+   * can fetch history). `forgetState` also drops them and starts a new epoch, as restarting AnyCable's
+   * in-memory broker does. Returns the number of connections dropped. Pusher connections are not touched.
+   */
+  restart(options?: { forgetState?: boolean }): number;
+  /** The current epoch of the reliable streams (`epoch` in extended-protocol broadcasts). */
+  epoch(): string;
   /** Pusher event on a channel; returns the number of subscribers reached. */
   trigger(channel: string, event: string, data: unknown): number;
   /** Terminates every socket and timer; resolves once the port is released. */
@@ -52,6 +62,11 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
       pingIntervalMs: options.cable.pingIntervalMs,
       publicStreams: options.cable.publicStreams,
       streamsSecret: options.cable.streamsSecret,
+      streamsWhisper: options.cable.streamsWhisper,
+      streamsPresence: options.cable.streamsPresence,
+      history: { limit: options.cable.historyLimit, ttlMs: options.cable.historyTtlMs },
+      sessionsTtlMs: options.cable.sessionsTtlMs,
+      presenceTtlMs: options.cable.presenceTtlMs,
     },
     faults,
     counters,
@@ -70,6 +85,7 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
       broadcast,
       trigger: (channel, event, data, except) => pusher.trigger(channel, event, data, except),
       health: () => ({ status: "ok", ...counters.snapshot() }),
+      restart: options.control ? (restartOptions) => cable.restart(restartOptions) : undefined,
     });
   });
 
@@ -126,6 +142,8 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
     faults: () => faults.config,
     counters: () => ({ ...counters.snapshot(), cableConnections: cable.openConnections, pusherConnections: pusher.openConnections }),
     broadcast,
+    restart: (restartOptions) => cable.restart(restartOptions),
+    epoch: () => cable.epoch,
     trigger: (channel, event, data) => pusher.trigger(channel, event, data),
     close() {
       closing ??= new Promise<void>((resolve) => {

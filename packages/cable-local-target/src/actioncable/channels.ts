@@ -19,7 +19,11 @@ export interface ChannelContext {
   close(reason: string, reconnect: boolean): void;
 }
 
-export type SubscribeDecision = { streams: string[] } | "reject";
+/**
+ * `whisper` / `presence`: the subscription's single stream accepts whispers / presence commands
+ * (AnyCable keeps them as the `$w` / `$p` channel state; streams/controller.go).
+ */
+export type SubscribeDecision = { streams: string[]; whisper?: boolean; presence?: boolean } | "reject";
 
 export interface ChannelDefinition {
   subscribed(params: Record<string, unknown>): SubscribeDecision;
@@ -72,20 +76,26 @@ export interface PubSubOptions {
   publicStreams: boolean;
   /** AnyCable `--streams_secret`: verifies `signed_stream_name`; without it signed streams are rejected. */
   streamsSecret?: string;
+  /** AnyCable `--streams_whisper`: whispers on signed streams (public streams always allow them). */
+  streamsWhisper: boolean;
+  /** AnyCable `--streams_presence`: presence on signed streams (public streams always allow it). */
+  streamsPresence: boolean;
 }
 
 /**
  * AnyCable's `$pubsub` (docs/signed_streams.md): subscribe to a stream by name (public streams) or
- * by signed name, with no channel code; it has no actions (whispers belong to the extended protocol).
+ * by signed name, with no channel code and no actions. As in AnyCable's streams controller
+ * (streams/controller.go `NewStreamsController`), public streams always accept whispers and
+ * presence; signed streams only with `--streams_whisper` / `--streams_presence`.
  */
 function pubSubChannel(options: PubSubOptions): ChannelDefinition {
   return {
     subscribed(params) {
       if (typeof params.signed_stream_name === "string") {
         const stream = options.streamsSecret ? verifySignedStreamName(params.signed_stream_name, options.streamsSecret) : undefined;
-        return stream === undefined ? "reject" : { streams: [stream] };
+        return stream === undefined ? "reject" : { streams: [stream], whisper: options.streamsWhisper, presence: options.streamsPresence };
       }
-      if (typeof params.stream_name === "string" && options.publicStreams) return { streams: [params.stream_name] };
+      if (typeof params.stream_name === "string" && options.publicStreams) return { streams: [params.stream_name], whisper: true, presence: true };
       return "reject";
     },
     actions: {},

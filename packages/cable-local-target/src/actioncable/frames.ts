@@ -1,3 +1,6 @@
+import { parseExtendedCommand, parseHistoryField, type ExtendedCommand } from "../anycable/ext-frames.js";
+import type { HistoryRequest } from "../anycable/history.js";
+
 /**
  * Action Cable wire frames, server side, as Rails writes them.
  *
@@ -53,15 +56,18 @@ export function broadcastPayloadJson(data: string): string {
 }
 
 export type ClientCommand =
-  | { command: "subscribe"; identifier: string }
+  | { command: "subscribe"; identifier: string; history?: HistoryRequest }
   | { command: "unsubscribe"; identifier: string }
-  | { command: "message"; identifier: string; data: string };
+  | { command: "message"; identifier: string; data: string }
+  | ExtendedCommand;
 
 /**
  * Parses a client frame. Returns an error string for anything Rails would log and drop
  * (subscriptions.rb `execute_command`: "Received unrecognized command"), never throws.
+ * Only `extended` connections (AnyCable's `actioncable-v1-ext-json`) have the extra commands and
+ * the `history` field of `subscribe`; on a plain connection they are unrecognized, as in Rails.
  */
-export function parseClientCommand(raw: string): ClientCommand | { error: string } {
+export function parseClientCommand(raw: string, extended = false): ClientCommand | { error: string } {
   let frame: unknown;
   try {
     frame = JSON.parse(raw);
@@ -69,17 +75,23 @@ export function parseClientCommand(raw: string): ClientCommand | { error: string
     return { error: "not JSON" };
   }
   if (typeof frame !== "object" || frame === null) return { error: "not an object" };
-  const { command, identifier, data } = frame as Record<string, unknown>;
-  if (typeof identifier !== "string") return { error: "identifier is not a string" };
+  const fields = frame as Record<string, unknown>;
+  const { command, identifier, data } = fields;
   switch (command) {
-    case "subscribe":
+    case "subscribe": {
+      if (typeof identifier !== "string") return { error: "identifier is not a string" };
+      const history = extended ? parseHistoryField(fields.history) : undefined;
+      return history ? { command, identifier, history } : { command, identifier };
+    }
     case "unsubscribe":
+      if (typeof identifier !== "string") return { error: "identifier is not a string" };
       return { command, identifier };
     case "message":
+      if (typeof identifier !== "string") return { error: "identifier is not a string" };
       if (typeof data !== "string") return { error: "data is not a string" };
       return { command, identifier, data };
     default:
-      return { error: `unrecognized command ${JSON.stringify(command)}` };
+      return extended ? parseExtendedCommand(command, fields) : { error: `unrecognized command ${JSON.stringify(command)}` };
   }
 }
 

@@ -1,5 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { WebSocket } from "ws";
+import * as ext from "../anycable/ext-frames.js";
+import { HistoryStore, type HistoryOptions, type HistoryRequest } from "../anycable/history.js";
+import { PresenceSets, type PresenceEvent } from "../anycable/presence.js";
+import { SessionCache } from "../anycable/sessions.js";
 import { send, malformed, type Counters } from "../counters.js";
 import type { Faults, ChannelFaults } from "../faults.js";
 import { Hub } from "../hub.js";
@@ -8,11 +13,12 @@ import { actionCableChannels, userIdFromUid, type ChannelContext, type ChannelDe
 import * as frames from "./frames.js";
 
 /**
- * Subprotocols in the server's order of preference, as Rails offers them
- * (ActionCable::INTERNAL[:protocols]). AnyCable's extended protocol (`actioncable-v1-ext-json`:
- * sid in welcome, history, pong, restore) would be added here with its own connection behaviour.
+ * Subprotocols in the server's order of preference: Rails' (ActionCable::INTERNAL[:protocols])
+ * with AnyCable's extended protocol after `actioncable-v1-json`, as anycable-go lists them
+ * (common.go `ActionCableProtocols`). A client offering both plain and extended gets plain, as
+ * from AnyCable; @anycable/core offers only the one it was configured with.
  */
-export const SUBPROTOCOLS = ["actioncable-v1-json", "actioncable-unsupported"] as const;
+export const SUBPROTOCOLS = ["actioncable-v1-json", ext.EXTENDED_PROTOCOL, "actioncable-unsupported"] as const;
 
 export function chooseSubprotocol(offered: Set<string>): string | false {
   return SUBPROTOCOLS.find((p) => offered.has(p)) ?? false;
@@ -22,14 +28,33 @@ export interface ActionCableOptions extends PubSubOptions {
   /** Like the Rails test server: refuse connections without a `uid` cookie (`disconnect` unauthorized). */
   requireUid: boolean;
   pingIntervalMs: number;
+  /** AnyCable `--history_limit` / `--history_ttl`. */
+  history: HistoryOptions;
+  /** AnyCable `--sessions_ttl` (0 disables session restore). */
+  sessionsTtlMs: number;
+  /** AnyCable `--presence_ttl`. */
+  presenceTtlMs: number;
 }
 
-interface Subscription {
+/** A subscription as a session cache entry keeps it (session.go `cacheEntry`: subscriptions and channel state). */
+interface SubscriptionState {
   channel: string;
   params: Record<string, unknown>;
   streams: string[];
+  /** AnyCable's `$w` channel state: the stream whispers go to; undefined means whispers are ignored. */
+  whisperStream?: string;
+  /** AnyCable's `$p` channel state: the stream presence commands act on. */
+  presenceStream?: string;
+}
+
+interface Subscription extends SubscriptionState {
   /** Set while a delayed confirmation is pending. */
   pendingConfirm?: NodeJS.Timeout;
+}
+
+interface SessionSnapshot {
+  userId: string;
+  subscriptions: Array<[identifier: string, state: SubscriptionState]>;
 }
 
 /** Cookie header → value of one cookie, unescaped the way Rack does. */
@@ -47,27 +72,76 @@ function cookie(header: string | undefined, name: string): string | undefined {
   return undefined;
 }
 
+/** session.go `PrevSid`: the `X-ANYCABLE-RESTORE-SID` header first, then the `sid` query parameter. */
+function previousSid(request: IncomingMessage): string | undefined {
+  const header = request.headers["x-anycable-restore-sid"];
+  if (typeof header === "string" && header) return header;
+  return new URL(request.url ?? "/", "http://localhost").searchParams.get("sid") || undefined;
+}
+
 class CableConnection {
   readonly subscriptions = new Map<string, Subscription>();
   readonly timers = new TimerSet();
+  /** Cleared by `restart({ forgetState: true })`: the session is then not cached when the socket closes. */
+  cacheOnClose = true;
 
   constructor(
     readonly ws: WebSocket,
     readonly userId: string,
+    /** The session id; only extended-protocol connections have one. */
+    readonly sid: string | undefined,
   ) {}
+
+  get extended(): boolean {
+    return this.sid !== undefined;
+  }
+
+  snapshot(): SessionSnapshot {
+    const subscriptions: SessionSnapshot["subscriptions"] = [];
+    for (const [identifier, { pendingConfirm, ...state }] of this.subscriptions) {
+      if (!pendingConfirm) subscriptions.push([identifier, { ...state, streams: [...state.streams] }]);
+    }
+    return { userId: this.userId, subscriptions };
+  }
 }
 
-interface PreparedBroadcast {
-  frame: Buffer;
-  faults: ChannelFaults;
-  malformed?: Buffer;
+/**
+ * One group's frame for one broadcast, serialised at most once per protocol flavour: plain
+ * connections get Rails' frame, extended ones AnyCable's (with the stream position when it has one).
+ */
+class PreparedBroadcast {
+  private readonly frames: [Buffer?, Buffer?] = [];
+  private readonly cut: [Buffer?, Buffer?] = [];
+
+  constructor(
+    readonly faults: ChannelFaults,
+    private readonly build: (extended: boolean) => string,
+  ) {}
+
+  frame(extended: boolean): Buffer {
+    const i = extended ? 1 : 0;
+    return (this.frames[i] ??= Buffer.from(this.build(extended)));
+  }
+
+  malformed(extended: boolean): Buffer {
+    const i = extended ? 1 : 0;
+    return (this.cut[i] ??= malformed(this.frame(extended)));
+  }
 }
+
+/** AnyCable's broker sweeps expired history, sessions and presence every second (memory.go `expireLoop`). */
+const SWEEP_INTERVAL_MS = 1_000;
 
 export class ActionCableServer {
   private readonly connections = new Set<CableConnection>();
+  /** Open extended-protocol connections by sid: a live session can be restored too (AnyCable caches sessions while they are open). */
+  private readonly liveSessions = new Map<string, CableConnection>();
   private readonly hub = new Hub<CableConnection>();
   private readonly channels: Map<string, ChannelDefinition>;
   private readonly timers = new TimerSet();
+  private readonly streamHistory: HistoryStore;
+  private readonly sessions: SessionCache<SessionSnapshot>;
+  private readonly presence: PresenceSets;
 
   constructor(
     private readonly options: ActionCableOptions,
@@ -75,43 +149,81 @@ export class ActionCableServer {
     private readonly counters: Counters,
   ) {
     this.channels = actionCableChannels(options);
+    this.streamHistory = new HistoryStore(options.history);
+    this.sessions = new SessionCache(options.sessionsTtlMs);
+    this.presence = new PresenceSets(options.presenceTtlMs);
     // Rails beats every connection from one timer (server/connections.rb `setup_heartbeat_timer`).
     this.timers.interval(() => this.beat(), options.pingIntervalMs);
+    this.timers.interval(() => this.sweep(), SWEEP_INTERVAL_MS);
   }
 
   get openConnections(): number {
     return this.connections.size;
   }
 
+  /** The epoch of the reliable streams (changes only with `restart({ forgetState: true })`). */
+  get epoch(): string {
+    return this.streamHistory.epoch;
+  }
+
   accept(ws: WebSocket, request: IncomingMessage): void {
     this.counters.connectionsOpened++;
+    const extended = ws.protocol === ext.EXTENDED_PROTOCOL;
+    // node.go `Authenticate`: a resumable session is restored before (and instead of) authentication.
+    const restored = extended ? this.findSession(previousSid(request)) : undefined;
     const uid = cookie(request.headers.cookie, "uid");
-    const connection = new CableConnection(ws, uid ? userIdFromUid(uid) : "");
+    const connection = new CableConnection(ws, restored?.userId ?? (uid ? userIdFromUid(uid) : ""), extended ? randomUUID() : undefined);
     ws.once("close", () => this.forget(connection));
-    if (!uid && this.options.requireUid) {
+    if (!restored && !uid && this.options.requireUid) {
       // reject_unauthorized_connection → close(reason: unauthorized, reconnect: false): frame, then close 1000.
       send(ws, frames.disconnect("unauthorized", false), this.counters);
       ws.close(1000);
       return;
     }
     this.connections.add(connection);
+    if (connection.sid) this.liveSessions.set(connection.sid, connection);
     ws.on("message", (data) => this.receive(connection, data.toString()));
-    send(ws, frames.WELCOME, this.counters);
+    if (restored) this.restore(connection, restored);
+    else send(ws, connection.sid ? ext.welcome(connection.sid) : frames.WELCOME, this.counters);
     this.scheduleFaultClose(connection);
   }
 
-  /** `ActionCable.server.broadcast(stream, message)`: one frame per subscription identifier. */
+  /** `ActionCable.server.broadcast(stream, message)`: recorded in the stream's history, then one frame per subscription identifier. */
   broadcast(stream: string, messageJson: string): number {
     this.counters.broadcasts++;
-    const channelOverrides = this.faults.config.channels;
+    const position = this.streamHistory.append(stream, messageJson, Date.now());
     return this.hub.publish(
       stream,
-      (identifier): PreparedBroadcast => ({
-        frame: Buffer.from(frames.channelMessage(identifier, messageJson)),
-        faults: channelOverrides ? this.faults.forChannel(frames.parseIdentifier(identifier)?.channel ?? "") : this.faults.config,
-      }),
+      (identifier) =>
+        new PreparedBroadcast(this.groupFaults(identifier), (extended) =>
+          extended ? ext.positionedMessage(identifier, messageJson, position) : frames.channelMessage(identifier, messageJson),
+        ),
       (connection, prepared) => this.deliver(connection, prepared),
     );
+  }
+
+  /**
+   * A server restart as AnyCable performs it on shutdown (node.go `disconnectAll`): every
+   * connection gets `{"type":"disconnect","reason":"server_restart","reconnect":true}` and close
+   * 1001. History, sessions and presence survive (as with a persistent broker), unless
+   * `forgetState`, which also does what restarting AnyCable's memory broker does: new epoch, no
+   * history, no sessions to restore, no presence. Returns the number of connections dropped.
+   */
+  restart(options: { forgetState?: boolean } = {}): number {
+    this.counters.restarts++;
+    const dropped = [...this.connections];
+    const frame = Buffer.from(frames.disconnect("server_restart", true));
+    for (const connection of dropped) {
+      if (options.forgetState) connection.cacheOnClose = false;
+      send(connection.ws, frame, this.counters);
+      connection.ws.close(1001, "Server restart");
+    }
+    if (options.forgetState) {
+      this.streamHistory.reset();
+      this.sessions.clear();
+      this.presence.clear();
+    }
+    return dropped.length;
   }
 
   close(): void {
@@ -122,6 +234,10 @@ export class ActionCableServer {
     }
   }
 
+  private groupFaults(identifier: string): ChannelFaults {
+    return this.faults.config.channels ? this.faults.forChannel(frames.parseIdentifier(identifier)?.channel ?? "") : this.faults.config;
+  }
+
   private deliver(connection: CableConnection, prepared: PreparedBroadcast): void {
     if (this.faults.chance(prepared.faults.dropBroadcastRatio)) {
       this.counters.deliveriesDropped++;
@@ -129,16 +245,23 @@ export class ActionCableServer {
     }
     if (this.faults.chance(prepared.faults.malformedRatio)) {
       this.counters.deliveriesMalformed++;
-      send(connection.ws, (prepared.malformed ??= malformed(prepared.frame)), this.counters);
+      send(connection.ws, prepared.malformed(connection.extended), this.counters);
       return;
     }
-    send(connection.ws, prepared.frame, this.counters);
+    send(connection.ws, prepared.frame(connection.extended), this.counters);
   }
 
   private beat(): void {
     if (this.faults.config.stopPinging || this.connections.size === 0) return;
     const frame = Buffer.from(frames.ping(Math.floor(Date.now() / 1000)));
     for (const connection of this.connections) send(connection.ws, frame, this.counters);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    this.streamHistory.expire(now);
+    this.sessions.expire(now);
+    for (const { stream, event } of this.presence.expire(now)) this.announcePresence(stream, event);
   }
 
   private scheduleFaultClose(connection: CableConnection): void {
@@ -150,32 +273,71 @@ export class ActionCableServer {
     }, closeAfterMs);
   }
 
+  private findSession(sid: string | undefined): SessionSnapshot | undefined {
+    if (!sid) return undefined;
+    return this.liveSessions.get(sid)?.snapshot() ?? this.sessions.find(sid, Date.now());
+  }
+
+  /** node.go `TryRestoreSession`: the old subscriptions follow their streams again, then the restored welcome. */
+  private restore(connection: CableConnection, snapshot: SessionSnapshot): void {
+    this.counters.sessionsRestored++;
+    for (const [identifier, state] of snapshot.subscriptions) {
+      connection.subscriptions.set(identifier, { ...state, streams: [...state.streams] });
+      for (const stream of state.streams) this.hub.subscribe(stream, identifier, connection);
+    }
+    const identifiers = snapshot.subscriptions.map(([identifier]) => identifier);
+    send(connection.ws, ext.restoredWelcome(connection.sid as string, identifiers), this.counters);
+  }
+
   private forget(connection: CableConnection): void {
     this.counters.connectionsClosed++;
     connection.timers.clearAll();
-    for (const [identifier, subscription] of connection.subscriptions) this.unsubscribe(connection, identifier, subscription);
-    this.connections.delete(connection);
+    if (this.connections.delete(connection) && connection.sid) {
+      this.liveSessions.delete(connection.sid);
+      if (connection.cacheOnClose) {
+        const now = Date.now();
+        this.sessions.retire(connection.sid, connection.snapshot(), now);
+        this.presence.disconnected(connection.sid, now);
+      }
+    }
+    for (const [identifier, subscription] of connection.subscriptions) this.detach(connection, identifier, subscription);
   }
 
   private receive(connection: CableConnection, raw: string): void {
     this.counters.framesIn++;
-    const command = frames.parseClientCommand(raw);
-    // Rails logs and drops what it cannot execute (subscriptions.rb `execute_command`); so does this target.
+    const command = frames.parseClientCommand(raw, connection.extended);
+    // Rails logs and drops what it cannot execute (subscriptions.rb `execute_command`); so does AnyCable (node.go `HandleCommand`).
     if ("error" in command) return;
     switch (command.command) {
       case "subscribe":
-        return this.subscribe(connection, command.identifier);
+        return this.subscribe(connection, command.identifier, command.history);
       case "unsubscribe": {
         const subscription = connection.subscriptions.get(command.identifier);
-        if (subscription) this.unsubscribe(connection, command.identifier, subscription);
-        return;
+        if (!subscription) return;
+        // docs/presence.md: unsubscribing leaves the presence set.
+        if (subscription.presenceStream && connection.sid) {
+          const left = this.presence.leave(subscription.presenceStream, connection.sid);
+          if (left) this.announcePresence(subscription.presenceStream, left);
+        }
+        return this.detach(connection, command.identifier, subscription);
       }
       case "message":
         return this.perform(connection, command.identifier, command.data);
+      case "pong":
+        // The extended protocol's answer to a ping; AnyCable only uses it for `--pong_timeout`.
+        return;
+      case "history":
+        return this.replayHistory(connection, command.identifier, command.history);
+      case "whisper":
+        return this.whisper(connection, command.identifier, command.dataJson);
+      case "join":
+      case "leave":
+      case "presence":
+        return this.presenceCommand(connection, command);
     }
   }
 
-  private subscribe(connection: CableConnection, identifier: string): void {
+  private subscribe(connection: CableConnection, identifier: string, history?: HistoryRequest): void {
     // subscriptions.rb `add`: a second subscribe with the same identifier string is ignored,
     // and an unknown channel class is only logged (no reject_subscription).
     if (connection.subscriptions.has(identifier)) return;
@@ -188,21 +350,86 @@ export class ActionCableServer {
       send(connection.ws, frames.rejectSubscription(identifier), this.counters);
       return;
     }
-    const subscription: Subscription = { channel: parsed.channel, params: parsed.params, streams: decision.streams };
+    const subscription: Subscription = {
+      channel: parsed.channel,
+      params: parsed.params,
+      streams: decision.streams,
+      whisperStream: decision.whisper ? decision.streams[0] : undefined,
+      presenceStream: decision.presence ? decision.streams[0] : undefined,
+    };
     connection.subscriptions.set(identifier, subscription);
     const confirm = () => {
       subscription.pendingConfirm = undefined;
       for (const stream of subscription.streams) this.hub.subscribe(stream, identifier, connection);
       send(connection.ws, frames.confirmSubscription(identifier), this.counters);
+      // node.go `Subscribe`: history sent with the subscribe command is served right after the confirmation.
+      if (history) this.replayHistory(connection, identifier, history);
     };
     if (faults.confirmDelayMs) subscription.pendingConfirm = connection.timers.timeout(confirm, faults.confirmDelayMs);
     else confirm();
   }
 
-  private unsubscribe(connection: CableConnection, identifier: string, subscription: Subscription): void {
+  /** Stops delivering a subscription's streams (the socket closed, or the client unsubscribed). */
+  private detach(connection: CableConnection, identifier: string, subscription: Subscription): void {
     if (subscription.pendingConfirm) connection.timers.clear(subscription.pendingConfirm);
     else for (const stream of subscription.streams) this.hub.unsubscribe(stream, identifier, connection);
     connection.subscriptions.delete(identifier);
+  }
+
+  /** node.go `History`: the missed messages with their positions, then `confirm_history`; or only `reject_history`. */
+  private replayHistory(connection: CableConnection, identifier: string, request: HistoryRequest): void {
+    const subscription = connection.subscriptions.get(identifier);
+    if (!subscription || subscription.pendingConfirm) return;
+    const backlog = this.streamHistory.retrieve(request, subscription.streams, Date.now());
+    if (!backlog) {
+      this.counters.historyRejected++;
+      send(connection.ws, ext.rejectHistory(identifier), this.counters);
+      return;
+    }
+    const epoch = this.streamHistory.epoch;
+    for (const { stream, entry } of backlog) {
+      send(connection.ws, ext.positionedMessage(identifier, entry.messageJson, { stream, epoch, offset: entry.offset }), this.counters);
+    }
+    this.counters.historyConfirmed++;
+    send(connection.ws, ext.confirmHistory(identifier), this.counters);
+  }
+
+  /** node.go `Whisper`: a transient broadcast to the whisper stream, not kept in history, skipping the sender. */
+  private whisper(connection: CableConnection, identifier: string, dataJson: string): void {
+    const stream = connection.subscriptions.get(identifier)?.whisperStream;
+    if (!stream || connection.subscriptions.get(identifier)?.pendingConfirm) return;
+    this.counters.whispers++;
+    this.hub.publish(
+      stream,
+      (group) => new PreparedBroadcast(this.groupFaults(group), () => ext.whisperMessage(group, dataJson)),
+      (receiver, prepared) => this.deliver(receiver, prepared),
+      connection,
+    );
+  }
+
+  private presenceCommand(connection: CableConnection, command: Extract<frames.ClientCommand, { command: "join" | "leave" | "presence" }>): void {
+    const subscription = connection.subscriptions.get(command.identifier);
+    if (!subscription || subscription.pendingConfirm || !connection.sid) return;
+    const stream = subscription.presenceStream;
+    if (command.command === "presence") {
+      // The answer @anycable/core waits for; `error` when the subscription has no presence set.
+      const message = stream ? this.presence.info(stream) : ({ type: "error" } as const);
+      send(connection.ws, ext.presenceMessage(command.identifier, message), this.counters);
+      return;
+    }
+    if (!stream) return;
+    const event =
+      command.command === "join" ? this.presence.join(stream, connection.sid, command.presenceId, command.info) : this.presence.leave(stream, connection.sid);
+    if (event && event !== "mismatch") this.announcePresence(stream, event);
+  }
+
+  /** Presence events go to every subscriber of the stream, the initiator included (docs/presence.md). */
+  private announcePresence(stream: string, event: PresenceEvent): void {
+    this.hub.publish(
+      stream,
+      (group) => new PreparedBroadcast(this.faults.config, () => ext.presenceMessage(group, event)),
+      (receiver, prepared) => send(receiver.ws, prepared.frame(receiver.extended), this.counters),
+    );
   }
 
   private perform(connection: CableConnection, identifier: string, dataJson: string): void {
