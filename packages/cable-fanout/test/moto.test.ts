@@ -1,0 +1,158 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { DescribeTasksCommand, ECSClient, paginateListTasks } from "@aws-sdk/client-ecs";
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { startTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
+import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
+import { deployStack, startMoto, synthesizeTemplates, type Moto } from "./moto";
+
+// The AWS backend against moto's server: the real synthesized stacks deployed by CloudFormation in
+// two regions, the real CLI, and workers simulated by writing genuine Artillery reports into each
+// region's bucket as soon as ECS lists the task (moto runs no container).
+const ROOT = path.resolve(__dirname, "../../..");
+const BIN = path.resolve(__dirname, "../bin/cable-fanout.js");
+const REGIONS = ["eu-west-2", "us-east-1"];
+
+function cli(args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 100_000);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** What one genuine task left: a real artillery run through the local backend. */
+function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string, Buffer>> {
+  const out = path.join(work, "genuine");
+  return cli(["run", path.join(ROOT, "scenarios/chat.yml"), "--local", "--regions", "seed", "--target", cableUrl, "--overrides", JSON.stringify({ config: { phases: [{ duration: 1, arrivalRate: 2 }] } }), "--start-delay", "1", "--out", out], {}, work).then((r) => {
+    if (r.code !== 0) throw new Error(`seed run failed: ${r.stderr}`);
+    const [runId] = readdirSync(out).filter((d) => !d.startsWith("."));
+    const dir = path.join(out, runId, "seed", "task-1");
+    return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(path.join(dir, f))]));
+  });
+}
+
+/** Plays the worker for every task ECS lists: uploads the files and a status.json under the task's id. */
+function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
+  const seen = new Set<string>();
+  const bundles = new Map<string, string[]>();
+  const overrides: unknown[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const stack of stacks) {
+        const ecs = new ECSClient({ region: stack.region });
+        const s3 = new S3Client({ region: stack.region });
+        const arns: string[] = [];
+        for await (const page of paginateListTasks({ client: ecs }, { cluster: stack.clusterArn })) arns.push(...(page.taskArns ?? []));
+        const fresh = arns.filter((a) => !seen.has(a));
+        if (fresh.length === 0) continue;
+        const { tasks = [] } = await ecs.send(new DescribeTasksCommand({ cluster: stack.clusterArn, tasks: fresh }));
+        for (const task of tasks) {
+          seen.add(task.taskArn!);
+          overrides.push(task.overrides);
+          const runId = task.startedBy!;
+          const taskId = task.taskArn!.split("/").pop()!;
+          const listed = await s3.send(new ListObjectsV2Command({ Bucket: stack.bucketName, Prefix: `runs/${runId}/bundle/` }));
+          bundles.set(stack.region, (listed.Contents ?? []).map((o) => o.Key!.slice(`runs/${runId}/bundle/`.length)).sort());
+          const prefix = `runs/${runId}/${stack.region}/${taskId}/`;
+          for (const [name, body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: prefix + name, Body: body }));
+          const status = { runId, region: stack.region, taskId, exitCode: 0, reason: null, startedAt: new Date().toISOString(), endedAt: new Date().toISOString(), startLagMs: 3, artilleryExitCode: 0 };
+          await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: `${prefix}status.json`, Body: JSON.stringify(status) }));
+        }
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return { seen, bundles, overrides, stop: async () => ((stopped = true), await loop) };
+}
+
+describe("cable-fanout run against moto", () => {
+  let moto: Moto;
+  let work: string;
+  let stacks: RegionStack[];
+  let files: Record<string, Buffer>;
+
+  beforeAll(async () => {
+    moto = await startMoto();
+    work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-moto-"));
+    const target = await startTarget({ port: 0 });
+    try {
+      files = await genuineTaskFiles(work, target.cableUrl);
+    } finally {
+      await target.close();
+    }
+    // Every resource of the synthesized template deploys into moto: nothing is left out.
+    for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");
+    stacks = await Promise.all(REGIONS.map((r) => describeRegionStack(new CloudFormationClient({ region: r }), r)));
+  }, 180_000);
+  afterAll(async () => {
+    await moto?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("runs 12 tasks in each of two regions at once, collects every report and writes the comparison", async () => {
+    const workers = simulateWorkers(stacks, files);
+    const out = path.join(work, "results");
+    const result = await cli(
+      ["run", path.join(ROOT, "scenarios/pubsub-rooms.yml"), "--regions", REGIONS.join(","), "--count", "12", "--start-delay", "1", "--secret", "PUSHER_APP_SECRET=ssm:/cable-loadtest/pusher-secret", "--out", out, "--title", "moto run"],
+      moto.env,
+      work,
+    ).finally(() => workers.stop());
+    expect(result.code, result.stderr).toBe(0);
+
+    // The bundle reached each region's bucket: the scenario, its processor, and the manifest.
+    for (const region of REGIONS) expect(workers.bundles.get(region)).toEqual(["processors/rooms.js", "run.json", "scenarios/pubsub-rooms.yml"]);
+    // The secret travelled by name only.
+    expect(workers.overrides).toHaveLength(24);
+    const text = JSON.stringify(workers.overrides);
+    expect(text).toContain('"CABLE_SECRETS"');
+    expect(text).toContain("/cable-loadtest/pusher-secret");
+
+    const [runId] = readdirSync(out);
+    const runDir = path.join(out, runId);
+    for (const region of REGIONS) {
+      const tasks = readdirSync(path.join(runDir, region));
+      expect(tasks).toHaveLength(12);
+      for (const task of tasks) expect(readdirSync(path.join(runDir, region, task)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json"]);
+    }
+    const record = JSON.parse(readFileSync(path.join(runDir, "fanout.json"), "utf8"));
+    expect(record.tasks).toHaveLength(24);
+    expect(record.tasks.every((t: { state: string; log: string }) => t.state === "ok" && /^CloudWatch Logs CableLoadtest-.*-Logs\S+ loadgen\/loadgen\/[0-9a-f-]+$/.test(t.log))).toBe(true);
+    const merged = JSON.parse(readFileSync(path.join(runDir, "merged.json"), "utf8"));
+    const perTask = JSON.parse(files["report.json"].toString()).aggregate.counters["vusers.created"];
+    expect(merged.regions.map((r: { name: string; tasks: number; counters: Record<string, number> }) => [r.name, r.tasks, r.counters["vusers.created"]])).toEqual([
+      ["eu-west-2", 12, 12 * perTask],
+      ["us-east-1", 12, 12 * perTask],
+    ]);
+    const report = readFileSync(path.join(runDir, "report.md"), "utf8");
+    expect(report).toContain("## moto run");
+    expect(report).toContain("| Metric | eu-west-2 | us-east-1 | **all regions** |");
+    expect(report).toContain(`| Created | ${12 * perTask} | ${12 * perTask} | ${24 * perTask} |`);
+  }, 120_000);
+
+  it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
+    const countTasks = async () => {
+      let n = 0;
+      for await (const page of paginateListTasks({ client: new ECSClient({ region: "eu-west-2" }) }, { cluster: stacks[0].clusterArn })) n += page.taskArns?.length ?? 0;
+      return n;
+    };
+    const before = await countTasks();
+    const result = await cli(["run", path.join(ROOT, "scenarios/chat.yml"), "--regions", "eu-west-2,ap-south-1", "--out", path.join(work, "undeployed")], moto.env, work);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("cable-fanout: region ap-south-1 is not deployed (no CloudFormation stack CableLoadtest-ap-south-1); deploy it with: cd infra && npx cdk deploy -c regions=ap-south-1 CableLoadtest-ap-south-1");
+    expect(await countTasks()).toBe(before);
+  });
+});

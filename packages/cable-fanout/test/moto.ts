@@ -1,0 +1,54 @@
+// moto's server on a free loopback port, and the CDK stacks deployed into it.
+import path from "node:path";
+import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { freePort, spawnServer, type RunningServer } from "cable-test-servers";
+
+export interface Moto {
+  endpoint: string;
+  /** What the SDK (in this process and in the CLI it spawns) needs to talk to moto. */
+  env: Record<string, string>;
+  stop: () => Promise<void>;
+}
+
+export async function startMoto(): Promise<Moto> {
+  const port = await freePort();
+  let server: RunningServer;
+  try {
+    server = await spawnServer({ command: "moto_server", args: ["-H", "127.0.0.1", "-p", String(port)], port });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n(bash scripts/setup-test-servers.sh installs moto_server)`);
+  }
+  const endpoint = `http://127.0.0.1:${port}`;
+  const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "us-east-1" };
+  Object.assign(process.env, env);
+  // Tasks advance one state per DescribeTasks call by default; make them advance with time instead.
+  const response = await fetch(`${endpoint}/moto-api/state-manager/set-transition`, {
+    method: "POST",
+    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 2 } }),
+  });
+  if (!response.ok) throw new Error(`moto state manager: HTTP ${response.status}`);
+  return { endpoint, env, stop: () => server.stop() };
+}
+
+/** The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist). */
+export function synthesizeTemplates(regions: string[]): Map<string, Record<string, unknown>> {
+  const infra = path.resolve(__dirname, "../../../infra");
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { App } = require(require.resolve("aws-cdk-lib", { paths: [infra] })) as typeof import("aws-cdk-lib");
+  const { buildApp } = require(path.join(infra, "dist/cdk/app.js")) as { buildApp: (app: InstanceType<typeof App>) => Array<{ stackName: string; region: string; artifactId: string }> };
+  const app = new App({ context: { regions: regions.join(",") } });
+  const stacks = buildApp(app);
+  const assembly = app.synth();
+  return new Map(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template as Record<string, unknown>]));
+}
+
+/** CreateStack of the real template, after seeding what the CDK bootstrap rule reads. */
+export async function deployStack(region: string, template: Record<string, unknown>): Promise<string> {
+  await new SSMClient({ region }).send(new PutParameterCommand({ Name: "/cdk-bootstrap/hnb659fds/version", Value: "30", Type: "String", Overwrite: true }));
+  const cfn = new CloudFormationClient({ region });
+  const name = `CableLoadtest-${region}`;
+  await cfn.send(new CreateStackCommand({ StackName: name, TemplateBody: JSON.stringify(template), Capabilities: ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"] }));
+  const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: name }));
+  return Stacks?.[0]?.StackStatus ?? "unknown";
+}
