@@ -19,9 +19,9 @@ export interface RawClient {
 
 export async function connect(
   url: string,
-  options: { protocols?: string[]; cookie?: string; origin?: string; handshakeTimeoutMs?: number } = {},
+  options: { protocols?: string[]; cookie?: string; origin?: string; handshakeTimeoutMs?: number; headers?: Record<string, string> } = {},
 ): Promise<RawClient> {
-  const headers: Record<string, string> = { origin: options.origin ?? "http://127.0.0.1" };
+  const headers: Record<string, string> = { origin: options.origin ?? "http://127.0.0.1", ...options.headers };
   if (options.cookie) headers.cookie = options.cookie;
   const ws = new WebSocket(url, options.protocols ?? [], { headers, handshakeTimeout: options.handshakeTimeoutMs ?? 10_000 });
   const received: string[] = [];
