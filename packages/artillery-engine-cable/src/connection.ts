@@ -2,7 +2,9 @@ import WebSocket from "ws";
 import { nowMs } from "./clock.js";
 import { CableError } from "./errors.js";
 import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
-import type { Inbound, Protocol } from "./protocol/types.js";
+import type { DeliveryLedger } from "./delivery.js";
+import { ACTIONCABLE_V1_EXT_JSON, PONG } from "./protocol/actioncable.js";
+import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
 
 export type InboundMessage = Extract<Inbound, { kind: "message" }>;
 
@@ -13,6 +15,16 @@ export interface ConnectionSettings {
   inboxSize: number;
   /** Overrides the protocol's ping interval. */
   pingIntervalMs?: number;
+}
+
+/**
+ * What a VU knows of its streams across connections: the last position seen in each (for history
+ * after a reconnect) and the delivery ledger (for messages lost across it).
+ */
+export interface StreamMemory {
+  /** By channel key, then stream id. */
+  positions: Map<string, Map<string, StreamPosition>>;
+  ledger: DeliveryLedger;
 }
 
 export interface OpenOptions {
@@ -44,19 +56,25 @@ export class CableConnection implements Tracked {
   private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
-  /** Fields of the welcome frame (socket_id, sid, activity timeout). */
-  welcome: Extract<Inbound, { kind: "welcome" }> | undefined;
+  /** Fields of the welcome frame (socket_id, sid, activity timeout, restored ids). */
+  welcome: Welcome | undefined;
+  /** The server accepted AnyCable's extended protocol. */
+  extended = false;
 
   private ws: WebSocket | undefined;
   private waiter: Waiter | undefined;
   private readonly inbox = new Map<string, InboundMessage[]>();
   private closedByUs = false;
   private registered = false;
+  /** The channel whose history is being replayed, and how many messages it has replayed so far. */
+  private replaying: string | undefined;
+  private replayed = 0;
 
   constructor(
     readonly protocol: Protocol,
     private readonly events: Events,
     private readonly settings: ConnectionSettings,
+    private readonly memory: StreamMemory,
   ) {
     this.pingIntervalMs = settings.pingIntervalMs ?? protocol.pingIntervalMs;
   }
@@ -66,7 +84,7 @@ export class CableConnection implements Tracked {
   }
 
   /** Opens the socket and waits for the server's welcome; records `cable.handshake_latency`. */
-  async open(options: OpenOptions): Promise<void> {
+  async open(options: OpenOptions): Promise<Welcome> {
     const startedAt = nowMs();
     const ws = new WebSocket(options.url, options.subprotocols, {
       headers: options.headers,
@@ -87,12 +105,14 @@ export class CableConnection implements Tracked {
     });
 
     const welcome = await this.wait(options.timeoutMs, "handshake_timeout", (ev) => (ev.kind === "welcome" ? ev : undefined));
+    this.extended = ws.protocol === ACTIONCABLE_V1_EXT_JSON;
     if (welcome.activityTimeout) this.pingIntervalMs = welcome.activityTimeout * 1000;
     this.lastPingAt = nowMs();
     this.registered = true;
     registry.add(this, this.events);
     this.events.emit("histogram", METRICS.handshakeLatency, nowMs() - startedAt);
     this.events.emit("counter", METRICS.connections, 1);
+    return welcome;
   }
 
   send(frame: string): void {
@@ -135,6 +155,41 @@ export class CableConnection implements Tracked {
     return this.wait(timeoutMs, "receive_timeout", (ev) =>
       ev.kind === "message" && ev.channel === key && accept(ev) ? ev : undefined,
     );
+  }
+
+  /**
+   * Sends a history request and waits for confirm_history or reject_history; the messages replayed
+   * in between go to the channel's inbox as any other.
+   */
+  async history(key: string, frame: string, timeoutMs: number): Promise<{ ok: boolean; replayed: number }> {
+    this.replaying = key;
+    this.replayed = 0;
+    try {
+      this.send(frame);
+      const answer = await this.wait(timeoutMs, "history_timeout", (ev) => (ev.kind === "history" && ev.channel === key ? ev : undefined));
+      return { ok: answer.ok, replayed: this.replayed };
+    } finally {
+      this.replaying = undefined;
+    }
+  }
+
+  /** Waits for the server to end the connection (a restart); rejects if it has not within the time. */
+  waitForDrop(timeoutMs: number): Promise<void> {
+    if (this.failure || !this.ws || this.ws.readyState !== WebSocket.OPEN) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiter = undefined;
+        reject(new CableError("reconnect_timeout", `the server did not drop the connection within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiter = {
+        offer: () => false,
+        fail: () => {
+          clearTimeout(timer);
+          this.waiter = undefined;
+          resolve();
+        },
+      };
+    });
   }
 
   /** Stays connected for `ms`, counting what arrives; fails early if the connection ends. */
@@ -216,7 +271,10 @@ export class CableConnection implements Tracked {
     switch (ev.kind) {
       case "ping":
         this.lastPingAt = nowMs();
-        if (ev.reply && this.ws?.readyState === WebSocket.OPEN) this.ws.send(ev.reply);
+        if (this.ws?.readyState === WebSocket.OPEN) {
+          if (ev.reply) this.ws.send(ev.reply);
+          else if (this.extended) this.ws.send(PONG);
+        }
         return;
       case "welcome":
         this.welcome = ev;
@@ -244,9 +302,17 @@ export class CableConnection implements Tracked {
     this.events.emit("rate", METRICS.receiveRate);
     const payload = msg.payload;
     if (payload !== null && typeof payload === "object") {
-      const sentAt = (payload as Record<string, unknown>)[this.settings.stampField];
+      const stamped = payload as Record<string, unknown>;
+      const sentAt = stamped[this.settings.stampField];
       if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, nowMs() - sentAt);
+      if (typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
     }
+    if (msg.position) {
+      let streams = this.memory.positions.get(msg.channel);
+      if (!streams) this.memory.positions.set(msg.channel, (streams = new Map()));
+      streams.set(msg.position.stream, msg.position);
+    }
+    if (this.replaying === msg.channel) this.replayed++;
     if (this.waiter?.offer(msg)) return;
     const unread = this.inbox.get(msg.channel);
     if (!unread) return;

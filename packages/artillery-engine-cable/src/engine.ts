@@ -1,6 +1,6 @@
-import { registry } from "./connection.js";
+import { CableConnection, registry, type ConnectionSettings } from "./connection.js";
 import type { Events } from "./metrics.js";
-import { actionCable } from "./protocol/actioncable.js";
+import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import type { Protocol } from "./protocol/types.js";
 import { parseConfig, validateScript, type CableConfig } from "./schema.js";
@@ -16,7 +16,9 @@ interface Script {
 }
 
 function protocolFor(settings: CableConfig): Protocol {
-  return settings.protocol === "pusher" ? createPusherProtocol(settings.pusher!, settings.timeout * 1000) : actionCable;
+  return settings.protocol === "pusher"
+    ? createPusherProtocol(settings.pusher!, settings.timeout * 1000)
+    : createActionCableProtocol({ extended: settings.anycable.extended, streamsSecret: settings.anycable.streamsSecret });
 }
 
 /**
@@ -27,6 +29,7 @@ export class CableEngine {
   private readonly settings: CableConfig;
   private readonly config: Record<string, any>;
   private readonly protocol: Protocol;
+  private readonly connectionSettings: ConnectionSettings;
 
   constructor(script: Script, _events: Events, private readonly helpers: ArtilleryHelpers) {
     this.config = script.config;
@@ -35,6 +38,11 @@ export class CableEngine {
     validateScript(script, this.settings);
     this.protocol = protocolFor(this.settings);
     registry.lagWarningMs = this.settings.lagWarning;
+    this.connectionSettings = {
+      stampField: this.settings.stampField,
+      inboxSize: this.settings.inboxSize,
+      pingIntervalMs: this.settings.pingInterval === undefined ? undefined : this.settings.pingInterval * 1000,
+    };
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
@@ -47,6 +55,11 @@ export class CableEngine {
       thinkDefaults: this.config.defaults?.think ?? {},
       events,
       compile: (step) => compileStep(compiler, step),
+      connect: (vu, keepChannels = false) => {
+        vu.drop(keepChannels);
+        vu.connection = new CableConnection(this.protocol, events, this.connectionSettings, vu.memory);
+        return vu.connection;
+      },
     };
     const flow = sequence(spec.flow.map(compiler.compile));
     return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) =>

@@ -21,6 +21,15 @@ export const METRICS = {
    */
   connectionsOpenPeak: "cable.connections_open_peak",
   staleConnection: "cable.stale_connection",
+  /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
+  messagesMissing: "cable.messages_missing",
+  messagesDuplicated: "cable.messages_duplicated",
+  /** AnyCable: reconnects, restored sessions and history. */
+  restoreLatency: "cable.restore_latency",
+  subscriptionsRestored: "cable.subscriptions_restored",
+  subscriptionsResubscribed: "cable.subscriptions_resubscribed",
+  historyLatency: "cable.history_latency",
+  historyReplayed: "cable.history_replayed",
 } as const;
 
 /** `metric: rtt` on a receive step records `cable.rtt`. */

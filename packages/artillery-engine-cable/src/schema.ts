@@ -35,12 +35,23 @@ export const stepSchemas = {
     .nullable(),
   subscribe: z
     .object({
-      channel: channelRef,
+      channel: channelRef.optional(),
       params: z.record(z.unknown()).optional(),
       as: z.string().min(1).optional(),
       user: z.object({ id: z.union([z.string(), z.number()]), info: z.unknown().optional() }).strict().optional(),
+      /** AnyCable `$pubsub`: a public stream by name, or a stream name the engine signs. */
+      stream: z.string().min(1).optional(),
+      signedStream: z.string().min(1).optional(),
+      /** AnyCable ext: ask for what the stream had in the last `since` seconds. */
+      history: z.object({ since: seconds }).strict().optional(),
     })
-    .strict(),
+    .strict()
+    .refine((s) => s.channel !== undefined || s.stream !== undefined || s.signedStream !== undefined, {
+      message: 'give "channel", or an AnyCable "stream" or "signedStream"',
+    })
+    .refine((s) => s.stream === undefined || (s.channel === undefined && s.signedStream === undefined), {
+      message: '"stream" is a $pubsub stream: it takes no "channel" or "signedStream"',
+    }),
   perform: z
     .object({ channel: channelRef, action: z.string().min(1), data: z.record(z.unknown()).optional(), stamp: z.boolean().optional() })
     .strict(),
@@ -59,14 +70,32 @@ export const stepSchemas = {
     .strict(),
   publish: z
     .object({
+      // Pusher: channels and an event, through its HTTP API.
       channel: z.string().min(1).optional(),
       channels: z.array(z.string().min(1)).nonempty().optional(),
-      event: z.string().min(1),
+      event: z.string().min(1).optional(),
+      // Action Cable: AnyCable streams, through its HTTP broadcast endpoint.
+      stream: z.string().min(1).optional(),
+      streams: z.array(z.string().min(1)).nonempty().optional(),
       data: z.unknown().optional(),
       stamp: z.boolean().optional(),
     })
+    .strict(),
+  whisper: z.object({ channel: channelRef, data: z.unknown().optional(), stamp: z.boolean().optional() }).strict(),
+  join: z.object({ channel: channelRef, id: z.union([z.string().min(1), z.number()]), info: z.unknown().optional() }).strict(),
+  leave: z.object({ channel: channelRef }).strict(),
+  reconnect: z
+    .object({
+      /** "drop": wait for the server to drop the connection (a restart) before reconnecting. */
+      after: z.literal("drop").optional(),
+      timeout: seconds.optional(),
+      /** Wait a random 0..jitter seconds before reconnecting, as clients back off. */
+      jitter: seconds.optional(),
+      /** Ask each channel for what it missed, from the last stream positions seen. */
+      history: z.boolean().optional(),
+    })
     .strict()
-    .refine((p) => (p.channel === undefined) !== (p.channels === undefined), { message: 'give one of "channel" or "channels"' }),
+    .nullable(),
   listen: z.object({ channel: channelRef.optional(), for: seconds }).strict(),
   unsubscribe: z.object({ channel: channelRef }).strict(),
   disconnect: z.union([z.null(), z.object({}).strict()]),
@@ -88,17 +117,35 @@ const MODIFIERS: Partial<Record<StepName, readonly string[]>> = {
   loop: ["count", "over", "whileTrue", "loopValue", "loopElement"],
 };
 
-const channelSteps = new Set<StepName>(["perform", "trigger", "receive", "listen", "unsubscribe"]);
+const channelSteps = new Set<StepName>(["perform", "trigger", "receive", "listen", "unsubscribe", "whisper", "join", "leave"]);
 
 /** Steps that only one protocol speaks. */
 const PROTOCOL_STEPS: Partial<Record<StepName, { protocol: Protocol; instead: string }>> = {
   perform: { protocol: "actioncable", instead: 'Pusher has no actions: use "trigger" (a client event) or "publish" (the HTTP API)' },
   trigger: { protocol: "pusher", instead: 'Action Cable has no client events: use "perform"' },
-  publish: { protocol: "pusher", instead: "publishing over HTTP is for Pusher-protocol servers" },
+  whisper: { protocol: "actioncable", instead: "whispers are AnyCable's: use a Pusher client event (trigger)" },
+  join: { protocol: "actioncable", instead: "Pusher presence is a presence- channel's subscription" },
+  leave: { protocol: "actioncable", instead: "Pusher presence ends with an unsubscribe" },
+  reconnect: { protocol: "actioncable", instead: "session restore is AnyCable's: use disconnect and connect" },
 };
 
 type Protocol = "actioncable" | "pusher";
 const isTemplated = (s: string) => s.includes("{{");
+
+const anycableSchema = z
+  .object({
+    /** AnyCable's extended protocol: off, preferred (plain if the server refuses), or required. */
+    extended: z.enum(["off", "preferred", "required"]).default("off"),
+    /** The secret of `signedStream` (AnyCable's --streams_secret); or ANYCABLE_STREAMS_SECRET. */
+    streamsSecret: z.string().min(1).optional(),
+    /** AnyCable's HTTP broadcast endpoint; default: the target's origin + /_broadcast. */
+    broadcastUrl: z.string().url().optional(),
+    /** Bearer key of the broadcast endpoint (AnyCable's --broadcast_key); or ANYCABLE_BROADCAST_KEY. */
+    broadcastKey: z.string().min(1).optional(),
+    /** How a reconnect asks to restore its session: `?sid=` (query) or the X-ANYCABLE-RESTORE-SID header. */
+    restoreWith: z.enum(["query", "header"]).default("query"),
+  })
+  .strict();
 
 const pusherSchema = z
   .object({
@@ -117,6 +164,7 @@ export const configSchema = z
   .object({
     protocol: z.enum(["actioncable", "pusher"]).default("actioncable"),
     pusher: pusherSchema.optional(),
+    anycable: anycableSchema.default({}),
     timeout: z.number().positive().default(10),
     /** Seconds between the server's pings (Action Cable: 3; AnyCable's --ping_interval may differ). */
     pingInterval: z.number().positive().optional(),
@@ -149,14 +197,33 @@ function formatIssues(where: string, error: z.ZodError): string[] {
  * (`PUSHER_APP_SECRET`) instead, so that scenarios committed to a repo carry none.
  */
 export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env): CableConfig {
-  const input = (raw ?? {}) as Record<string, any>;
-  const withSecret =
-    input.pusher && input.pusher.secret === undefined && env.PUSHER_APP_SECRET
-      ? { ...input, pusher: { ...input.pusher, secret: env.PUSHER_APP_SECRET } }
-      : input;
-  const result = configSchema.safeParse(withSecret);
+  const input = { ...((raw ?? {}) as Record<string, any>) };
+  if (input.pusher && input.pusher.secret === undefined && env.PUSHER_APP_SECRET) input.pusher = { ...input.pusher, secret: env.PUSHER_APP_SECRET };
+  const anycable = { ...(input.anycable ?? {}) };
+  if (anycable.streamsSecret === undefined && env.ANYCABLE_STREAMS_SECRET) anycable.streamsSecret = env.ANYCABLE_STREAMS_SECRET;
+  if (anycable.broadcastKey === undefined && env.ANYCABLE_BROADCAST_KEY) anycable.broadcastKey = env.ANYCABLE_BROADCAST_KEY;
+  if (Object.keys(anycable).length) input.anycable = anycable;
+  const result = configSchema.safeParse(input);
   if (!result.success) throw new ScenarioError(formatIssues("config.cable", result.error));
   return result.data;
+}
+
+function checkPublish(at: string, spec: Record<string, any>, config: CableConfig): string[] {
+  const one = (a: string, b: string) => (spec[a] === undefined) !== (spec[b] === undefined);
+  if (config.protocol === "pusher") {
+    const problems: string[] = [];
+    if (spec.stream !== undefined || spec.streams !== undefined) problems.push(`${at} (publish): Pusher publishes to "channel" or "channels", not streams`);
+    else if (!one("channel", "channels")) problems.push(`${at} (publish): give one of "channel" or "channels"`);
+    if (spec.event === undefined) problems.push(`${at} (publish): field "event": Required`);
+    if (!config.pusher?.appId || !config.pusher?.secret) {
+      problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)`);
+    }
+    return problems;
+  }
+  if (spec.channel !== undefined || spec.channels !== undefined || spec.event !== undefined) {
+    return [`${at} (publish): Action Cable publishes to AnyCable "stream" or "streams" (no channel or event)`];
+  }
+  return one("stream", "streams") ? [] : [`${at} (publish): give one of "stream" or "streams"`];
 }
 
 /** The known name within two edits of a typo, if any. */
@@ -235,8 +302,17 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
         break;
       case "subscribe":
         if (!scope.connected) problems.push(`${at} (subscribe): no "connect" step comes before it`);
-        scope.channels.set(String(spec!.as ?? spec!.channel), String(spec!.channel));
-        if (config.protocol === "pusher" && !isTemplated(spec!.channel)) {
+        scope.channels.set(String(spec!.as ?? spec!.stream ?? spec!.signedStream ?? spec!.channel), String(spec!.channel ?? "$pubsub"));
+        if (config.protocol === "pusher" && (spec!.stream !== undefined || spec!.signedStream !== undefined || spec!.history !== undefined)) {
+          problems.push(`${at} (subscribe): "stream", "signedStream" and "history" are AnyCable's (protocol actioncable)`);
+        }
+        if (spec!.signedStream !== undefined && !config.anycable.streamsSecret) {
+          problems.push(`${at} (subscribe): "signedStream" needs ANYCABLE_STREAMS_SECRET or config.cable.anycable.streamsSecret`);
+        }
+        if (spec!.history !== undefined && config.anycable.extended === "off") {
+          problems.push(`${at} (subscribe): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`);
+        }
+        if (config.protocol === "pusher" && spec!.channel !== undefined && !isTemplated(spec!.channel)) {
           const channel: string = spec!.channel;
           if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
             problems.push(`${at} (subscribe): "${channel}" needs auth: set PUSHER_APP_SECRET, config.cable.pusher.secret or authEndpoint`);
@@ -248,7 +324,13 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
         if (!isTemplated(spec!.event) && !spec!.event.startsWith("client-")) problems.push(`${at} (trigger): field "event": a client event's name starts with "client-" (got "${spec!.event}")`);
         break;
       case "publish":
-        if (!config.pusher?.appId || !config.pusher?.secret) problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)`);
+        problems.push(...checkPublish(at, spec!, config));
+        break;
+      case "reconnect":
+      case "whisper":
+      case "join":
+      case "leave":
+        if (config.anycable.extended === "off") problems.push(`${at} (${name}): needs AnyCable's extended protocol: set config.cable.anycable.extended`);
         break;
       case "function":
         if (processor && typeof processor === "object" && typeof (processor as Record<string, unknown>)[step.function as string] !== "function") {

@@ -1,6 +1,9 @@
-import { CableConnection } from "./connection.js";
+import { randomUUID } from "node:crypto";
+import { CableConnection, type OpenOptions, type StreamMemory } from "./connection.js";
+import { DeliveryLedger, SendSequence } from "./delivery.js";
 import { CableError, errorCode } from "./errors.js";
-import type { Events } from "./metrics.js";
+import { METRICS, type Events } from "./metrics.js";
+import type { StreamPosition } from "./protocol/types.js";
 
 /** Artillery's step shape: steps compose with its think and loop helpers. */
 export type StepCallback = (err: Error | null | undefined, context?: VuContext) => void;
@@ -16,15 +19,30 @@ export interface VuContext {
 export interface ChannelState {
   /** What the server echoes: the identifier (Action Cable) or the channel name (Pusher). */
   key: string;
+  /** The subscribe frame, kept to subscribe again after a reconnect the server did not restore. */
+  frame: string;
   /** When the VU last sent to this channel (nowMs), for `receive … metric`. */
   lastSentAt?: number;
 }
 
 /** The engine's state of one virtual user, kept on Artillery's context as `context.cable`. */
 export class VirtualUser {
+  /** Names this VU's stamped sends (`sender`), for delivery accounting. */
+  readonly id = randomUUID();
   connection: CableConnection | undefined;
+  /** How the last `connect` opened its socket, for `reconnect`. */
+  opened: OpenOptions | undefined;
   /** Subscribed channels by the name steps use (the `as` name, or the channel). */
   readonly channels = new Map<string, ChannelState>();
+  readonly memory: StreamMemory = { positions: new Map<string, Map<string, StreamPosition>>(), ledger: new DeliveryLedger() };
+  readonly sequence = new SendSequence();
+
+  /** The open connection, if it speaks AnyCable's extended protocol. */
+  openExtended(): CableConnection {
+    const conn = this.open();
+    if (!conn.extended) throw new CableError("ext_unsupported", "the server did not accept actioncable-v1-ext-json");
+    return conn;
+  }
 
   /** The open connection, or the reason there is none. */
   open(): CableConnection {
@@ -40,10 +58,16 @@ export class VirtualUser {
     return state;
   }
 
-  drop(): void {
+  /** Ends the connection; `keepChannels` remembers the subscriptions for a reconnect. */
+  drop(keepChannels = false): void {
     this.connection?.close();
     this.connection = undefined;
-    this.channels.clear();
+    if (!keepChannels) this.channels.clear();
+  }
+
+  /** The payload fields a `stamp: true` send adds: send time, and a per-channel sequence. */
+  stamp(channel: string, stampField: string, sentAt: number): Record<string, unknown> {
+    return { [stampField]: sentAt, seq: this.sequence.take(channel), sender: this.id };
   }
 }
 
@@ -100,6 +124,10 @@ export function runVirtualUser(flow: StepFn, events: Events, context: VuContext,
     const ctx = after ?? context;
     const failure = err ?? vu.connection?.failure;
     vu.drop();
+    if (!vu.memory.ledger.isEmpty) {
+      events.emit("counter", METRICS.messagesMissing, vu.memory.ledger.missing);
+      events.emit("counter", METRICS.messagesDuplicated, vu.memory.ledger.duplicated);
+    }
     if (failure) {
       events.emit("error", errorCode(failure));
       return callback(failure, ctx);

@@ -1,5 +1,21 @@
 import { describe, expect, test } from "vitest";
-import { actionCable, buildIdentifier, decodeActionCable, encodePerform, encodeSubscribe, MalformedFrame } from "../src/protocol/actioncable.js";
+import { createHmac } from "node:crypto";
+import {
+  actionCable,
+  buildIdentifier,
+  createActionCableProtocol,
+  decodeActionCable,
+  encodeHistory,
+  encodePerform,
+  encodePresence,
+  encodeSubscribe,
+  encodeWhisper,
+  MalformedFrame,
+  PONG,
+  pubsubIdentifier,
+  subscriptionIdentifier,
+} from "../src/protocol/actioncable.js";
+import { signStreamName } from "../src/protocol/anycable-signatures.js";
 
 describe("Action Cable framing", () => {
   test("an identifier is a JSON string with the channel first, as @rails/actioncable builds it", () => {
@@ -27,13 +43,66 @@ describe("Action Cable framing", () => {
     expect(decodeActionCable('{"identifier":"X","message":{"a":1}}')).toEqual({ kind: "message", channel: "X", payload: { a: 1 } });
   });
 
+  test("AnyCable's extended frames: sid, restore, stream positions, history answers, presence", () => {
+    expect(decodeActionCable('{"type":"welcome","sid":"s1","restored":true,"restored_ids":["A","B"]}')).toEqual({
+      kind: "welcome",
+      sid: "s1",
+      restored: true,
+      restoredIds: ["A", "B"],
+    });
+    expect(decodeActionCable('{"identifier":"X","message":{"a":1},"stream_id":"chat","epoch":"e1","offset":7}')).toEqual({
+      kind: "message",
+      channel: "X",
+      payload: { a: 1 },
+      position: { stream: "chat", epoch: "e1", offset: 7 },
+    });
+    expect(decodeActionCable('{"type":"confirm_history","identifier":"X"}')).toEqual({ kind: "history", channel: "X", ok: true });
+    expect(decodeActionCable('{"type":"reject_history","identifier":"X"}')).toEqual({ kind: "history", channel: "X", ok: false });
+    expect(decodeActionCable('{"type":"presence","identifier":"X","message":{"type":"join","id":"7","info":{"name":"Kay"}}}')).toEqual({
+      kind: "message",
+      channel: "X",
+      event: "presence:join",
+      payload: { type: "join", id: "7", info: { name: "Kay" } },
+    });
+  });
+
+  test("AnyCable's client frames: pong, history, whisper, presence, $pubsub identifiers", () => {
+    expect(JSON.parse(PONG)).toEqual({ command: "pong" });
+    expect(JSON.parse(encodeHistory("X", { since: 100 }))).toEqual({ command: "history", identifier: "X", history: { since: 100 } });
+    expect(JSON.parse(encodeHistory("X", { streams: { chat: { epoch: "e1", offset: 7 } } }))).toEqual({
+      command: "history",
+      identifier: "X",
+      history: { streams: { chat: { epoch: "e1", offset: 7 } } },
+    });
+    expect(JSON.parse(encodeWhisper("X", { typing: true }))).toEqual({ command: "whisper", identifier: "X", data: { typing: true } });
+    expect(JSON.parse(encodePresence("join", "X", { id: "7", info: { n: 1 } }))).toEqual({ command: "join", identifier: "X", presence: { id: "7", info: { n: 1 } } });
+    expect(pubsubIdentifier({ name: "chat/1" })).toBe('{"channel":"$pubsub","stream_name":"chat/1"}');
+  });
+
+  test("signed streams: $pubsub, and Turbo Streams' channel with signed_stream_name", () => {
+    const signed = signStreamName("chat/1", "secret");
+    // base64(JSON("chat/1")) + "--" + hex HMAC-SHA256 of the base64 part (anycable-go docs/signed_streams.md).
+    expect(signed.split("--")[0]).toBe(Buffer.from('"chat/1"').toString("base64"));
+    expect(signed.split("--")[1]).toBe(createHmac("sha256", "secret").update(signed.split("--")[0]).digest("hex"));
+    expect(subscriptionIdentifier({ signedStream: "chat/1" }, "secret")).toBe(JSON.stringify({ channel: "$pubsub", signed_stream_name: signed }));
+    expect(subscriptionIdentifier({ channel: "Turbo::StreamsChannel", signedStream: "chat/1" }, "secret")).toBe(
+      JSON.stringify({ channel: "Turbo::StreamsChannel", signed_stream_name: signed }),
+    );
+    expect(subscriptionIdentifier({ stream: "news" }, undefined)).toBe('{"channel":"$pubsub","stream_name":"news"}');
+  });
+
+  test("the extended protocol is offered first when preferred, alone when required", () => {
+    expect(createActionCableProtocol({ extended: "preferred" }).subprotocols).toEqual(["actioncable-v1-ext-json", "actioncable-v1-json"]);
+    expect(createActionCableProtocol({ extended: "required" }).subprotocols).toEqual(["actioncable-v1-ext-json"]);
+  });
+
   test("a message with a null or scalar payload is still a message", () => {
     expect(decodeActionCable('{"identifier":"X","message":null}')).toEqual({ kind: "message", channel: "X", payload: null });
     expect(decodeActionCable('{"identifier":"X","message":"text"}')).toEqual({ kind: "message", channel: "X", payload: "text" });
   });
 
   test("an unknown type from a newer server is tolerated", () => {
-    expect(decodeActionCable('{"type":"confirm_history","identifier":"X"}')).toEqual({ kind: "other" });
+    expect(decodeActionCable('{"type":"some_future_type","identifier":"X"}')).toEqual({ kind: "other" });
   });
 
   test.each([["not json"], ["[1,2]"], ["null"], ['{"foo":1}'], ['{"type":"confirm_subscription"}']])("%s is malformed", (text) => {

@@ -34,7 +34,7 @@ describe("scenario validation before any load", () => {
 
   test("an unknown step is named with its index and the known steps", () => {
     expect(problems([...connected, { recieve: { channel: "chat" } }])).toEqual([
-      'scenario "s", step 3: unknown step "recieve"; did you mean "receive"? (known: connect, subscribe, perform, receive, trigger, publish, listen, unsubscribe, disconnect, think, function, log, loop)',
+      'scenario "s", step 3: unknown step "recieve"; did you mean "receive"? (known: connect, subscribe, perform, receive, trigger, publish, whisper, join, leave, reconnect, listen, unsubscribe, disconnect, think, function, log, loop)',
     ]);
   });
 
@@ -121,8 +121,33 @@ describe("scenario validation before any load", () => {
     expect(check([{ publish: { event: "e" } }])[0]).toMatch(/give one of "channel" or "channels"/);
   });
 
+  test("AnyCable steps need the extended protocol, streams their secret, and publish its own shape", () => {
+    const base = [{ connect: {} }, { subscribe: { stream: "news", as: "news" } }];
+    expect(problems([...base, { whisper: { channel: "news", data: { t: 1 } } }])).toEqual([
+      'scenario "s", step 3 (whisper): needs AnyCable\'s extended protocol: set config.cable.anycable.extended',
+    ]);
+    expect(problems([{ connect: {} }, { subscribe: { signedStream: "secret-room" } }])).toEqual([
+      'scenario "s", step 2 (subscribe): "signedStream" needs ANYCABLE_STREAMS_SECRET or config.cable.anycable.streamsSecret',
+    ]);
+    expect(problems([{ connect: {} }, { subscribe: { stream: "a", channel: "C" } }])[0]).toMatch(/"stream" is a \$pubsub stream/);
+    expect(problems([{ publish: { stream: "news", data: { a: 1 } } }])).toEqual([]);
+    expect(problems([{ publish: { channel: "news", event: "e" } }])).toEqual([
+      'scenario "s", step 1 (publish): Action Cable publishes to AnyCable "stream" or "streams" (no channel or event)',
+    ]);
+    expect(problems([...base, { listen: { channel: "news", for: 1 } }])).toEqual([]);
+  });
+
   test("config.cable is checked too, with defaults", () => {
-    expect(parseConfig(undefined)).toEqual({ protocol: "actioncable", timeout: 10, headers: {}, stampField: "ts", inboxSize: 256, lagWarning: 100 });
+    expect(parseConfig(undefined)).toEqual({
+      protocol: "actioncable",
+      timeout: 10,
+      headers: {},
+      stampField: "ts",
+      inboxSize: 256,
+      lagWarning: 100,
+      anycable: { extended: "off", restoreWith: "query" },
+    });
+    expect(parseConfig({}, { ANYCABLE_STREAMS_SECRET: "s", ANYCABLE_BROADCAST_KEY: "k" }).anycable).toMatchObject({ streamsSecret: "s", broadcastKey: "k" });
     expect(() => parseConfig({ localAddress: ["127.0.0.2", "localhost"] })).toThrow(/config.cable: field "localAddress.1": Invalid ip/);
     expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
     expect(() => parseConfig({ timeout: 10, timout: 5 })).toThrow(/config.cable: unknown field "timout"/);

@@ -1,9 +1,13 @@
-import type { Inbound, Protocol, Subscription } from "./types.js";
+import { CableError } from "../errors.js";
+import { signStreamName } from "./anycable-signatures.js";
+import type { Inbound, Protocol, SubscribeRequest, Subscription } from "./types.js";
 
 // Frame shapes: rails/rails actioncable/lib/action_cable/connection/{base,subscriptions}.rb and
 // channel/base.rb (Rails 6.1), and AnyCable's docs/misc/action_cable_protocol.md.
 
 export const ACTIONCABLE_V1_JSON = "actioncable-v1-json";
+/** AnyCable's extended protocol: sessions, reliable streams, history, whispers, presence. */
+export const ACTIONCABLE_V1_EXT_JSON = "actioncable-v1-ext-json";
 
 /**
  * The identifier the server echoes back byte for byte. Key order is the JS client's
@@ -26,6 +30,31 @@ export function encodePerform(identifier: string, action: string, data: Record<s
   return JSON.stringify({ command: "message", identifier, data: JSON.stringify({ ...data, action }) });
 }
 
+/** Ext: the answer to a server ping, which AnyCable uses to find dead clients. */
+export const PONG = JSON.stringify({ command: "pong" });
+
+/** Ext: asks for what a stream missed, since a time (unix s) or since known stream positions. */
+export function encodeHistory(identifier: string, request: { since: number } | { streams: Record<string, { epoch: string; offset: number }> }): string {
+  return JSON.stringify({ command: "history", identifier, history: request });
+}
+
+/** Ext: data relayed to the stream's other subscribers without the application (whispers). */
+export function encodeWhisper(identifier: string, data: unknown): string {
+  return JSON.stringify({ command: "whisper", identifier, data });
+}
+
+/** Ext: presence join and leave. */
+export function encodePresence(command: "join" | "leave", identifier: string, presence: { id: string; info?: unknown }): string {
+  return JSON.stringify({ command, identifier, presence });
+}
+
+/** AnyCable `$pubsub` identifiers: a public stream by name, or a signed one. */
+export function pubsubIdentifier(stream: { name: string } | { signed: string }): string {
+  return "name" in stream
+    ? JSON.stringify({ channel: "$pubsub", stream_name: stream.name })
+    : JSON.stringify({ channel: "$pubsub", signed_stream_name: stream.signed });
+}
+
 export class MalformedFrame extends Error {}
 
 export function decodeActionCable(text: string): Inbound {
@@ -42,8 +71,22 @@ export function decodeActionCable(text: string): Inbound {
   switch (f.type) {
     case "ping":
       return { kind: "ping" };
-    case "welcome":
-      return { kind: "welcome", sid: typeof f.sid === "string" ? f.sid : undefined };
+    case "welcome": {
+      const welcome: Inbound = { kind: "welcome", sid: typeof f.sid === "string" ? f.sid : undefined };
+      if (f.restored === true) {
+        welcome.restored = true;
+        welcome.restoredIds = Array.isArray(f.restored_ids) ? f.restored_ids.filter((id): id is string => typeof id === "string") : [];
+      }
+      return welcome;
+    }
+    case "confirm_history":
+    case "reject_history":
+      return { kind: "history", channel: identifierOf(f, text), ok: f.type === "confirm_history" };
+    case "presence": {
+      // AnyCable presence events: {"type":"presence","identifier":…,"message":{"type":"join"|"leave"|"info",…}}.
+      const message = f.message as { type?: unknown } | undefined;
+      return { kind: "message", channel: identifierOf(f, text), event: `presence:${String(message?.type ?? "info")}`, payload: message };
+    }
     case "confirm_subscription":
       return { kind: "confirm", channel: identifierOf(f, text) };
     case "reject_subscription":
@@ -52,6 +95,9 @@ export function decodeActionCable(text: string): Inbound {
       return { kind: "disconnect", reason: typeof f.reason === "string" ? f.reason : "unknown", reconnect: f.reconnect !== false };
     case undefined:
       if (typeof f.identifier === "string" && "message" in f) {
+        if (typeof f.stream_id === "string" && typeof f.offset === "number") {
+          return { kind: "message", channel: f.identifier, payload: f.message, position: { stream: f.stream_id, epoch: String(f.epoch ?? ""), offset: f.offset } };
+        }
         return { kind: "message", channel: f.identifier, payload: f.message };
       }
       throw new MalformedFrame(`no type and no identifier/message: ${text.slice(0, 80)}`);
@@ -66,15 +112,39 @@ function identifierOf(frame: Record<string, unknown>, text: string): string {
   return frame.identifier;
 }
 
-export const actionCable: Protocol = {
-  name: "actioncable",
-  subprotocols: [ACTIONCABLE_V1_JSON],
-  pingIntervalMs: 3_000,
-  url: (base) => base,
-  decode: decodeActionCable,
-  subscribe: ({ channel, params }) => {
-    const key = buildIdentifier(channel, params);
-    return { key, frame: encodeSubscribe(key) };
-  },
-  unsubscribe: (sub: Subscription) => encodeUnsubscribe(sub.key),
-};
+/**
+ * The identifier of a subscribe step: a channel with params; an AnyCable `$pubsub` stream, public or
+ * signed; or a channel with a signed stream name (`Turbo::StreamsChannel`).
+ */
+export function subscriptionIdentifier(request: SubscribeRequest, streamsSecret: string | undefined): string {
+  if (request.stream !== undefined) return pubsubIdentifier({ name: request.stream });
+  if (request.signedStream !== undefined) {
+    if (!streamsSecret) throw new CableError("invalid_value", "signedStream needs the AnyCable streams secret");
+    const signed = signStreamName(request.signedStream, streamsSecret);
+    return request.channel === undefined ? pubsubIdentifier({ signed }) : buildIdentifier(request.channel, { ...request.params, signed_stream_name: signed });
+  }
+  return buildIdentifier(request.channel!, request.params);
+}
+
+export interface ActionCableOptions {
+  extended: "off" | "preferred" | "required";
+  streamsSecret?: string;
+}
+
+export function createActionCableProtocol(options: ActionCableOptions = { extended: "off" }): Protocol {
+  return {
+    name: "actioncable",
+    subprotocols:
+      options.extended === "off" ? [ACTIONCABLE_V1_JSON] : options.extended === "required" ? [ACTIONCABLE_V1_EXT_JSON] : [ACTIONCABLE_V1_EXT_JSON, ACTIONCABLE_V1_JSON],
+    pingIntervalMs: 3_000,
+    url: (base) => base,
+    decode: decodeActionCable,
+    subscribe: (request) => {
+      const key = subscriptionIdentifier(request, options.streamsSecret);
+      return { key, frame: encodeSubscribe(key) };
+    },
+    unsubscribe: (sub: Subscription) => encodeUnsubscribe(sub.key),
+  };
+}
+
+export const actionCable = createActionCableProtocol();

@@ -117,7 +117,8 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     },
     decode: decodePusher,
     async subscribe(request: SubscribeRequest, welcome: Welcome | undefined) {
-      const channel = request.channel;
+      // The schema gives Pusher subscriptions a channel (streams are refused before the run).
+      const channel = request.channel!;
       const data: Record<string, unknown> = { channel };
       if (isPrivate(channel)) {
         const socketId = welcome?.socketId;

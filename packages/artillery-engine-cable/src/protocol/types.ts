@@ -1,18 +1,30 @@
 /** What a server frame means to a connection, independent of the wire protocol. */
 export type Inbound =
-  | { kind: "welcome"; socketId?: string; activityTimeout?: number; sid?: string }
+  | { kind: "welcome"; socketId?: string; activityTimeout?: number; sid?: string; restored?: boolean; restoredIds?: string[] }
   | { kind: "ping"; reply?: string }
   | { kind: "confirm"; channel: string }
   | { kind: "reject"; channel: string; reason: string }
-  | { kind: "message"; channel: string; event?: string; payload: unknown }
+  | { kind: "message"; channel: string; event?: string; payload: unknown; position?: StreamPosition }
+  | { kind: "history"; channel: string; ok: boolean }
   | { kind: "disconnect"; reason: string; reconnect: boolean }
   | { kind: "error"; reason: string; channel?: string; message?: string }
   | { kind: "other" };
 
+/** Where a message stands in its stream (AnyCable reliable streams: `stream_id`, `epoch`, `offset`). */
+export interface StreamPosition {
+  stream: string;
+  epoch: string;
+  offset: number;
+}
+
 export type Welcome = Extract<Inbound, { kind: "welcome" }>;
 
 export interface SubscribeRequest {
-  channel: string;
+  /** Absent for an AnyCable `$pubsub` stream. */
+  channel?: string;
+  /** AnyCable: a public `$pubsub` stream, or a stream name to sign (with `channel`: Turbo Streams). */
+  stream?: string;
+  signedStream?: string;
   params?: Record<string, unknown>;
   /** A presence channel's member: signed into its channel_data. */
   user?: { id: string | number; info?: unknown };

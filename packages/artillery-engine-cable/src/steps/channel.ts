@@ -2,15 +2,19 @@ import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { compilePattern, matches, parsePath, readPath, type Pattern } from "../match.js";
 import { customMetric, METRICS } from "../metrics.js";
-import { encodePerform } from "../protocol/actioncable.js";
+import type { CableConnection } from "../connection.js";
+import { encodeHistory, encodePerform } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { secondsToMs, templater, type Compiler } from "./compiler.js";
 
 export interface SubscribeSpec {
-  channel: string;
+  channel?: string;
   params?: Record<string, unknown>;
   as?: string;
   user?: { id: string | number; info?: unknown };
+  stream?: string;
+  signedStream?: string;
+  history?: { since: number | string };
 }
 
 export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn {
@@ -20,12 +24,28 @@ export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn
     const s = spec(context);
     const connection = vu.open();
     const startedAt = nowMs();
-    const { key, frame } = await protocol.subscribe({ channel: s.channel, params: s.params, user: s.user }, connection.welcome);
+    const { key, frame } = await protocol.subscribe(s, connection.welcome);
     await connection.subscribe(key, frame, settings.timeout * 1000);
     events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
     events.emit("counter", METRICS.subscriptions, 1);
-    vu.channels.set(s.as ?? s.channel, { key });
+    vu.channels.set(s.as ?? s.stream ?? s.signedStream ?? s.channel!, { key, frame });
+    if (s.history) {
+      const since = Math.floor((Date.now() - secondsToMs(s.history.since, "history.since")) / 1000);
+      await requestHistory(compiler, connection, key, encodeHistory(key, { since }));
+    }
   });
+}
+
+/** AnyCable history: records `cable.history_latency` and the replayed count; a refusal is counted, not fatal. */
+export async function requestHistory(compiler: Compiler, connection: CableConnection, key: string, frame: string): Promise<void> {
+  const startedAt = nowMs();
+  const { ok, replayed } = await connection.history(key, frame, compiler.settings.timeout * 1000);
+  if (!ok) {
+    compiler.events.emit("error", "cable.history_rejected");
+    return;
+  }
+  compiler.events.emit("histogram", METRICS.historyLatency, nowMs() - startedAt);
+  compiler.events.emit("counter", METRICS.historyReplayed, replayed);
 }
 
 export interface PerformSpec {
@@ -41,7 +61,7 @@ export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
   return asyncStep((vu, context) => {
     const s = spec(context);
     const state = vu.channel(s.channel);
-    const data = s.stamp ? { ...s.data, [settings.stampField]: nowMs() } : s.data;
+    const data = s.stamp ? { ...s.data, ...vu.stamp(state.key, settings.stampField, nowMs()) } : s.data;
     vu.open().send(encodePerform(state.key, s.action, data));
     state.lastSentAt = nowMs();
     events.emit("counter", METRICS.messagesSent, 1);

@@ -1,7 +1,8 @@
 import type { CableConfig } from "../schema.js";
 import type { Events } from "../metrics.js";
 import type { Protocol } from "../protocol/types.js";
-import type { StepFn, VuContext } from "../vu.js";
+import type { CableConnection } from "../connection.js";
+import type { StepFn, VirtualUser, VuContext } from "../vu.js";
 import { CableError } from "../errors.js";
 
 /** The helpers Artillery passes to an engine's constructor (lib/commons/engine_util.ts). */
@@ -22,6 +23,8 @@ export interface Compiler {
   thinkDefaults: Record<string, unknown>;
   events: Events;
   compile(step: Record<string, unknown>): StepFn;
+  /** A new connection for the VU, replacing (and closing) any it has; `keepChannels` for reconnects. */
+  connect(vu: VirtualUser, keepChannels?: boolean): CableConnection;
 }
 
 /** Templates a value unless it has no `{{`: most steps are static, and templating walks the value. */

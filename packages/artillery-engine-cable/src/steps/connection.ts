@@ -1,4 +1,3 @@
-import { CableConnection } from "../connection.js";
 import { CableError } from "../errors.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
@@ -34,12 +33,7 @@ export function withQuery(url: string, query: ConnectSpec["query"]): string {
 
 export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
   const spec = templater(compiler, raw ?? {});
-  const { settings, protocol, events } = compiler;
-  const connectionSettings = {
-    stampField: settings.stampField,
-    inboxSize: settings.inboxSize,
-    pingIntervalMs: settings.pingInterval === undefined ? undefined : settings.pingInterval * 1000,
-  };
+  const { settings, protocol } = compiler;
   const localAddresses = ([] as string[]).concat(settings.localAddress ?? []);
   let nextAddress = 0;
   return asyncStep(async (vu, context) => {
@@ -51,16 +45,19 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
     const cookie = cookieHeader(s.cookies);
     if (cookie) headers.Cookie = cookie;
-    vu.drop();
-    const connection = new CableConnection(protocol, events, connectionSettings);
-    vu.connection = connection;
-    await connection.open({
+    const connection = compiler.connect(vu);
+    vu.opened = {
       url,
       headers,
       subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol),
       timeoutMs: settings.timeout * 1000,
       localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
-    });
+    };
+    await connection.open(vu.opened);
+    if (settings.anycable.extended === "required" && !connection.extended) {
+      throw new CableError("ext_unsupported", "the server did not accept actioncable-v1-ext-json (config.cable.anycable.extended: required)");
+    }
+    if (connection.welcome?.sid) context.vars.sid = connection.welcome.sid;
     // Pusher: later templates and processors may need it, as pusher-js apps send it to their backend.
     if (connection.welcome?.socketId) context.vars.socket_id = connection.welcome.socketId;
   });

@@ -3,6 +3,7 @@ import { compileListen, compilePerform, compileReceive, compileSubscribe, compil
 import type { Compiler } from "./compiler.js";
 import { compileConnect, compileDisconnect } from "./connection.js";
 import { compilePublish, compileTrigger } from "./pusher.js";
+import { compileBroadcast, compileJoin, compileLeave, compileReconnect, compileWhisper } from "./anycable.js";
 import { compileFunction, compileLog, compileLoop, compileThink } from "./flow.js";
 
 /** Compiles one validated step (schema.ts has checked its shape before any load started). */
@@ -17,7 +18,11 @@ function compileBare(compiler: Compiler, step: Record<string, any>): StepFn {
   if ("subscribe" in step) return compileSubscribe(compiler, step.subscribe);
   if ("perform" in step) return compilePerform(compiler, step.perform);
   if ("trigger" in step) return compileTrigger(compiler, step.trigger);
-  if ("publish" in step) return compilePublish(compiler, step.publish);
+  if ("publish" in step) return compiler.settings.protocol === "pusher" ? compilePublish(compiler, step.publish) : compileBroadcast(compiler, step.publish);
+  if ("whisper" in step) return compileWhisper(compiler, step.whisper);
+  if ("join" in step) return compileJoin(compiler, step.join);
+  if ("leave" in step) return compileLeave(compiler, step.leave);
+  if ("reconnect" in step) return compileReconnect(compiler, step.reconnect);
   if ("receive" in step) return compileReceive(compiler, step.receive);
   if ("listen" in step) return compileListen(compiler, step.listen);
   if ("unsubscribe" in step) return compileUnsubscribe(compiler, step.unsubscribe);

@@ -1,15 +1,17 @@
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
+import { postJson } from "./http.js";
 import { METRICS } from "../metrics.js";
 import { encodeClientEvent } from "../protocol/pusher.js";
 import { signedQuery } from "../protocol/pusher-signatures.js";
-import { asyncStep, type StepFn } from "../vu.js";
+import { asyncStep, type StepFn, type VirtualUser } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
 
-function stamped(compiler: Compiler, data: unknown, stamp: boolean | undefined): unknown {
+/** Stamps an event's data; data that is not an object is wrapped as `{data}` to carry the stamp. */
+export function stamped(compiler: Compiler, vu: VirtualUser, channel: string, data: unknown, stamp: boolean | undefined): unknown {
   if (!stamp) return data;
   const base = data !== null && typeof data === "object" ? data : data === undefined ? {} : { data };
-  return { ...base, [compiler.settings.stampField]: nowMs() };
+  return { ...base, ...vu.stamp(channel, compiler.settings.stampField, nowMs()) };
 }
 
 export interface TriggerSpec {
@@ -26,7 +28,7 @@ export function compileTrigger(compiler: Compiler, raw: TriggerSpec): StepFn {
   return asyncStep((vu, context) => {
     const s = spec(context);
     const state = vu.channel(s.channel);
-    vu.open().send(encodeClientEvent(state.key, s.event, stamped(compiler, s.data ?? {}, s.stamp)));
+    vu.open().send(encodeClientEvent(state.key, s.event, stamped(compiler, vu, state.key, s.data ?? {}, s.stamp)));
     state.lastSentAt = nowMs();
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
@@ -55,9 +57,9 @@ export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
   const spec = templater(compiler, raw);
   const { events, settings } = compiler;
   const pusher = settings.pusher!;
-  return asyncStep(async (_vu, context) => {
+  return asyncStep(async (vu, context) => {
     const s = spec(context);
-    const data = stamped(compiler, s.data ?? {}, s.stamp);
+    const data = stamped(compiler, vu, s.channel ?? s.channels!.join(","), s.data ?? {}, s.stamp);
     const body = JSON.stringify({
       name: s.event,
       ...(s.channels ? { channels: s.channels } : { channel: s.channel }),
@@ -66,25 +68,7 @@ export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
     const base = apiBase(pusher.api, compiler.target);
     const path = `${new URL(base).pathname.replace(/\/$/, "")}/apps/${pusher.appId}/events`;
     const query = signedQuery({ key: pusher.key, secret: pusher.secret!, method: "POST", path, body, timestamp: Math.floor(Date.now() / 1000) });
-    const startedAt = nowMs();
-    let status: number;
-    try {
-      const res = await fetch(`${new URL(base).origin}${path}?${query}`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body,
-        signal: AbortSignal.timeout(settings.timeout * 1000),
-      });
-      status = res.status;
-      await res.arrayBuffer();
-    } catch (err) {
-      // fetch hides the socket error in `cause`: keep its code (ECONNREFUSED, …) as other steps do.
-      const cause = (err as { cause?: { code?: string } }).cause;
-      if (cause?.code) throw Object.assign(new Error(`publish failed: ${cause.code}`), { code: cause.code });
-      throw new CableError((err as Error).name === "TimeoutError" ? "publish_timeout" : "publish_failed", `publish failed: ${(err as Error).message}`);
-    }
-    events.emit("histogram", METRICS.publishLatency, nowMs() - startedAt);
-    if (status < 200 || status >= 300) throw new CableError("publish_failed", `the HTTP API answered ${status}`);
+    await postJson(compiler, `${new URL(base).origin}${path}?${query}`, body);
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });
