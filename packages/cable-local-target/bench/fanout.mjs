@@ -1,5 +1,5 @@
 // Fan-out throughput of the local target: N subscribers, M broadcasts, on Action Cable
-// (BenchmarkChannel, published with POST /_broadcast) and on Pusher (a public channel, published
+// (BenchmarkChannel, published with POST /_broadcast; plain and AnyCable extended protocol) and on Pusher (a public channel, published
 // with the signed events API). The target runs in its own process (the built CLI) so that the
 // clients here do not share its CPU.
 //
@@ -79,24 +79,28 @@ async function run(name, openClient, publish) {
 }
 
 const identifier = JSON.stringify({ channel: "BenchmarkChannel" });
-await run(
-  "actioncable",
-  (onPayload) =>
-    new Promise((resolve, reject) => {
-      const ws = new WebSocket(urls.cableUrl, ["actioncable-v1-json"]);
-      ws.on("error", reject);
-      ws.on("message", (data) => {
-        const frame = JSON.parse(data.toString());
-        if (frame.type === "welcome") ws.send(JSON.stringify({ command: "subscribe", identifier }));
-        else if (frame.type === "confirm_subscription") resolve(ws);
-        else if (frame.identifier && frame.message) onPayload(frame.message); // pings carry "message" too
-      });
-    }),
-  async (payload) => {
-    const response = await fetch(`${urls.httpUrl}/_broadcast`, { method: "POST", body: JSON.stringify({ stream: "all", data: JSON.stringify(payload) }) });
-    if (response.status !== 201) throw new Error(`/_broadcast answered ${response.status}`);
-  },
-);
+const publishCable = async (payload) => {
+  const response = await fetch(`${urls.httpUrl}/_broadcast`, { method: "POST", body: JSON.stringify({ stream: "all", data: JSON.stringify(payload) }) });
+  if (response.status !== 201) throw new Error(`/_broadcast answered ${response.status}`);
+};
+// Plain Rails frames, then AnyCable's extended protocol (each broadcast also recorded in the stream history, frames carry offsets).
+for (const [name, subprotocol] of [["actioncable", "actioncable-v1-json"], ["actioncable-ext", "actioncable-v1-ext-json"]]) {
+  await run(
+    name,
+    (onPayload) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(urls.cableUrl, [subprotocol]);
+        ws.on("error", reject);
+        ws.on("message", (data) => {
+          const frame = JSON.parse(data.toString());
+          if (frame.type === "welcome") ws.send(JSON.stringify({ command: "subscribe", identifier }));
+          else if (frame.type === "confirm_subscription") resolve(ws);
+          else if (frame.identifier && frame.message) onPayload(frame.message); // pings carry "message" too
+        });
+      }),
+    publishCable,
+  );
+}
 
 // The CLI's default app credentials (README): the bench publishes as that app would.
 const app = { appId: urls.pusherAppId, key: urls.pusherKey, secret: "local-secret" };

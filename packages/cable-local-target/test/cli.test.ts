@@ -28,6 +28,23 @@ describe("flags", () => {
     });
   });
 
+  test("AnyCable extended-protocol flags map to cable options; --control enables POST /_restart", () => {
+    const options = optionsFromArgs([
+      "--history-limit", "10",
+      "--history-ttl-ms", "2000",
+      "--sessions-ttl-ms", "0",
+      "--presence-ttl-ms", "500",
+      "--streams-whisper",
+      "--streams-presence",
+      "--control",
+    ]);
+    expect(options).toMatchObject({
+      cable: { historyLimit: 10, historyTtlMs: 2000, sessionsTtlMs: 0, presenceTtlMs: 500, streamsWhisper: true, streamsPresence: true },
+      control: true,
+    });
+    expect(() => optionsFromArgs(["--history-limit", "many"])).toThrow(/--history-limit: expected a number/);
+  });
+
   test("a faults file gives per-channel overrides; flags win over it", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
     const file = path.join(dir, "faults.json");
