@@ -396,8 +396,9 @@ export class ActionCableServer {
 
   /** node.go `Whisper`: a transient broadcast to the whisper stream, not kept in history, skipping the sender. */
   private whisper(connection: CableConnection, identifier: string, dataJson: string): void {
-    const stream = connection.subscriptions.get(identifier)?.whisperStream;
-    if (!stream || connection.subscriptions.get(identifier)?.pendingConfirm) return;
+    const subscription = connection.subscriptions.get(identifier);
+    const stream = subscription?.whisperStream;
+    if (!stream || subscription.pendingConfirm) return;
     this.counters.whispers++;
     this.hub.publish(
       stream,
