@@ -1,0 +1,11 @@
+// Processor for the benchmark's Artillery scenarios: every VU listens until the same wall-clock
+// deadline (BENCH_DEADLINE, epoch ms), however late it arrived, so that the run ends soon after
+// the harness has measured and no VU leaves before the broadcasts.
+module.exports = {
+  untilDeadline(context, _events, done) {
+    const seconds = Math.max(0.1, (Number(process.env.BENCH_DEADLINE) - Date.now()) / 1000);
+    context.vars.listenFor = seconds.toFixed(3);
+    context.vars.listenForMs = Math.round(seconds * 1000);
+    done();
+  },
+};

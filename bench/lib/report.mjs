@@ -1,0 +1,108 @@
+// Presenting the results: the machine's facts, a console table, and the markdown section that
+// `npm run bench` rewrites in docs/benchmarks.md (between the two markers, nothing else).
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+
+export function machineFacts() {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  const read = (file) => {
+    try {
+      return readFileSync(file, "utf8").trim().replace(/\s+/g, " ");
+    } catch {
+      return "unknown";
+    }
+  };
+  let hardNoFile = "unknown";
+  try {
+    hardNoFile = execFileSync("bash", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim();
+  } catch {}
+  return {
+    nproc: os.availableParallelism(),
+    cpuModel: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? "unknown",
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    kernel: os.release(),
+    openFilesHardLimit: hardNoFile,
+    ipLocalPortRange: read("/proc/sys/net/ipv4/ip_local_port_range"),
+    tcpTwReuse: read("/proc/sys/net/ipv4/tcp_tw_reuse"),
+    artilleryWorkers: Math.max(1, os.cpus().length - 1),
+  };
+}
+
+const kb = (bytes) => (bytes === undefined || bytes === null ? "–" : `${(bytes / 1024).toFixed(1)} KB`);
+const mb = (bytes) => (bytes === undefined || bytes === null ? "–" : `${(bytes / 2 ** 20).toFixed(0)} MB`);
+const num = (v, digits = 0) => (v === undefined || v === null || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const LABELS = { "bare-ws": "bare ws client", "cable-engine": "Artillery + cable engine", "artillery-ws": "Artillery + built-in ws engine" };
+
+function subjectRows(results) {
+  return Object.entries(results.listen).map(([name, l]) => {
+    const bareL = results.listen["bare-ws"];
+    const lat = results.latency[name];
+    const sc = results.scale[name];
+    return {
+      subject: LABELS[name] ?? name,
+      fps: num(l.framesPerCpuSecond),
+      fpsRatio: num(l.framesPerCpuSecond / bareL.framesPerCpuSecond, 2),
+      delivered: l.receivedFrames === null ? `not counted (target sent ${num(l.targetFramesOut)})` : `${num(l.receivedFrames)} / ${num(l.expectedFrames)}`,
+      perVu: kb(l.bytesPerIdleVu),
+      memRatio: num(l.bytesPerIdleVu / bareL.bytesPerIdleVu, 2),
+      rss: `${mb(l.rssLargeBytes)} / ${mb(l.rssPeakBytes)}`,
+      rtt: lat ? `${num(lat.p50, 2)} / ${num(lat.p99, 2)}` : "–",
+      held: sc ? `${num(sc.heldPeak)} / ${num(sc.attempted)}` : "–",
+    };
+  });
+}
+
+const HEADERS = ["subject", "frames/CPU-s", "× bare", "received", "RSS per idle VU", "× bare", `RSS at N / peak`, "rtt p50 / p99 ms", "max connections"];
+
+export function renderTable(results) {
+  const rows = subjectRows(results).map((r) => [r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.memRatio, r.rss, r.rtt, r.held]);
+  const all = [HEADERS, ...rows];
+  const widths = HEADERS.map((_, i) => Math.max(...all.map((row) => String(row[i]).length)));
+  const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ");
+  const goals = results.goals.map((g) => `  ${g.status.padEnd(9)} ${g.id}: ${num(g.value, 3)} (goal ${g.direction === "higher" ? "≥" : "≤"} ${g.limit}, fails past ${g.failAt}) — ${g.what}`);
+  return [line(HEADERS), ...rows.map(line), "", "goals:", ...goals].join("\n");
+}
+
+export function renderMarkdown(results, resultFile) {
+  const m = results.machine;
+  const s = results.settings;
+  const rows = subjectRows(results).map((r) => `| ${[r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.memRatio, r.rss, r.rtt, r.held].join(" | ")} |`);
+  const goals = results.goals.map((g) => `| ${g.id} | ${g.what} | ${num(g.value, 3)} | ${g.direction === "higher" ? "≥" : "≤"} ${g.limit} | ${g.failAt} | **${g.status}** |`);
+  const scaleNotes = Object.entries(results.scale).map(([name, sc]) => {
+    const errs = Object.entries(sc.errors ?? {}).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
+    const addrs = sc.sourceAddresses ? Object.entries(sc.sourceAddresses).map(([a, c]) => `${a} ${c}`).join(", ") : "not sampled";
+    return `- ${LABELS[name] ?? name}: held ${num(sc.heldPeak)} of ${num(sc.attempted)}, subscribed ${num(sc.subscribedPeak)}; source addresses at the top: ${addrs}; errors: ${errs}; peak RSS ${mb(sc.rssPeakBytes)}.`;
+  });
+  const lat = results.latency["cable-engine"];
+  return [
+    `Run of ${results.startedAt} (${results.mode} mode), raw figures in \`${resultFile}\`.`,
+    "",
+    `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, Linux ${m.kernel}; open files hard limit ${m.openFilesHardLimit}; ephemeral ports ${m.ipLocalPortRange}; tcp_tw_reuse ${m.tcpTwReuse}; Artillery worker threads ${m.artilleryWorkers}.`,
+    "",
+    `Workloads: listen = ${s.listen.n} clients subscribed to BenchmarkChannel (stream "all"), 3 windows of ${s.listen.broadcasts} broadcasts through \`POST /_broadcast\` (the median window counts); memory is (RSS at N − RSS at ${s.listen.n0}) ÷ (N − ${s.listen.n0}); latency = ${s.latency.n} clients × ${s.latency.iterations} echo round trips, ${s.latency.thinkMs} ms apart${s.scale ? `; scale = ramp to ${num(s.scale.n)} idle subscribed connections at ${s.scale.ratePerSecond}/s, hold ${s.scale.holdMs / 1000} s` : ""}.`,
+    "",
+    `| ${HEADERS.join(" | ")} |`,
+    `|${HEADERS.map(() => "---").join("|")}|`,
+    ...rows,
+    "",
+    "| goal | measure | value | goal | fails past | status |",
+    "|---|---|---|---|---|---|",
+    ...goals,
+    "",
+    ...(scaleNotes.length ? ["Scale runs:", "", ...scaleNotes, ""] : []),
+    `Event-loop lag reported by the engine: ${lat?.eventLoopLag ? `${lat.eventLoopLag.metric} p50 ${lat.eventLoopLag.p50} ms, p99 ${lat.eventLoopLag.p99} ms, max ${lat.eventLoopLag.max} ms (latency run)` : "none (no *lag* metric in the report)"}.`,
+  ].join("\n");
+}
+
+const START = "<!-- bench:results:start -->";
+const END = "<!-- bench:results:end -->";
+
+/** Replaces the generated section of the doc; the hand-written parts around it stay. */
+export function writeDocTable(docPath, markdown) {
+  const section = `${START}\n${markdown}\n${END}`;
+  const doc = existsSync(docPath) ? readFileSync(docPath, "utf8") : `# Benchmarks\n\n${START}\n${END}\n`;
+  if (!doc.includes(START) || !doc.includes(END)) throw new Error(`${docPath}: the markers ${START} and ${END} are missing`);
+  writeFileSync(docPath, doc.slice(0, doc.indexOf(START)) + section + doc.slice(doc.indexOf(END) + END.length));
+}

@@ -1,0 +1,47 @@
+// The benchmark's arithmetic: marginal figures, ratios against the bare baseline, and the goals.
+// Pure functions, tested in bench/test.
+
+/** The value below which `p` percent of the values fall (nearest rank). */
+export function percentile(values, p) {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** Frames per CPU-second over the broadcast window; undefined when nothing was measured. */
+export function framesPerCpuSecond(frames, cpuSeconds) {
+  if (frames === undefined || !(cpuSeconds > 0)) return undefined;
+  return frames / cpuSeconds;
+}
+
+/** Memory per extra idle subscribed connection: (RSS with n − RSS with n0) ÷ (n − n0), in bytes. */
+export function marginalBytesPerVu(rssSmall, rssLarge, n0, n) {
+  if (n <= n0) throw new Error(`marginalBytesPerVu: n (${n}) must exceed n0 (${n0})`);
+  return (rssLarge - rssSmall) / (n - n0);
+}
+
+/**
+ * The goals of the performance issue. `direction` says which way is better; `limit` is the goal
+ * and `failAt` the regression line (25 % worse than the goal) under which the quick mode fails.
+ */
+export const GOALS = [
+  { id: "throughput", what: "receive throughput vs bare ws (frames per CPU-second)", direction: "higher", limit: 0.6, failAt: 0.45 },
+  { id: "memory", what: "RSS per idle subscribed VU vs bare ws", direction: "lower", limit: 3, failAt: 3.75 },
+  { id: "latency", what: "rtt p50 minus bare client's rtt p50 (ms)", direction: "lower", limit: 1, failAt: 1.25 },
+  { id: "delivery", what: "frames received ÷ frames sent (listen workload)", direction: "higher", limit: 1, failAt: 1 },
+  { id: "scale", what: "connections held ÷ 20,000", direction: "higher", limit: 1, failAt: 0.75 },
+];
+
+/**
+ * Checks the measured values ({throughput, memory, latency, delivery, scale}; a missing one is
+ * not measured in this mode) against the goals. `status` is "met", "missed" (worse than the goal,
+ * within the tolerance) or "regressed" (past the fail line: the quick mode exits non-zero).
+ */
+export function evaluateGoals(values) {
+  return GOALS.filter((g) => values[g.id] !== undefined).map((g) => {
+    const v = values[g.id];
+    const better = (a, b) => (g.direction === "higher" ? a >= b : a <= b);
+    const status = Number.isNaN(v) ? "regressed" : better(v, g.limit) ? "met" : better(v, g.failAt) ? "missed" : "regressed";
+    return { ...g, value: v, status };
+  });
+}

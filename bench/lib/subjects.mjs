@@ -1,0 +1,170 @@
+// The three load generators compared on the same workloads: the bare `ws` client (the ceiling),
+// Artillery with this repository's cable engine, and Artillery with its built-in `ws` engine.
+// Each starts as a process of its own; the harness measures it from /proc.
+import { mkdtempSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { GC_NODE_OPTIONS, spawnWithFileLimit } from "./proc.mjs";
+
+const require = createRequire(import.meta.url);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const artilleryBin = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
+const processor = path.join(here, "processor.cjs");
+
+/** BenchmarkChannel streams "all": the stream the harness broadcasts to. */
+export const IDENTIFIER = JSON.stringify({ channel: "BenchmarkChannel" });
+export const STREAM = "all";
+
+const workDir = mkdtempSync(path.join(os.tmpdir(), "cable-bench-"));
+let runs = 0;
+
+/** Artillery's phases for "n0 users, a pause for the harness to sample, then the rest". */
+function listenPhases({ n0, n, pauseMs, ratePerSecond }) {
+  const phases = [];
+  if (n0 > 0) phases.push({ name: "small", arrivalCount: n0, duration: 1 }, { name: "sample", pause: Math.ceil(pauseMs / 1000) });
+  const rest = n - n0;
+  if (rest > 0) phases.push({ name: "rest", arrivalCount: rest, duration: Math.max(1, Math.ceil(rest / ratePerSecond)) });
+  return phases;
+}
+
+function withGc(extra) {
+  return [process.env.NODE_OPTIONS, GC_NODE_OPTIONS, extra].filter(Boolean).join(" ");
+}
+
+function startArtillery(name, script, { deadline, env = {} }) {
+  const id = `${name}-${++runs}`;
+  const scriptPath = path.join(workDir, `${id}.json`);
+  const reportPath = path.join(workDir, `${id}.report.json`);
+  const logPath = path.join(workDir, `${id}.log`);
+  writeFileSync(scriptPath, JSON.stringify(script, null, 2));
+  const child = spawnWithFileLimit([process.execPath, artilleryBin, "run", "-o", reportPath, scriptPath], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true", BENCH_DEADLINE: String(deadline), ...env, NODE_OPTIONS: withGc(env.NODE_OPTIONS) },
+  });
+  const log = createWriteStream(logPath);
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  return {
+    child,
+    logPath,
+    /** The aggregate of Artillery's JSON report, after the process has exited. */
+    collect() {
+      try {
+        return JSON.parse(readFileSync(reportPath, "utf8")).aggregate;
+      } catch (err) {
+        throw new Error(`${name}: no Artillery report at ${reportPath} (${err.message}); see ${logPath}`);
+      }
+    },
+  };
+}
+
+function startBare(options) {
+  const child = spawnWithFileLimit([process.execPath, path.join(here, "..", "bare-client.mjs"), JSON.stringify(options)], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, NODE_OPTIONS: withGc() },
+  });
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk));
+  return {
+    child,
+    collect() {
+      const line = out.trim().split("\n").at(-1);
+      if (!line) throw new Error("bare client: no result line");
+      return JSON.parse(line);
+    },
+  };
+}
+
+export const bare = {
+  name: "bare-ws",
+  label: "bare ws client",
+  listen(target, p) {
+    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p });
+    return { ...run, received: () => run.collect().received };
+  },
+  latency(target, p) {
+    const run = startBare({ mode: "latency", url: target.cableUrl, identifier: IDENTIFIER, n: p.n, iterations: p.iterations, thinkMs: p.thinkMs, deadline: p.deadline });
+    return { ...run, rttMs: () => run.collect().rttMs };
+  },
+  scale(target, p) {
+    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p });
+    return { ...run, errors: () => run.collect().errors };
+  },
+};
+
+function cableConfig(target, p, extra = {}) {
+  const cable = { timeout: 30, ...extra };
+  if (p.localAddresses?.length) cable.localAddress = p.localAddresses;
+  return { target: target.cableUrl, engines: { cable: {} }, cable, processor, phases: listenPhases(p) };
+}
+
+const cableListenFlow = [
+  { connect: {} },
+  { subscribe: { channel: "BenchmarkChannel", as: "bench" } },
+  { function: "untilDeadline" },
+  { listen: { channel: "bench", for: "{{ listenFor }}" } },
+];
+
+export const cableEngine = {
+  name: "cable-engine",
+  label: "Artillery + cable engine",
+  listen(target, p, env) {
+    const run = startArtillery("cable-listen", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
+    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
+  },
+  latency(target, p) {
+    const script = {
+      config: { target: target.cableUrl, engines: { cable: {} }, cable: { timeout: 10 }, phases: [{ arrivalCount: p.n, duration: 1 }] },
+      scenarios: [
+        {
+          engine: "cable",
+          flow: [
+            { connect: {} },
+            { subscribe: { channel: "BenchmarkChannel", as: "bench" } },
+            {
+              loop: [{ perform: { channel: "bench", action: "echo", data: { seq: "{{ $loopCount }}" } } }, { receive: { channel: "bench", metric: "rtt" } }, { think: `${p.thinkMs}ms` }],
+              count: p.iterations,
+            },
+          ],
+        },
+      ],
+    };
+    const run = startArtillery("cable-latency", script, { deadline: p.deadline });
+    return { ...run, report: () => run.collect() };
+  },
+  scale(target, p) {
+    const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline });
+    return { ...run, errors: () => errorCounters(run.collect()) };
+  },
+};
+
+/**
+ * Artillery's own ws engine on the same workload: connect, send the subscribe frame, then think.
+ * It counts received frames only in a step that captures or matches, so its reports say nothing
+ * of what it received (artilleryio/artillery #2517): deliveries are taken from the target.
+ */
+function wsScript(target, p) {
+  const config = { target: target.cableUrl, ws: { subprotocols: ["actioncable-v1-json"] }, processor, phases: listenPhases(p) };
+  const flow = [{ send: JSON.stringify({ command: "subscribe", identifier: IDENTIFIER }) }, { function: "untilDeadline" }, { think: "{{ listenForMs }}ms" }];
+  return { config, scenarios: [{ engine: "ws", flow }] };
+}
+
+export const artilleryWs = {
+  name: "artillery-ws",
+  label: "Artillery + built-in ws engine",
+  countsReceived: false,
+  listen(target, p, env) {
+    const run = startArtillery("ws-listen", wsScript(target, p), { deadline: p.deadline, env });
+    return { ...run, received: () => undefined };
+  },
+  scale(target, p) {
+    const run = startArtillery("ws-scale", wsScript(target, p), { deadline: p.deadline });
+    return { ...run, errors: () => errorCounters(run.collect()) };
+  },
+};
+
+function errorCounters(aggregate) {
+  return Object.fromEntries(Object.entries(aggregate.counters ?? {}).filter(([k]) => k.startsWith("errors.")));
+}

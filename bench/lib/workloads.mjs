@@ -1,0 +1,202 @@
+// The measuring procedures, the same for every subject:
+// - listen: N clients subscribe and stay idle while the harness broadcasts; marginal memory per
+//   idle VU and frames per CPU-second during the broadcast window only;
+// - latency: a few clients do echo round trips at light load;
+// - scale: ramp to many idle subscribed connections, hold, and record the most held at once.
+import { execFileSync } from "node:child_process";
+import { cpuSeconds, exitWithin, memory, sleep, steadyRss, waitCpuSettled } from "./proc.mjs";
+import { framesPerCpuSecond, marginalBytesPerVu, percentile } from "./stats.mjs";
+import { STREAM } from "./subjects.mjs";
+
+const SETTLE_MS = 1_000;
+const WINDOWS = 3;
+
+function subscribedSince(base, n) {
+  // Clients send nothing but their subscribe frame here (Action Cable clients do not answer pings),
+  // so frames in = subscriptions asked; the target subscribes on receipt.
+  return (c) => c.connectionsOpen - base.connectionsOpen >= n && c.framesIn - base.framesIn >= n;
+}
+
+function exited(child) {
+  return () => child.exitCode !== null || child.signalCode !== null;
+}
+
+/**
+ * Timeline of a listen run: start-up, n0 clients, a pause for sampling, the rest at `ratePerSecond`,
+ * then the broadcasts. Every client listens until `deadline`, when the subject ends by itself.
+ */
+export async function measureListen(target, subject, { n0, n, broadcasts, ratePerSecond, env }) {
+  const pauseMs = 3_000;
+  const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
+  // A subject slower than 10k frames/s misses the deadline, and its delivery shows it.
+  const windowBudgetMs = 2_000 + Math.ceil((WINDOWS * n * broadcasts) / 10_000) * 1000;
+  const startupMs = 6_000;
+  const deadline = Date.now() + startupMs + 1_000 + pauseMs + rampMs + 2 * SETTLE_MS + 3_000 + windowBudgetMs;
+  const base = await target.health();
+  const run = subject.listen(target, { n0, n, pauseMs, ratePerSecond, deadline }, env);
+  const pid = run.child.pid;
+  const fail = async (why) => {
+    run.child.kill("SIGKILL");
+    await exitWithin(run.child, 5_000);
+    throw new Error(`${subject.name} listen (n=${n}): ${why}${run.logPath ? `; see ${run.logPath}` : ""}`);
+  };
+
+  const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child) });
+  if (!small.ready) return fail(`only ${small.counters.framesIn - base.framesIn} of the first ${n0} subscribed`);
+  await sleep(SETTLE_MS);
+  const rssSmall = await steadyRss(pid);
+
+  const all = await target.waitFor(subscribedSince(base, n), { deadline, abandon: exited(run.child) });
+  if (!all.ready) return fail(`only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  await sleep(SETTLE_MS);
+  const rssLarge = await steadyRss(pid);
+  const idleCpuStart = cpuSeconds(pid);
+  await sleep(1_000);
+  const idleCpuPerSecond = cpuSeconds(pid) - idleCpuStart;
+
+  // Several broadcast windows, each timed on its own; the median's frames per CPU-second is the
+  // figure (one window of a few hundred ms is at the mercy of a GC or a 10 ms clock tick).
+  const windows = [];
+  const beforeWindows = await target.health();
+  for (let w = 0; w < WINDOWS; w++) {
+    const cpuStart = cpuSeconds(pid);
+    const startedAt = performance.now();
+    for (let seq = 0; seq < broadcasts; seq++) await target.broadcast(STREAM, { seq, ts: Date.now() });
+    const settled = await waitCpuSettled(pid, { deadline: deadline - 500 });
+    const cpu = settled.cpu - cpuStart;
+    windows.push({ cpuSeconds: round(cpu, 3), seconds: round((performance.now() - startedAt) / 1000, 3), settled: settled.settled, framesPerCpuSecond: round(framesPerCpuSecond(n * broadcasts, cpu), 0) });
+  }
+  const afterWindows = await target.health();
+  const { peak } = memory(pid);
+
+  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 60_000);
+  if (code === null) throw new Error(`${subject.name} listen did not end by itself; killed`);
+  const expected = n * broadcasts * WINDOWS;
+  const received = run.received();
+  const rates = windows.map((w) => w.framesPerCpuSecond).sort((a, b) => a - b);
+  return {
+    n0,
+    n,
+    broadcasts,
+    windows,
+    expectedFrames: expected,
+    receivedFrames: received ?? null,
+    // Frames the target wrote in the windows (deliveries plus its 3 s pings): the only count for a
+    // subject that reports none.
+    targetFramesOut: afterWindows.framesOut - beforeWindows.framesOut,
+    delivery: received === undefined ? null : received / expected,
+    idleCpuPerSecond: round(idleCpuPerSecond, 3),
+    framesPerCpuSecond: rates[rates.length >> 1],
+    rssSmallBytes: rssSmall,
+    rssLargeBytes: rssLarge,
+    rssPeakBytes: peak,
+    bytesPerIdleVu: Math.round(marginalBytesPerVu(rssSmall, rssLarge, n0, n)),
+    exitCode: code,
+  };
+}
+
+/** Echo round trips at light load; rtt p50 from the subject's own measure. */
+export async function measureLatency(target, subject, { n, iterations, thinkMs }) {
+  const deadline = Date.now() + 15_000 + iterations * (thinkMs + 20);
+  const run = subject.latency(target, { n, iterations, thinkMs, deadline });
+  const code = await exitWithin(run.child, deadline - Date.now() + 30_000);
+  if (code === null) throw new Error(`${subject.name} latency did not end by itself; killed`);
+  if (run.rttMs) {
+    const rtt = run.rttMs();
+    return { n, iterations, samples: rtt.length, p50: round(percentile(rtt, 50), 3), p95: round(percentile(rtt, 95), 3), p99: round(percentile(rtt, 99), 3) };
+  }
+  const report = run.report();
+  const rtt = report.summaries?.["cable.rtt"];
+  const lag = Object.entries(report.summaries ?? {}).find(([name]) => /lag/.test(name));
+  return {
+    n,
+    iterations,
+    samples: rtt?.count ?? 0,
+    p50: rtt?.p50,
+    p95: rtt?.p95,
+    p99: rtt?.p99,
+    eventLoopLag: lag ? { metric: lag[0], p50: lag[1].p50, p99: lag[1].p99, max: lag[1].max } : null,
+    errors: Object.fromEntries(Object.entries(report.counters ?? {}).filter(([k]) => k.startsWith("errors."))),
+  };
+}
+
+/** Source addresses of the established connections to `port`, counted (ss, from iproute2). */
+function sourceAddresses(port) {
+  try {
+    const out = execFileSync("ss", ["-Htn", "state", "established", `( dport = :${port} )`], { encoding: "utf8", maxBuffer: 64 << 20 });
+    const counts = {};
+    for (const line of out.split("\n")) {
+      const local = line.trim().split(/\s+/)[2];
+      if (!local) continue;
+      const address = local.slice(0, local.lastIndexOf(":"));
+      counts[address] = (counts[address] ?? 0) + 1;
+    }
+    return counts;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Ramp to `n` idle subscribed connections at `ratePerSecond`, hold `holdMs`, and let the subject
+ * end by itself. The most connections held at once is read from the target every 250 ms.
+ */
+export async function measureScale(target, subject, { n, ratePerSecond, holdMs, localAddresses }) {
+  const n0 = 10;
+  const pauseMs = 3_000;
+  const rampMs = Math.ceil(n / ratePerSecond) * 1000;
+  const deadline = Date.now() + 8_000 + pauseMs + rampMs + holdMs;
+  const base = await target.health();
+  const run = subject.scale(target, { n0, n, pauseMs, ratePerSecond, localAddresses, deadline });
+  const pid = run.child.pid;
+  const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child) });
+  const rssSmall = small.ready ? await steadyRss(pid) : undefined;
+  let held = 0;
+  let subscribed = 0;
+  let peakRss = 0;
+  let addresses = null;
+  let large;
+  while (Date.now() < deadline - 1_000 && !exited(run.child)()) {
+    const c = await target.health();
+    held = Math.max(held, c.connectionsOpen - base.connectionsOpen);
+    subscribed = Math.max(subscribed, c.framesIn - base.framesIn);
+    try {
+      peakRss = Math.max(peakRss, memory(pid).peak);
+      // Memory per idle VU at this scale: the heap's free space, which absorbs the first few
+      // thousand VUs' allocations at small N, is negligible here.
+      if (!large && Date.now() >= deadline - holdMs / 2) large = { rss: await steadyRss(pid), vus: Math.min(n, c.framesIn - base.framesIn) };
+    } catch {}
+    if (!addresses && held >= n * 0.9) addresses = sourceAddresses(new URL(target.cableUrl).port);
+    await sleep(250);
+  }
+  const code = await exitWithin(run.child, 90_000);
+  let errors;
+  try {
+    errors = run.errors();
+  } catch (err) {
+    errors = { collect: err.message };
+  }
+  // Let the target see the closes before the next run counts from its own base.
+  await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
+  return {
+    attempted: n,
+    ratePerSecond,
+    holdMs,
+    localAddresses: localAddresses ?? [],
+    heldPeak: held,
+    subscribedPeak: Math.min(subscribed, n),
+    sourceAddresses: addresses,
+    rssSmallBytes: rssSmall ?? null,
+    rssLargeBytes: large?.rss ?? null,
+    bytesPerIdleVu: rssSmall !== undefined && large && large.vus > n0 ? Math.round(marginalBytesPerVu(rssSmall, large.rss, n0, large.vus)) : null,
+    rssPeakBytes: peakRss,
+    errors,
+    exitCode: code,
+  };
+}
+
+function round(value, digits) {
+  if (value === undefined || value === null) return value ?? null;
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

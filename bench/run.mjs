@@ -1,0 +1,114 @@
+// The performance benchmark of artillery-engine-cable against the local target.
+//
+//   npm run bench          # full: listen at N=2,000, latency, scale to 20,000; writes
+//                          # bench/results/full-<date>.json and the table in docs/benchmarks.md
+//   npm run bench:quick    # quick (CI): listen at N=500, latency; writes bench/results/quick.json,
+//                          # exits 1 when a goal is missed by more than 25 %
+//
+// Every figure is a ratio against the bare `ws` client measured in the same invocation, so the
+// machine's speed cancels out. The local target runs in a process of its own; each load generator
+// runs in another and is measured from /proc (CPU of all its threads, RSS), never by itself.
+// See docs/benchmarks.md for the method.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { evaluateGoals } from "./lib/stats.mjs";
+import { artilleryWs, bare, cableEngine } from "./lib/subjects.mjs";
+import { startTarget } from "./lib/target.mjs";
+import { measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
+import { machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    "no-scale": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+if (flags.help) {
+  console.log("Usage: node bench/run.mjs [--quick] [--no-scale]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs");
+  process.exit(0);
+}
+
+const MODES = {
+  quick: { listen: { n0: 10, n: 1_000, broadcasts: 50, ratePerSecond: 500 }, latency: { n: 10, iterations: 50, thinkMs: 20 }, scale: null },
+  full: {
+    listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
+    latency: { n: 10, iterations: 200, thinkMs: 20 },
+    scale: { n: 20_000, ratePerSecond: 500, holdMs: 10_000, localAddresses: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
+  },
+};
+const modeName = flags.quick ? "quick" : "full";
+const mode = MODES[modeName];
+if (flags["no-scale"]) mode.scale = null;
+
+// The whole invocation is bounded: a run that hangs past this is a failure, not a wait.
+const RUN_LIMIT_MS = flags.quick ? 5 * 60_000 : 30 * 60_000;
+setTimeout(() => {
+  console.error(`bench: still running after ${RUN_LIMIT_MS / 60_000} min; giving up`);
+  process.exit(2);
+}, RUN_LIMIT_MS).unref();
+
+const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const startedAt = new Date();
+const target = await startTarget();
+log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
+const results = { mode: modeName, startedAt: startedAt.toISOString(), machine: machineFacts(), settings: mode, listen: {}, latency: {}, scale: {} };
+
+try {
+  for (const subject of [bare, cableEngine, artilleryWs]) {
+    log(`listen: ${subject.label}, N=${mode.listen.n}, 3 × ${mode.listen.broadcasts} broadcasts`);
+    results.listen[subject.name] = await measureListen(target, subject, mode.listen);
+    log(`  ${JSON.stringify(results.listen[subject.name])}`);
+  }
+  for (const subject of [bare, cableEngine]) {
+    log(`latency: ${subject.label}, ${mode.latency.n} clients × ${mode.latency.iterations} echoes`);
+    results.latency[subject.name] = await measureLatency(target, subject, mode.latency);
+    log(`  ${JSON.stringify(results.latency[subject.name])}`);
+  }
+  if (mode.scale) {
+    for (const subject of [bare, cableEngine, artilleryWs]) {
+      // Artillery's ws engine has no per-connection source address: it gets one address.
+      const localAddresses = subject === artilleryWs ? undefined : mode.scale.localAddresses;
+      log(`scale: ${subject.label}, ${mode.scale.n} connections at ${mode.scale.ratePerSecond}/s`);
+      results.scale[subject.name] = await measureScale(target, subject, { ...mode.scale, localAddresses });
+      log(`  ${JSON.stringify(results.scale[subject.name])}`);
+    }
+  }
+} finally {
+  await target.stop();
+}
+
+const { listen, latency, scale } = results;
+// Memory: the scale runs' figure when there is one (20,000 VUs swamp the heap's free space, which
+// absorbs the allocations of the first thousand VUs in Artillery's 300 MB process and so flatters
+// a small-N figure); the listen runs' otherwise.
+const perVu = (name) => scale[name]?.bytesPerIdleVu ?? listen[name].bytesPerIdleVu;
+results.ratios = {
+  throughput: listen["cable-engine"].framesPerCpuSecond / listen["bare-ws"].framesPerCpuSecond,
+  memory: perVu("cable-engine") / perVu("bare-ws"),
+  latency: latency["cable-engine"].p50 - latency["bare-ws"].p50,
+  delivery: listen["cable-engine"].delivery ?? NaN,
+  ...(scale["cable-engine"] ? { scale: scale["cable-engine"].heldPeak / 20_000 } : {}),
+};
+results.goals = evaluateGoals(results.ratios);
+
+mkdirSync(path.join(here, "results"), { recursive: true });
+const file = path.join(here, "results", modeName === "quick" ? "quick.json" : `full-${startedAt.toISOString().slice(0, 10)}.json`);
+writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+console.log(renderTable(results));
+console.log(`\nresults: ${path.relative(process.cwd(), file)}`);
+if (modeName === "full") {
+  const doc = path.join(here, "..", "docs", "benchmarks.md");
+  writeDocTable(doc, renderMarkdown(results, path.relative(path.join(here, ".."), file)));
+  console.log(`table: ${path.relative(process.cwd(), doc)}`);
+}
+const regressed = results.goals.filter((g) => g.status === "regressed");
+if (modeName === "quick" && regressed.length > 0) {
+  console.error(`\nbench: regressed past the 25 % line: ${regressed.map((g) => g.id).join(", ")}`);
+  process.exit(1);
+}
+process.exit(0);
