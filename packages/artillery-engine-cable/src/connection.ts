@@ -322,6 +322,12 @@ export class CableConnection implements Tracked {
 
   private onSocketError(err: Error): void {
     if (this.closedByUs) return;
+    // ws refuses an upgrade whose answer picks none of the subprotocols offered.
+    if (/subprotocol/i.test(err.message)) {
+      err = this.protocol.subprotocols.includes(ACTIONCABLE_V1_EXT_JSON)
+        ? new CableError("ext_unsupported", `the server did not accept ${this.protocol.subprotocols.join(", ")}: ${err.message}`)
+        : new CableError("subprotocol_rejected", err.message);
+    }
     // Before the socket opens this is the handshake's failure (ECONNREFUSED, HTTP 4xx); after, a
     // close event follows with the code.
     this.failure ??= err;

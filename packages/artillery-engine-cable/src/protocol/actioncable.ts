@@ -82,6 +82,9 @@ export function decodeActionCable(text: string): Inbound {
     case "confirm_history":
     case "reject_history":
       return { kind: "history", channel: identifierOf(f, text), ok: f.type === "confirm_history" };
+    case "whisper":
+      // AnyCable delivers whispers as {"type":"whisper","identifier":…,"message":<data>} (node.go Whisper).
+      return { kind: "message", channel: identifierOf(f, text), event: "whisper", payload: f.message };
     case "presence": {
       // AnyCable presence events: {"type":"presence","identifier":…,"message":{"type":"join"|"leave"|"info",…}}.
       const message = f.message as { type?: unknown } | undefined;
