@@ -61,10 +61,11 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
   for (let w = 0; w < WINDOWS; w++) {
     const cpuStart = cpuSeconds(pid);
     const startedAt = performance.now();
+    const hrStartUs = monotonicUs();
     for (let seq = 0; seq < broadcasts; seq++) await target.broadcast(STREAM, { seq, ts: Date.now() });
     const settled = await waitCpuSettled(pid, { deadline: deadline - 500 });
     const cpu = settled.cpu - cpuStart;
-    windows.push({ cpuSeconds: round(cpu, 3), seconds: round((performance.now() - startedAt) / 1000, 3), settled: settled.settled, framesPerCpuSecond: round(framesPerCpuSecond(n * broadcasts, cpu), 0) });
+    windows.push({ hrStartUs, hrEndUs: monotonicUs(), cpuSeconds: round(cpu, 3), seconds: round((performance.now() - startedAt) / 1000, 3), settled: settled.settled, framesPerCpuSecond: round(framesPerCpuSecond(n * broadcasts, cpu), 0) });
   }
   const afterWindows = await target.health();
   const { peak } = memory(pid);
@@ -193,6 +194,34 @@ export async function measureScale(target, subject, { n, ratePerSecond, holdMs, 
     errors,
     exitCode: code,
   };
+}
+
+/** CLOCK_MONOTONIC in µs: the clock of V8's CPU profiles in every process, to cut them to a window. */
+function monotonicUs() {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * The CPU cost of connecting and subscribing one VU: CPU from the moment n0 are subscribed to the
+ * moment all n are, divided by the n − n0 that arrived in between. The VUs then idle to `deadline`.
+ */
+export async function measureConnect(target, subject, { n0, n, ratePerSecond, env }) {
+  const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
+  const deadline = Date.now() + 6_000 + 1_000 + 3_000 + rampMs + 4_000;
+  const base = await target.health();
+  const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline }, env);
+  const pid = run.child.pid;
+  const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child), pollMs: 20 });
+  if (!small.ready) throw new Error(`${subject.name} connect: the first ${n0} did not subscribe`);
+  const cpuStart = cpuSeconds(pid);
+  const hrStartUs = monotonicUs();
+  const all = await target.waitFor(subscribedSince(base, n), { deadline, abandon: exited(run.child), pollMs: 20 });
+  if (!all.ready) throw new Error(`${subject.name} connect: only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  const settled = await waitCpuSettled(pid, { deadline });
+  const window = { hrStartUs, hrEndUs: monotonicUs() };
+  const cpu = settled.cpu - cpuStart;
+  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 60_000);
+  return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), window, exitCode: code };
 }
 
 function round(value, digits) {
