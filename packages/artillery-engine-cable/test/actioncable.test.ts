@@ -91,9 +91,10 @@ describe("Action Cable framing", () => {
     expect(subscriptionIdentifier({ stream: "news" }, undefined)).toBe('{"channel":"$pubsub","stream_name":"news"}');
   });
 
-  test("the extended protocol is offered first when preferred, alone when required", () => {
-    expect(createActionCableProtocol({ extended: "preferred" }).subprotocols).toEqual(["actioncable-v1-ext-json", "actioncable-v1-json"]);
+  test("the extended protocol is offered alone, since anycable-go prefers plain when offered both", () => {
+    expect(createActionCableProtocol({ extended: "preferred" }).subprotocols).toEqual(["actioncable-v1-ext-json"]);
     expect(createActionCableProtocol({ extended: "required" }).subprotocols).toEqual(["actioncable-v1-ext-json"]);
+    expect(createActionCableProtocol({ extended: "off" }).subprotocols).toEqual(["actioncable-v1-json"]);
   });
 
   test("a message with a null or scalar payload is still a message", () => {

@@ -137,8 +137,9 @@ export interface ActionCableOptions {
 export function createActionCableProtocol(options: ActionCableOptions = { extended: "off" }): Protocol {
   return {
     name: "actioncable",
-    subprotocols:
-      options.extended === "off" ? [ACTIONCABLE_V1_JSON] : options.extended === "required" ? [ACTIONCABLE_V1_EXT_JSON] : [ACTIONCABLE_V1_EXT_JSON, ACTIONCABLE_V1_JSON],
+    // Only the extended protocol is offered when wanted: anycable-go prefers the plain one when a
+    // client offers both. "preferred" falls back to a plain handshake (steps/connection.ts).
+    subprotocols: options.extended === "off" ? [ACTIONCABLE_V1_JSON] : [ACTIONCABLE_V1_EXT_JSON],
     pingIntervalMs: 3_000,
     url: (base) => base,
     decode: decodeActionCable,

@@ -1,4 +1,5 @@
 import { CableError } from "../errors.js";
+import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
 
@@ -45,7 +46,6 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
     const cookie = cookieHeader(s.cookies);
     if (cookie) headers.Cookie = cookie;
-    const connection = compiler.connect(vu);
     vu.opened = {
       url,
       headers,
@@ -53,7 +53,16 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       timeoutMs: settings.timeout * 1000,
       localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
     };
-    await connection.open(vu.opened);
+    let connection = compiler.connect(vu);
+    try {
+      await connection.open(vu.opened);
+    } catch (err) {
+      // "preferred": a server without AnyCable's extended protocol gets a second, plain handshake.
+      if (settings.anycable.extended !== "preferred" || (err as CableError).code !== "cable.ext_unsupported") throw err;
+      vu.opened = { ...vu.opened, subprotocols: [ACTIONCABLE_V1_JSON] };
+      connection = compiler.connect(vu);
+      await connection.open(vu.opened);
+    }
     if (settings.anycable.extended === "required" && !connection.extended) {
       throw new CableError("ext_unsupported", "the server did not accept actioncable-v1-ext-json (config.cable.anycable.extended: required)");
     }
