@@ -1,8 +1,8 @@
-// The README's first command (`npm start`): the chat scenario against the local target, with no
-// Ruby, Rust or AWS account. It starts the target on a free loopback port, runs the real
-// `artillery run` against it, and prints Artillery's summary with the cable metrics.
+// The README's first command (`npm start`): the whole pipeline with no AWS account. It starts the
+// local target on a free loopback port, runs scenarios/chat.yml from two local "regions" (two worker
+// processes each: the same task entrypoint the Fargate tasks run, with a directory in place of S3),
+// merges their results exactly, and prints where report.md is.
 import { spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
@@ -12,19 +12,24 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { startTarget } = require("cable-local-target");
 
 const target = await startTarget({ port: 0 });
-const out = path.join(root, "results", "demo");
-mkdirSync(out, { recursive: true });
-const report = path.join(out, "chat.json");
 console.log(`local target: ${target.cableUrl} (Action Cable), ${target.pusherUrl} (Pusher)`);
 
-const artillery = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
 const phases = [{ name: "demo", duration: Number(process.env.DEMO_DURATION ?? 10), arrivalRate: Number(process.env.DEMO_RATE ?? 5) }];
-const child = spawn(
-  process.execPath,
-  [artillery, "run", "--target", target.cableUrl, "--overrides", JSON.stringify({ config: { phases } }), "-o", report, path.join(root, "scenarios/chat.yml")],
-  { stdio: "inherit", env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true" } },
-);
+const fanout = path.join(root, "packages/cable-fanout/bin/cable-fanout.js");
+const args = [
+  fanout, "run", path.join(root, "scenarios/chat.yml"),
+  "--local", "--regions", "local-a,local-b", "--count", "2",
+  "--target", target.cableUrl,
+  "--overrides", JSON.stringify({ config: { phases } }),
+  "--out", path.join(root, "results"),
+];
+const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true" } });
+let report = "";
+child.stdout.on("data", (chunk) => {
+  report += chunk;
+  process.stdout.write(chunk);
+});
 const code = await new Promise((resolve) => child.on("close", resolve));
 await target.close();
-console.log(`\nJSON report: ${path.relative(process.cwd(), report)}`);
+if (report.trim()) console.log(`\nThe per-region comparison: ${path.relative(process.cwd(), report.trim().split("\n").pop())}`);
 process.exit(code ?? 1);
