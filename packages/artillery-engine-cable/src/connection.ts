@@ -11,7 +11,7 @@ export type InboundMessage = Extract<Inbound, { kind: "message" }>;
 export interface ConnectionSettings {
   /** The payload field that carries a send time in epoch ms (`stamp: true`). */
   stampField: string;
-  /** Unread messages kept per channel for later `receive` steps; older ones are dropped. */
+  /** Unread messages kept per channel for later `receive` steps; older ones are dropped. 0: none. */
   inboxSize: number;
   /** Overrides the protocol's ping interval. */
   pingIntervalMs?: number;
@@ -41,6 +41,8 @@ interface Waiter {
   fail(err: Error): void;
 }
 
+const ALL_CHANNELS = "\0all";
+
 // One registry per thread: Artillery's worker threads each load the engine once.
 export const registry = new OpenConnections();
 
@@ -66,6 +68,8 @@ export class CableConnection implements Tracked {
   private readonly inbox = new Map<string, InboundMessage[]>();
   private closedByUs = false;
   private registered = false;
+  /** The channel a `listen` step consumes, if one runs. */
+  private listening: string | undefined;
   /** The channel whose history is being replayed, and how many messages it has replayed so far. */
   private replaying: string | undefined;
   private replayed = 0;
@@ -122,7 +126,7 @@ export class CableConnection implements Tracked {
 
   /** Sends a subscribe frame and waits for the server's confirmation of that channel key. */
   async subscribe(key: string, frame: string, timeoutMs: number): Promise<void> {
-    this.inbox.set(key, []);
+    if (this.settings.inboxSize > 0) this.inbox.set(key, []);
     this.send(frame);
     const answer = await this.wait(timeoutMs, "subscription_timeout", (ev) =>
       // A rejection without a channel ("*": Pusher's pusher:error 4009) answers the pending subscribe.
@@ -192,11 +196,19 @@ export class CableConnection implements Tracked {
     });
   }
 
-  /** Stays connected for `ms`, counting what arrives; fails early if the connection ends. */
+  /**
+   * Stays connected for `ms`, counting what arrives; fails early if the connection ends. What it
+   * hears on the channel (all channels without one) is consumed: not kept for a later `receive`.
+   */
   async listen(ms: number, key?: string): Promise<void> {
     this.assertOpen();
-    await this.wait(ms, undefined, () => undefined);
-    if (key) this.inbox.get(key)?.splice(0);
+    for (const [channel, unread] of this.inbox) if (key === undefined || channel === key) unread.length = 0;
+    this.listening = key ?? ALL_CHANNELS;
+    try {
+      await this.wait(ms, undefined, () => undefined);
+    } finally {
+      this.listening = undefined;
+    }
   }
 
   /** Ends the connection from the client side; it is not a failure. */
@@ -314,6 +326,7 @@ export class CableConnection implements Tracked {
     }
     if (this.replaying === msg.channel) this.replayed++;
     if (this.waiter?.offer(msg)) return;
+    if (this.listening === ALL_CHANNELS || this.listening === msg.channel) return;
     const unread = this.inbox.get(msg.channel);
     if (!unread) return;
     if (unread.length >= this.settings.inboxSize) unread.shift();

@@ -21,6 +21,13 @@ function protocolFor(settings: CableConfig): Protocol {
     : createActionCableProtocol({ extended: settings.anycable.extended, streamsSecret: settings.anycable.streamsSecret });
 }
 
+function readsMessages(flow: unknown[]): boolean {
+  return flow.some((step) => {
+    const s = step as Record<string, unknown>;
+    return "receive" in s || (Array.isArray(s.loop) && readsMessages(s.loop));
+  });
+}
+
 /**
  * Artillery's engine contract (lib/core/runner.ts): constructed once per worker thread with the
  * script, then `createScenario` compiles each scenario that says `engine: cable`.
@@ -46,6 +53,8 @@ export class CableEngine {
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
+    // A flow that never receives keeps no unread messages: listeners hold only their socket.
+    const connectionSettings = readsMessages(spec.flow) ? this.connectionSettings : { ...this.connectionSettings, inboxSize: 0 };
     const compiler: Compiler = {
       settings: this.settings,
       protocol: this.protocol,
@@ -57,7 +66,7 @@ export class CableEngine {
       compile: (step) => compileStep(compiler, step),
       connect: (vu, keepChannels = false) => {
         vu.drop(keepChannels);
-        vu.connection = new CableConnection(this.protocol, events, this.connectionSettings, vu.memory);
+        vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory);
         return vu.connection;
       },
     };
