@@ -10,7 +10,6 @@
 // runs in another and is measured from /proc (CPU of all its threads, RSS), never by itself.
 // See docs/benchmarks.md for the method.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -25,11 +24,21 @@ const { values: flags } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     "no-scale": { type: "boolean", default: false },
+    render: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 if (flags.help) {
-  console.log("Usage: node bench/run.mjs [--quick] [--no-scale]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs");
+  console.log(
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+  );
+  process.exit(0);
+}
+const docPath = path.join(here, "..", "docs", "benchmarks.md");
+if (flags.render) {
+  const saved = JSON.parse(readFileSync(flags.render, "utf8"));
+  writeDocTable(docPath, renderMarkdown(saved, path.relative(path.join(here, ".."), path.resolve(flags.render))));
+  console.log(renderTable(saved));
   process.exit(0);
 }
 
@@ -102,9 +111,8 @@ writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 console.log(renderTable(results));
 console.log(`\nresults: ${path.relative(process.cwd(), file)}`);
 if (modeName === "full") {
-  const doc = path.join(here, "..", "docs", "benchmarks.md");
-  writeDocTable(doc, renderMarkdown(results, path.relative(path.join(here, ".."), file)));
-  console.log(`table: ${path.relative(process.cwd(), doc)}`);
+  writeDocTable(docPath, renderMarkdown(results, path.relative(path.join(here, ".."), file)));
+  console.log(`table: ${path.relative(process.cwd(), docPath)}`);
 }
 const regressed = results.goals.filter((g) => g.status === "regressed");
 if (modeName === "quick" && regressed.length > 0) {

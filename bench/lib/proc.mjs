@@ -2,7 +2,7 @@
 // The load generator is measured from outside, the same way for every subject, so that no subject
 // measures itself more kindly than another.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86-64
@@ -95,4 +95,36 @@ export function exitWithin(child, ms) {
       resolve(code);
     });
   });
+}
+
+/**
+ * CPU seconds per thread name (/proc/<pid>/task/<tid>/comm): the JS threads ("node", and
+ * Artillery's worker threads), V8's helper threads (GC, compiler), libuv's pool.
+ */
+export function cpuByThread(pid) {
+  const byName = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      const entry = (byName[name] ??= { user: 0, sys: 0, threads: 0 });
+      entry.user += Number(fields[11]) / CLOCK_TICKS_PER_SECOND;
+      entry.sys += Number(fields[12]) / CLOCK_TICKS_PER_SECOND;
+      entry.threads++;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return byName;
+}
+
+/** The difference of two cpuByThread() readings, rounded to 10 ms. */
+export function cpuByThreadSince(before, after) {
+  const out = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] ?? { user: 0, sys: 0 };
+    out[name] = { user: Math.round((a.user - b.user) * 100) / 100, sys: Math.round((a.sys - b.sys) * 100) / 100, threads: a.threads };
+  }
+  return out;
 }

@@ -46,7 +46,8 @@ function subjectRows(results) {
       fpsRatio: num(l.framesPerCpuSecond / bareL.framesPerCpuSecond, 2),
       delivered: l.receivedFrames === null ? `not counted (target sent ${num(l.targetFramesOut)})` : `${num(l.receivedFrames)} / ${num(l.expectedFrames)}`,
       perVu: kb(l.bytesPerIdleVu),
-      memRatio: num(l.bytesPerIdleVu / bareL.bytesPerIdleVu, 2),
+      perVuScale: sc ? kb(sc.bytesPerIdleVu) : "–",
+      memRatio: num((sc?.bytesPerIdleVu ?? l.bytesPerIdleVu) / (results.scale["bare-ws"]?.bytesPerIdleVu ?? bareL.bytesPerIdleVu), 2),
       rss: `${mb(l.rssLargeBytes)} / ${mb(l.rssPeakBytes)}`,
       rtt: lat ? `${num(lat.p50, 2)} / ${num(lat.p99, 2)}` : "–",
       held: sc ? `${num(sc.heldPeak)} / ${num(sc.attempted)}` : "–",
@@ -54,10 +55,10 @@ function subjectRows(results) {
   });
 }
 
-const HEADERS = ["subject", "frames/CPU-s", "× bare", "received", "RSS per idle VU", "× bare", `RSS at N / peak`, "rtt p50 / p99 ms", "max connections"];
+const HEADERS = ["subject", "frames/CPU-s", "× bare", "received", "RSS per idle VU at N", "at 20k", "× bare", "RSS at N / peak", "rtt p50 / p99 ms", "max connections"];
 
 export function renderTable(results) {
-  const rows = subjectRows(results).map((r) => [r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.memRatio, r.rss, r.rtt, r.held]);
+  const rows = subjectRows(results).map((r) => [r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.perVuScale, r.memRatio, r.rss, r.rtt, r.held]);
   const all = [HEADERS, ...rows];
   const widths = HEADERS.map((_, i) => Math.max(...all.map((row) => String(row[i]).length)));
   const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ");
@@ -68,7 +69,7 @@ export function renderTable(results) {
 export function renderMarkdown(results, resultFile) {
   const m = results.machine;
   const s = results.settings;
-  const rows = subjectRows(results).map((r) => `| ${[r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.memRatio, r.rss, r.rtt, r.held].join(" | ")} |`);
+  const rows = subjectRows(results).map((r) => `| ${[r.subject, r.fps, r.fpsRatio, r.delivered, r.perVu, r.perVuScale, r.memRatio, r.rss, r.rtt, r.held].join(" | ")} |`);
   const goals = results.goals.map((g) => `| ${g.id} | ${g.what} | ${num(g.value, 3)} | ${g.direction === "higher" ? "≥" : "≤"} ${g.limit} | ${g.failAt} | **${g.status}** |`);
   const scaleNotes = Object.entries(results.scale).map(([name, sc]) => {
     const errs = Object.entries(sc.errors ?? {}).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
@@ -81,7 +82,7 @@ export function renderMarkdown(results, resultFile) {
     "",
     `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, Linux ${m.kernel}; open files hard limit ${m.openFilesHardLimit}; ephemeral ports ${m.ipLocalPortRange}; tcp_tw_reuse ${m.tcpTwReuse}; Artillery worker threads ${m.artilleryWorkers}.`,
     "",
-    `Workloads: listen = ${s.listen.n} clients subscribed to BenchmarkChannel (stream "all"), 3 windows of ${s.listen.broadcasts} broadcasts through \`POST /_broadcast\` (the median window counts); memory is (RSS at N − RSS at ${s.listen.n0}) ÷ (N − ${s.listen.n0}); latency = ${s.latency.n} clients × ${s.latency.iterations} echo round trips, ${s.latency.thinkMs} ms apart${s.scale ? `; scale = ramp to ${num(s.scale.n)} idle subscribed connections at ${s.scale.ratePerSecond}/s, hold ${s.scale.holdMs / 1000} s` : ""}.`,
+    `Workloads: listen = ${s.listen.n} clients subscribed to BenchmarkChannel (stream "all"), 3 windows of ${s.listen.broadcasts} broadcasts through \`POST /_broadcast\` (the median window counts); memory per idle VU is (RSS at N − RSS at ${s.listen.n0}) ÷ (N − ${s.listen.n0}), after a full GC, at N and (the goal's figure when present) at the scale run's top; latency = ${s.latency.n} clients × ${s.latency.iterations} echo round trips, ${s.latency.thinkMs} ms apart${s.scale ? `; scale = ramp to ${num(s.scale.n)} idle subscribed connections at ${s.scale.ratePerSecond}/s, hold ${s.scale.holdMs / 1000} s` : ""}.`,
     "",
     `| ${HEADERS.join(" | ")} |`,
     `|${HEADERS.map(() => "---").join("|")}|`,

@@ -4,7 +4,7 @@
 // - latency: a few clients do echo round trips at light load;
 // - scale: ramp to many idle subscribed connections, hold, and record the most held at once.
 import { execFileSync } from "node:child_process";
-import { cpuSeconds, exitWithin, memory, sleep, steadyRss, waitCpuSettled } from "./proc.mjs";
+import { cpuByThread, cpuByThreadSince, cpuSeconds, exitWithin, memory, sleep, steadyRss, waitCpuSettled } from "./proc.mjs";
 import { framesPerCpuSecond, marginalBytesPerVu, percentile } from "./stats.mjs";
 import { STREAM } from "./subjects.mjs";
 
@@ -58,6 +58,7 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
   // figure (one window of a few hundred ms is at the mercy of a GC or a 10 ms clock tick).
   const windows = [];
   const beforeWindows = await target.health();
+  const threadsStart = cpuByThread(pid);
   for (let w = 0; w < WINDOWS; w++) {
     const cpuStart = cpuSeconds(pid);
     const startedAt = performance.now();
@@ -68,6 +69,7 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
     windows.push({ hrStartUs, hrEndUs: monotonicUs(), cpuSeconds: round(cpu, 3), seconds: round((performance.now() - startedAt) / 1000, 3), settled: settled.settled, framesPerCpuSecond: round(framesPerCpuSecond(n * broadcasts, cpu), 0) });
   }
   const afterWindows = await target.health();
+  const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
   const { peak } = memory(pid);
 
   const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 60_000);
@@ -88,6 +90,8 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
     delivery: received === undefined ? null : received / expected,
     idleCpuPerSecond: round(idleCpuPerSecond, 3),
     framesPerCpuSecond: rates[rates.length >> 1],
+    // CPU of the windows by thread: JS threads vs V8's GC and compiler helpers.
+    windowCpuByThread: threads,
     rssSmallBytes: rssSmall,
     rssLargeBytes: rssLarge,
     rssPeakBytes: peak,
@@ -214,14 +218,16 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child), pollMs: 20 });
   if (!small.ready) throw new Error(`${subject.name} connect: the first ${n0} did not subscribe`);
   const cpuStart = cpuSeconds(pid);
+  const threadsStart = cpuByThread(pid);
   const hrStartUs = monotonicUs();
   const all = await target.waitFor(subscribedSince(base, n), { deadline, abandon: exited(run.child), pollMs: 20 });
   if (!all.ready) throw new Error(`${subject.name} connect: only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
   const settled = await waitCpuSettled(pid, { deadline });
   const window = { hrStartUs, hrEndUs: monotonicUs() };
   const cpu = settled.cpu - cpuStart;
+  const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
   const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 60_000);
-  return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), window, exitCode: code };
+  return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), threads, window, exitCode: code };
 }
 
 function round(value, digits) {
