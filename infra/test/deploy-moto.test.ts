@@ -7,7 +7,7 @@ import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildApp } from "../src/cdk/app";
-import { CONTAINER_NAME, OUTPUT_KEYS, stackNameFor } from "../src/cdk/loadtest-stack";
+import { CONTAINER_NAME, OUTPUT_KEYS, stackNameFor } from "../src/contract";
 import { stageImage } from "../src/image/stage";
 import { type Moto, startMoto } from "./moto";
 

@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { type NodeRun, runNode } from "../src/testing";
 
 export const INFRA_DIR = path.resolve(__dirname, "..");
 export const WORKER_MAIN = path.join(INFRA_DIR, "dist/worker/main.js");
@@ -73,26 +73,8 @@ scenarios:
   };
 }
 
-export interface WorkerResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-export function runWorker(env: NodeJS.ProcessEnv, main: string = WORKER_MAIN, timeoutMs = 90_000): Promise<WorkerResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+export function runWorker(env: NodeJS.ProcessEnv, main: string = WORKER_MAIN, timeoutMs = 90_000): Promise<NodeRun> {
+  return runNode(main, [], { env, timeoutMs });
 }
 
 /** The environment a worker gets in tests: this process's PATH etc., without AWS or CABLE_ leftovers. */

@@ -1,6 +1,7 @@
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { describe, expect, it } from "vitest";
-import { assertFargateSize, readAppSettings } from "../src/cdk/settings";
+import { readAppSettings } from "../src/cdk/settings";
+import { assertFargateSize } from "../src/contract";
 
 const from = (context: Record<string, unknown>) => readAppSettings((key) => context[key]);
 
@@ -32,6 +33,8 @@ describe("readAppSettings", () => {
     expect(() => from({ regions: "eu-west-2", logRetentionDays: "10" })).toThrow("logRetentionDays: must be a CloudWatch Logs retention");
     expect(() => from({ regions: "eu-west-2", destroyBucket: "yes" })).toThrow("destroyBucket: Expected boolean");
     expect(() => from({ regions: "eu-west-2", vpcId: "my-vpc" })).toThrow("vpcId: is not a VPC id");
+    expect(() => from({ regions: "eu-west-2", cpu: "3000" })).toThrow("invalid CDK context: cpu: 3000 is not a Fargate CPU size");
+    expect(() => from({ regions: "eu-west-2", cpu: "256", memoryMiB: "8192" })).toThrow("invalid CDK context: memoryMiB: 8192 does not fit cpu 256");
   });
 });
 

@@ -5,7 +5,8 @@ import { App } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/cdk/app";
-import { OUTPUT_KEYS, type LoadtestStack } from "../src/cdk/loadtest-stack";
+import type { LoadtestStack } from "../src/cdk/loadtest-stack";
+import { OUTPUT_KEYS } from "../src/contract";
 import { stageImage } from "../src/image/stage";
 
 // Synthesizing is slow (seconds per stack), so each template is built once and shared.

@@ -5,7 +5,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it } from "vitest";
 import { artilleryArgs } from "../src/worker/artillery";
 import { readWorkerConfig } from "../src/worker/config";
-import { bundleKeyPattern, bundlePrefix, resultKeyPattern, resultPrefix } from "../src/worker/layout";
+import { bundleKeyPattern, bundlePrefix, regionResultsPrefix, resultKeyPattern, resultPrefix } from "../src/worker/layout";
 import { LocalStore } from "../src/worker/local-store";
 import { parseManifest, taskOverrides } from "../src/worker/manifest";
 import { makeRedactor } from "../src/worker/secrets";
@@ -20,6 +20,11 @@ describe("the store layout", () => {
     expect(bundlePrefix("r1") + "run.json").toMatch(asRegex(bundleKeyPattern()));
     expect(resultPrefix("r1", "eu-west-2", "t1") + "status.json").toMatch(asRegex(resultKeyPattern("eu-west-2")));
     expect(resultPrefix("r1", "us-east-1", "t1") + "status.json").not.toMatch(asRegex(resultKeyPattern("eu-west-2")));
+  });
+
+  it("holds every task of a region under one prefix, the one the runner collects", () => {
+    expect(regionResultsPrefix("r1", "eu-west-2")).toBe("runs/r1/eu-west-2/");
+    expect(resultPrefix("r1", "eu-west-2", "t1").startsWith(regionResultsPrefix("r1", "eu-west-2"))).toBe(true);
   });
 });
 
@@ -91,6 +96,15 @@ describe("openStore", () => {
     expect(await store.list("runs/r/")).toEqual(["runs/r/eu/t/a/b.txt"]);
     expect(await store.list("runs/none/")).toEqual([]);
     await expect(store.putFile("runs/../../escape.txt", file)).rejects.toThrow("escapes");
+  });
+
+  it("writes and reads small text objects under the same keys", async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "cable-local-store-"));
+    const store = new LocalStore(dir);
+    await store.putText("runs/r/bundle/run.json", '{"scenario":"s.yml"}\n');
+    expect(await store.getText("runs/r/bundle/run.json")).toBe('{"scenario":"s.yml"}\n');
+    expect(await store.list("runs/r/")).toEqual(["runs/r/bundle/run.json"]);
+    await expect(store.putText("../escape.json", "{}")).rejects.toThrow("escapes");
   });
 });
 

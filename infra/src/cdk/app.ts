@@ -5,7 +5,8 @@
  */
 import { App } from "aws-cdk-lib";
 import { DEFAULT_IMAGE_DIR } from "../image/stage.js";
-import { LoadtestStack, stackNameFor } from "./loadtest-stack.js";
+import { stackNameFor } from "../contract.js";
+import { LoadtestStack } from "./loadtest-stack.js";
 import { readAppSettings } from "./settings.js";
 
 export function buildApp(app: App, imageDirectory: string = DEFAULT_IMAGE_DIR): LoadtestStack[] {

@@ -6,28 +6,11 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
+import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, SECRETS_PATH, stackNameFor } from "../contract.js";
 import { RUNS_PREFIX, bundleKeyPattern, resultKeyPattern } from "../worker/layout.js";
 import type { StackSettings } from "./settings.js";
 
-/** The fan-out runner finds each region's stack by this name (CloudFormation DescribeStacks). */
-export const stackNameFor = (region: string): string => `CableLoadtest-${region}`;
-export const CONTAINER_NAME = "loadgen";
-/** Where task secrets live; the task role may read nothing else from SSM or Secrets Manager. */
-export const SECRETS_PATH = "cable-loadtest";
 export const PROJECT_TAG = { key: "project", value: "cable-loadtest" } as const;
-
-/** The output keys DescribeStacks returns; the runner's contract. */
-export const OUTPUT_KEYS = [
-  "ClusterArn",
-  "TaskDefinitionArn",
-  "ContainerName",
-  "SubnetIds",
-  "SecurityGroupId",
-  "AssignPublicIp",
-  "BucketName",
-  "LogGroupName",
-] as const;
-export type OutputKey = (typeof OUTPUT_KEYS)[number];
 
 export interface LoadtestStackProps extends StackProps {
   settings: StackSettings;

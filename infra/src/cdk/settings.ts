@@ -1,5 +1,6 @@
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { z } from "zod";
+import { FargateSizeError, assertFargateSize } from "../contract.js";
 import { formatIssues } from "../worker/config.js";
 
 /**
@@ -77,7 +78,12 @@ export function readAppSettings(context: ContextReader): AppSettings {
   const result = schema.safeParse(Object.fromEntries(keys.map((k) => [k, context(k)])));
   if (!result.success) throw new Error(`invalid CDK context: ${formatIssues(result.error)}`);
   const c = result.data;
-  assertFargateSize(c.cpu, c.memoryMiB);
+  try {
+    assertFargateSize(c.cpu, c.memoryMiB);
+  } catch (err) {
+    if (err instanceof FargateSizeError) throw new Error(`invalid CDK context: ${err.message}`);
+    throw err;
+  }
   const vpcIdFor = (region: string): string | undefined => {
     const perRegion = context(`vpcId.${region}`);
     if (perRegion === undefined) return c.vpcId;
@@ -97,27 +103,4 @@ export function readAppSettings(context: ContextReader): AppSettings {
     },
     vpcIdFor,
   };
-}
-
-const range = (min: number, max: number, step: number): number[] => Array.from({ length: (max - min) / step + 1 }, (_, i) => min + i * step);
-
-/** Fargate's CPU/memory pairs (Linux), in MiB per CPU size. */
-const FARGATE_SIZES: ReadonlyMap<number, readonly number[]> = new Map([
-  [256, [512, 1024, 2048]],
-  [512, range(1024, 4096, 1024)],
-  [1024, range(2048, 8192, 1024)],
-  [2048, range(4096, 16384, 1024)],
-  [4096, range(8192, 30720, 1024)],
-  [8192, range(16384, 61440, 4096)],
-  [16384, range(32768, 122880, 8192)],
-]);
-
-export function assertFargateSize(cpu: number, memoryMiB: number): void {
-  const memories = FARGATE_SIZES.get(cpu);
-  if (!memories) throw new Error(`invalid CDK context: cpu: ${cpu} is not a Fargate CPU size (${[...FARGATE_SIZES.keys()].join(", ")})`);
-  if (!memories.includes(memoryMiB)) {
-    const last = memories[memories.length - 1];
-    const allowed = memories.length <= 4 ? memories.join(", ") : `${memories[0]}–${last} in steps of ${last - memories[memories.length - 2]}`;
-    throw new Error(`invalid CDK context: memoryMiB: ${memoryMiB} does not fit cpu ${cpu} (Fargate allows ${allowed} MiB)`);
-  }
 }

@@ -5,5 +5,6 @@
 export { type WorkerConfig, readWorkerConfig } from "./config.js";
 export * from "./layout.js";
 export { type RunManifest, manifestSchema, parseManifest } from "./manifest.js";
-export { EXIT, type TaskDeps, type TaskStatus, runTask } from "./run-task.js";
-export { type Store, fetchTree, openStore } from "./store.js";
+export { type TaskDeps, runTask } from "./run-task.js";
+export { EXIT, type TaskStatus } from "./status.js";
+export { LocalStore, S3Store, type Store, fetchTree, openStore } from "./store.js";

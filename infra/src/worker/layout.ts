@@ -25,8 +25,13 @@ export function bundlePrefix(runId: string): string {
   return `${RUNS_PREFIX}/${runId}/${BUNDLE_DIR}/`;
 }
 
+/** Every task's results of one region of a run: `<taskId>/<file>` below it. */
+export function regionResultsPrefix(runId: string, region: string): string {
+  return `${RUNS_PREFIX}/${runId}/${region}/`;
+}
+
 export function resultPrefix(runId: string, region: string, taskId: string): string {
-  return `${RUNS_PREFIX}/${runId}/${region}/${taskId}/`;
+  return `${regionResultsPrefix(runId, region)}${taskId}/`;
 }
 
 /** Key patterns (S3 wildcard syntax) for IAM: every run's bundle, and one region's results. */

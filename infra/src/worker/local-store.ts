@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Store } from "./store.js";
 
@@ -29,10 +29,23 @@ export class LocalStore implements Store {
     await copyFile(this.pathOf(key), file);
   }
 
+  getText(key: string): Promise<string> {
+    return readFile(this.pathOf(key), "utf8");
+  }
+
   async putFile(key: string, file: string): Promise<void> {
+    await copyFile(file, await this.createParent(key));
+  }
+
+  async putText(key: string, text: string): Promise<void> {
+    await writeFile(await this.createParent(key), text);
+  }
+
+  /** The key's file, once its directory exists. */
+  private async createParent(key: string): Promise<string> {
     const target = this.pathOf(key);
     await mkdir(path.dirname(target), { recursive: true });
-    await copyFile(file, target);
+    return target;
   }
 
   private pathOf(key: string): string {

@@ -11,8 +11,9 @@ import { S3Client } from "@aws-sdk/client-s3";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { ConfigError, readWorkerConfig } from "./config.js";
-import { EXIT, runTask } from "./run-task.js";
+import { runTask } from "./run-task.js";
 import { resolveSecrets } from "./secrets.js";
+import { EXIT } from "./status.js";
 import { openStore } from "./store.js";
 import { discoverTaskId } from "./task-id.js";
 

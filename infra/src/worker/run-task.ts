@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { access, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import { runArtillery } from "./artillery.js";
@@ -7,26 +7,8 @@ import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
 import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
 import { makeRedactor } from "./secrets.js";
+import { EXIT, type TaskStatus } from "./status.js";
 import { type Store, fetchTree } from "./store.js";
-
-/** `runs/<runId>/<region>/<taskId>/status.json`; the last file a task writes. */
-export interface TaskStatus {
-  runId: string;
-  region: string;
-  taskId: string;
-  /** The worker's exit code: 0 ok, 1 artillery failed, 2 set-up failed, 3 upload failed. */
-  exitCode: number;
-  /** One line; null on success. */
-  reason: string | null;
-  /** ISO 8601. */
-  startedAt: string;
-  endedAt: string;
-  /** How late Artillery started after the manifest's startAt, in ms (null: no startAt, or never started). */
-  startLagMs: number | null;
-  artilleryExitCode: number | null;
-}
-
-export const EXIT = { ok: 0, artillery: 1, setup: 2, upload: 3 } as const;
 
 export interface TaskDeps {
   store: Store;
@@ -120,9 +102,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
   }
   status.endedAt = new Date(deps.now()).toISOString();
   try {
-    const statusFile = path.join(workDir, STATUS_FILE);
-    await writeFile(statusFile, JSON.stringify(status, null, 2) + "\n");
-    await deps.store.putFile(prefix + STATUS_FILE, statusFile);
+    await deps.store.putText(prefix + STATUS_FILE, JSON.stringify(status, null, 2) + "\n");
   } catch (err) {
     if (status.exitCode === EXIT.ok) status.exitCode = EXIT.upload;
     status.reason = oneLine(`${status.reason ? `${status.reason}; ` : ""}uploading ${STATUS_FILE} failed: ${(err as Error).message}`);

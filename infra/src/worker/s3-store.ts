@@ -10,7 +10,7 @@ export class S3Store implements Store {
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
-    private readonly prefix: string,
+    private readonly prefix = "",
   ) {}
 
   get location(): string {
@@ -27,22 +27,40 @@ export class S3Store implements Store {
   }
 
   async getToFile(key: string, file: string): Promise<void> {
-    const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }));
-    if (!(response.Body instanceof Readable)) throw new Error(`s3://${this.bucket}/${this.keyOf(key)}: no body`);
-    await pipeline(response.Body, createWriteStream(file));
+    await pipeline(await this.body(key), createWriteStream(file));
+  }
+
+  async getText(key: string): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.body(key)) chunks.push(Buffer.from(chunk));
+    return Buffer.concat(chunks).toString("utf8");
   }
 
   async putFile(key: string, file: string): Promise<void> {
     const { size } = await stat(file);
+    await this.put(key, createReadStream(file), size);
+  }
+
+  async putText(key: string, text: string): Promise<void> {
+    await this.put(key, text, Buffer.byteLength(text));
+  }
+
+  private async put(key: string, body: Readable | string, size: number): Promise<void> {
     await this.client.send(
       new PutObjectCommand({
         Bucket: this.bucket,
         Key: this.keyOf(key),
-        Body: createReadStream(file),
+        Body: body,
         ContentLength: size,
         ContentType: key.endsWith(".json") ? "application/json" : "text/plain; charset=utf-8",
       }),
     );
+  }
+
+  private async body(key: string): Promise<Readable> {
+    const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(key) }));
+    if (!(response.Body instanceof Readable)) throw new Error(`s3://${this.bucket}/${this.keyOf(key)}: no body`);
+    return response.Body;
   }
 
   private keyOf(key: string): string {

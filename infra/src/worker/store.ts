@@ -5,9 +5,11 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import { LocalStore } from "./local-store.js";
 import { S3Store } from "./s3-store.js";
 
+export { LocalStore, S3Store };
+
 /**
- * The few operations the worker needs from "S3", so that the fan-out runner's local backend can
- * run the same entrypoint against a directory and get the same results tree.
+ * The few operations the worker and the fan-out runner need from "S3", so that the runner's local
+ * backend can run the same entrypoint against a directory and get the same results tree.
  * Keys are `/`-separated, relative to the store's root.
  */
 export interface Store {
@@ -16,7 +18,10 @@ export interface Store {
   /** Keys under `prefix` (which ends with `/`), as full keys. */
   list(prefix: string): Promise<string[]>;
   getToFile(key: string, file: string): Promise<void>;
+  /** A small UTF-8 object (run.json, status.json). */
+  getText(key: string): Promise<string>;
   putFile(key: string, file: string): Promise<void>;
+  putText(key: string, text: string): Promise<void>;
 }
 
 export interface StoreDeps {

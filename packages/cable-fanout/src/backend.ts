@@ -1,5 +1,6 @@
 // The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
+import type { TaskStatus } from "cable-infra/worker/status";
 import type { Bundle } from "./bundle.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";
@@ -39,23 +40,10 @@ export interface StartOutcome {
   failures: string[];
 }
 
-/** The worker's status.json (infra/src/worker/run-task.ts TaskStatus). */
-export interface WorkerStatus {
-  runId: string;
-  region: string;
-  taskId: string;
-  exitCode: number;
-  reason: string | null;
-  startedAt: string;
-  endedAt: string;
-  startLagMs: number | null;
-  artilleryExitCode: number | null;
-}
-
 export interface DownloadedResults {
   /** Files written under the region's folder, relative to it. */
   files: string[];
-  statuses: WorkerStatus[];
+  statuses: TaskStatus[];
 }
 
 /** One region, found and ready. */

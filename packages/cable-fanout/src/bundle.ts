@@ -1,12 +1,10 @@
 // The bundle every task fetches: the scenario and the files it reads, at their paths relative to
 // their common directory (so `../processors/x.js` still resolves), plus the run.json manifest.
 import path from "node:path";
-import type { RunManifest } from "cable-infra/worker";
+import { MANIFEST_FILE } from "cable-infra/worker/layout";
+import type { RunManifest } from "cable-infra/worker/manifest";
 import { FanoutInputError } from "./errors.js";
 import type { Scenario } from "./scenario.js";
-
-/** The manifest's name in the bundle (infra/src/worker/layout.ts MANIFEST_FILE). */
-export const MANIFEST_FILE = "run.json";
 
 export interface BundleFile {
   /** Path inside the bundle, `/`-separated. */

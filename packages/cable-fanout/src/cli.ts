@@ -9,7 +9,7 @@ import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { parseDuration, parseJsonObject, parsePercent, parsePositiveInt, parseRegions, parseSecrets } from "./options.js";
+import { parseDuration, parseJsonObject, parsePercent, parsePositiveInt, parseRegions, parseSecrets, parseTaskSize } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
 
@@ -71,8 +71,8 @@ function program(exit: (code: number) => void): Command {
     .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
     .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
     .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
-    .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU)")
-    .option("--memory <MiB>", "task memory in MiB, overriding the stack's")
+    .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
+    .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
     .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario: NAME=ssm:/cable-loadtest/…, NAME=<SSM or Secrets Manager ARN>, or (--local) NAME from this environment; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--max-duration <duration>", "stop every task after this long (default: start delay + phases + a margin)")
     .option("--start-delay <duration>", "how far ahead the common start time is set (default: 120s on AWS, 5s locally)")
@@ -101,8 +101,7 @@ function program(exit: (code: number) => void): Command {
             variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
             environment: o.environment as string | undefined,
             spot: Boolean(o.spot),
-            cpu: o.cpu === undefined ? undefined : parsePositiveInt("--cpu", o.cpu as string),
-            memory: o.memory === undefined ? undefined : parsePositiveInt("--memory", o.memory as string),
+            ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
             secretRefs: secrets.refs,
             secretValues: secrets.values,
             maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),

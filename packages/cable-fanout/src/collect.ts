@@ -3,11 +3,10 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, ResultsInputError, writeFileAtomic, type MergedResults, type Regression } from "artillery-plugin-cable-report";
-import type { Region, TaskSnapshot, WorkerStatus } from "./backend.js";
+import { REPORT_FILE } from "cable-infra/worker/layout";
+import type { TaskStatus } from "cable-infra/worker/status";
+import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
-
-/** The worker names its report so (infra/src/worker/layout.ts REPORT_FILE). */
-export const REPORT_FILE = "report.json";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5 } as const;
 
@@ -46,7 +45,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     input.regions.map(async (region) => {
       const dir = path.join(runDir, region.name);
       mkdirSync(dir, { recursive: true });
-      let statuses: WorkerStatus[] = [];
+      let statuses: TaskStatus[] = [];
       try {
         ({ statuses } = await region.downloadResults(record.runId, dir));
       } catch (err) {
@@ -112,8 +111,8 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
  * wrote (status.json). A worker that failed only because `ensure` checks failed (Artillery exit 1,
  * a report whose checks failed) is "ensure-failed": its numbers count, the run still fails.
  */
-export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: WorkerStatus[]): TaskOutcome[] {
-  const byId = new Map<string, { snapshot?: TaskSnapshot; status?: WorkerStatus }>();
+export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[]): TaskOutcome[] {
+  const byId = new Map<string, { snapshot?: TaskSnapshot; status?: TaskStatus }>();
   for (const s of snapshots) byId.set(s.taskId, { snapshot: s });
   for (const s of statuses) byId.set(s.taskId, { ...byId.get(s.taskId), status: s });
   return [...byId].map(([taskId, { snapshot, status }]) => {

@@ -1,8 +1,8 @@
-export type { Backend, Region, TaskSnapshot, StartOptions, StartOutcome, Timing, WorkerStatus } from "./backend.js";
+export type { Backend, Region, TaskSnapshot, StartOptions, StartOutcome, Timing } from "./backend.js";
 export { AwsBackend, AwsRegion, AWS_TIMING, defaultClients, taskIdOf, type AwsClients } from "./aws/aws-backend.js";
-export { describeRegionStack, stackNameFor, deployHint, OUTPUT_KEYS, type RegionStack } from "./aws/discovery.js";
+export { describeRegionStack, deployHint, type RegionStack } from "./aws/discovery.js";
 export { LocalBackend, LOCAL_TIMING, workerEntrypoint } from "./local/local-backend.js";
-export { buildBundle, commonDirectory, MANIFEST_FILE, type Bundle } from "./bundle.js";
+export { buildBundle, commonDirectory, type Bundle } from "./bundle.js";
 export { loadScenario, phasesDurationMs, durationToMs, type Scenario } from "./scenario.js";
 export { batches, backoffDelay, backoffSchedule, RUN_TASK_BACKOFF, RUN_TASK_MAX_COUNT, type Backoff } from "./schedule.js";
 export { startInBatches, isThrottling, isRetryableFailure } from "./retry.js";

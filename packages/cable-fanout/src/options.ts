@@ -1,10 +1,9 @@
 // Parsing the flags' values; every error names the flag.
+import { FargateSizeError, SECRETS_PATH, assertFargateSize, isUnderSecretsPath } from "cable-infra/contract";
 import { FanoutInputError } from "./errors.js";
 import { durationToMs } from "./scenario.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Where the stack lets the task role read secrets from (infra's SECRETS_PATH). */
-const SECRETS_PATH = /(^\/?|:parameter\/|:secret:)cable-loadtest\//;
 
 export function parseRegions(text: string): string[] {
   const regions = text.split(",").map((r) => r.trim()).filter(Boolean);
@@ -43,6 +42,32 @@ export function parsePercent(flag: string, text: string): number {
   return Number(match[1]);
 }
 
+export interface TaskSize {
+  cpu?: number;
+  memory?: number;
+}
+
+/**
+ * `--cpu` and `--memory` override the stack's task size, checked against Fargate's pairs (the
+ * contract's check, the one the stack's own size passes at synth) before anything is uploaded. They
+ * go together: the stack's size is not known here, so only a whole pair can be checked up front.
+ */
+export function parseTaskSize(cpuText: string | undefined, memoryText: string | undefined): TaskSize {
+  if (cpuText === undefined && memoryText === undefined) return {};
+  if (cpuText === undefined || memoryText === undefined) {
+    throw new FanoutInputError(`${cpuText === undefined ? "--memory" : "--cpu"} needs ${cpuText === undefined ? "--cpu" : "--memory"} too: a Fargate task size is a CPU/memory pair`);
+  }
+  const cpu = parsePositiveInt("--cpu", cpuText);
+  const memory = parsePositiveInt("--memory", memoryText);
+  try {
+    assertFargateSize(cpu, memory, { cpu: "--cpu", memory: "--memory" });
+  } catch (err) {
+    if (err instanceof FargateSizeError) throw new FanoutInputError(err.message);
+    throw err;
+  }
+  return { cpu, memory };
+}
+
 export interface Secrets {
   /** Env var → reference, resolved by the worker. */
   refs: Record<string, string>;
@@ -62,7 +87,7 @@ export function parseSecrets(specs: string[], backend: "aws" | "local", env: Nod
     const name = eq === -1 ? spec : spec.slice(0, eq);
     if (!ENV_NAME.test(name)) throw new FanoutInputError(`--secret ${spec}: "${name}" is not an environment variable name`);
     if (eq === -1) {
-      if (backend === "aws") throw new FanoutInputError(`--secret ${name}: Fargate tasks take secrets by reference only, e.g. --secret ${name}=ssm:/cable-loadtest/${name.toLowerCase()}`);
+      if (backend === "aws") throw new FanoutInputError(`--secret ${name}: Fargate tasks take secrets by reference only, e.g. --secret ${name}=ssm:/${SECRETS_PATH}/${name.toLowerCase()}`);
       const value = env[name];
       if (value === undefined) throw new FanoutInputError(`--secret ${name}: $${name} is not set in this environment`);
       secrets.values[name] = value;
@@ -73,8 +98,8 @@ export function parseSecrets(specs: string[], backend: "aws" | "local", env: Nod
     if (!ref.startsWith("ssm:") && !/^arn:[^:]+:(ssm|secretsmanager):/.test(ref)) {
       throw new FanoutInputError(`--secret ${name}=…: the reference must be ssm:<parameter name> or an SSM parameter / Secrets Manager ARN (never the value itself)`);
     }
-    if (backend === "aws" && !SECRETS_PATH.test(resolved)) {
-      throw new FanoutInputError(`--secret ${name}=${ref}: the task role may read only parameters and secrets under cable-loadtest/ (e.g. ssm:/cable-loadtest/${name.toLowerCase()})`);
+    if (backend === "aws" && !isUnderSecretsPath(resolved)) {
+      throw new FanoutInputError(`--secret ${name}=${ref}: the task role may read only parameters and secrets under ${SECRETS_PATH}/ (e.g. ssm:/${SECRETS_PATH}/${name.toLowerCase()})`);
     }
     secrets.refs[name] = resolved;
   }

@@ -1,42 +1,29 @@
-// Reading and writing the run's objects. Mirrors the worker's Store (infra/src/worker/store.ts),
-// which cable-infra does not export.
+// Writing a run's bundle into a region's store and reading its results back, in the worker's layout.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { DownloadedResults, WorkerStatus } from "./backend.js";
-import { type Bundle, MANIFEST_FILE } from "./bundle.js";
-import { bundlePrefix } from "cable-infra/worker";
+import { MANIFEST_FILE, STATUS_FILE, bundlePrefix, regionResultsPrefix } from "cable-infra/worker/layout";
+import type { TaskStatus } from "cable-infra/worker/status";
+import type { Store } from "cable-infra/worker/store";
+import type { DownloadedResults } from "./backend.js";
+import type { Bundle } from "./bundle.js";
 
-/** The last file a task writes (infra/src/worker/layout.ts STATUS_FILE). */
-export const STATUS_FILE = "status.json";
-
-export interface ObjectStore {
-  readonly location: string;
-  /** Full keys under `prefix` (which ends with `/`). */
-  list(prefix: string): Promise<string[]>;
-  getToFile(key: string, file: string): Promise<void>;
-  getText(key: string): Promise<string>;
-  putFile(key: string, file: string): Promise<void>;
-  putText(key: string, text: string): Promise<void>;
-}
-
-export async function uploadBundle(store: ObjectStore, runId: string, bundle: Bundle): Promise<void> {
+export async function uploadBundle(store: Store, runId: string, bundle: Bundle): Promise<void> {
   const prefix = bundlePrefix(runId);
   for (const file of bundle.files) await store.putFile(prefix + file.key, file.source);
   // The manifest goes last: a task that sees it sees the whole bundle.
   await store.putText(prefix + MANIFEST_FILE, `${JSON.stringify(bundle.manifest, null, 2)}\n`);
 }
 
-export async function downloadRegionResults(store: ObjectStore, runId: string, region: string, dir: string): Promise<DownloadedResults> {
-  // resultPrefix(runId, region, taskId) without the task: every task of the region.
-  const prefix = `runs/${runId}/${region}/`;
+export async function downloadRegionResults(store: Store, runId: string, region: string, dir: string): Promise<DownloadedResults> {
+  const prefix = regionResultsPrefix(runId, region);
   const files: string[] = [];
-  const statuses: WorkerStatus[] = [];
+  const statuses: TaskStatus[] = [];
   for (const key of await store.list(prefix)) {
     const rel = key.slice(prefix.length);
     const parts = rel.split("/");
     if (parts.length < 2 || parts.some((p) => p === "" || p === "." || p === "..")) continue;
     if (parts.length === 2 && parts[1] === STATUS_FILE) {
-      statuses.push(JSON.parse(await store.getText(key)) as WorkerStatus);
+      statuses.push(JSON.parse(await store.getText(key)) as TaskStatus);
       continue;
     }
     const target = path.join(dir, ...parts);

@@ -1,40 +1,19 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./cli";
 
 // The whole pipeline with no AWS: the real CLI, the real worker entrypoint as child processes, the
 // real Artillery with the cable engine against the local target, and cable-report's merge.
 const ROOT = path.resolve(__dirname, "../../..");
-const BIN = path.resolve(__dirname, "../bin/cable-fanout.js");
 const CHAT = path.join(ROOT, "scenarios/chat.yml");
 const SHORT = JSON.stringify({ config: { phases: [{ duration: 2, arrivalRate: 2 }] } });
 const LONG = JSON.stringify({ config: { phases: [{ duration: 120, arrivalRate: 1 }] } });
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], cwd: string, onSpawn?: (child: ChildProcess) => void, timeoutMs = 90_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true" }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    onSpawn?.(child);
-  });
-}
+const cli = (args: string[], cwd: string, onSpawn?: (child: ChildProcess) => void) => runCli(args, { cwd, onSpawn });
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
 const onlyRun = (out: string) => readdirSync(out).filter((d) => !d.startsWith("."));

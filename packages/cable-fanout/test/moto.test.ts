@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -8,30 +7,16 @@ import { startTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
+import { runCli } from "./cli";
 import { deployStack, startMoto, synthesizeTemplates, type Moto } from "./moto";
 
 // The AWS backend against moto's server: the real synthesized stacks deployed by CloudFormation in
 // two regions, the real CLI, and workers simulated by writing genuine Artillery reports into each
 // region's bucket as soon as ECS lists the task (moto runs no container).
 const ROOT = path.resolve(__dirname, "../../..");
-const BIN = path.resolve(__dirname, "../bin/cable-fanout.js");
 const REGIONS = ["eu-west-2", "us-east-1"];
 
-function cli(args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 100_000);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[], env: Record<string, string>, cwd: string) => runCli(args, { cwd, env, timeoutMs: 100_000 });
 
 /** What one genuine task left: a real artillery run through the local backend. */
 function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string, Buffer>> {

@@ -2,6 +2,7 @@
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { stackNameFor } from "cable-infra/contract";
 import { freePort, spawnServer, type RunningServer } from "cable-test-servers";
 
 export interface Moto {
@@ -47,7 +48,7 @@ export function synthesizeTemplates(regions: string[]): Map<string, Record<strin
 export async function deployStack(region: string, template: Record<string, unknown>): Promise<string> {
   await new SSMClient({ region }).send(new PutParameterCommand({ Name: "/cdk-bootstrap/hnb659fds/version", Value: "30", Type: "String", Overwrite: true }));
   const cfn = new CloudFormationClient({ region });
-  const name = `CableLoadtest-${region}`;
+  const name = stackNameFor(region);
   await cfn.send(new CreateStackCommand({ StackName: name, TemplateBody: JSON.stringify(template), Capabilities: ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"] }));
   const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: name }));
   return Stacks?.[0]?.StackStatus ?? "unknown";

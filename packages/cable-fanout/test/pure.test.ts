@@ -2,7 +2,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildBundle, commonDirectory } from "../src/bundle";
 import { FanoutInputError } from "../src/errors";
-import { parseDuration, parseSecrets } from "../src/options";
+import { parseDuration, parseSecrets, parseTaskSize } from "../src/options";
 import { isRetryableFailure, isThrottling } from "../src/retry";
 import { effectiveOverrides, newRunId } from "../src/runner";
 import { loadScenario, phasesDurationMs } from "../src/scenario";
@@ -86,6 +86,16 @@ describe("flags", () => {
   it("passes a local secret's value from the environment, and refuses an unset one", () => {
     expect(parseSecrets(["PUSHER_APP_SECRET"], "local", { PUSHER_APP_SECRET: "s3cr3t" })).toEqual({ refs: {}, values: { PUSHER_APP_SECRET: "s3cr3t" } });
     expect(() => parseSecrets(["NOPE"], "local", {})).toThrow(FanoutInputError);
+  });
+
+  it("takes --cpu and --memory only as a Fargate pair, checked before anything starts", () => {
+    expect(parseTaskSize(undefined, undefined)).toEqual({});
+    expect(parseTaskSize("2048", "8192")).toEqual({ cpu: 2048, memory: 8192 });
+    expect(() => parseTaskSize("2048", undefined)).toThrow("--cpu needs --memory too");
+    expect(() => parseTaskSize(undefined, "8192")).toThrow("--memory needs --cpu too");
+    expect(() => parseTaskSize("3000", "8192")).toThrow(new FanoutInputError("--cpu: 3000 is not a Fargate CPU size (256, 512, 1024, 2048, 4096, 8192, 16384)"));
+    expect(() => parseTaskSize("256", "4096")).toThrow(new FanoutInputError("--memory: 4096 does not fit --cpu 256 (Fargate allows 512, 1024, 2048 MiB)"));
+    expect(() => parseTaskSize("2 vCPU", "8192")).toThrow(/--cpu wants a positive whole number/);
   });
 
   it("reads durations in seconds or with units", () => {

@@ -2,12 +2,12 @@
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient, type Task, RunTaskCommand, StopTaskCommand, paginateListTasks, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
 import { S3Client } from "@aws-sdk/client-s3";
+import { S3Store } from "cable-infra/worker/store";
 import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { startInBatches, type RetryDeps } from "../retry.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
 import { describeLogging, describeRegionStack, type RegionStack } from "./discovery.js";
-import { S3ObjectStore } from "./s3-store.js";
 
 /** Fargate needs a minute or two to pull a large image; the start time leaves room for it. */
 export const AWS_TIMING: Timing = { startDelayMs: 120_000, startTimeoutMs: 600_000, marginMs: 600_000, pollMs: 10_000, stopGraceMs: 120_000 };
@@ -51,7 +51,7 @@ export class AwsBackend implements Backend {
 }
 
 export class AwsRegion implements Region {
-  private readonly store: S3ObjectStore;
+  private readonly store: S3Store;
 
   constructor(
     private readonly stack: RegionStack,
@@ -59,7 +59,7 @@ export class AwsRegion implements Region {
     private readonly logging: { group: string; streamPrefix?: string },
     private readonly retry: Omit<RetryDeps, "abort">,
   ) {
-    this.store = new S3ObjectStore(clients.s3, stack.bucketName);
+    this.store = new S3Store(clients.s3, stack.bucketName);
   }
 
   get name(): string {

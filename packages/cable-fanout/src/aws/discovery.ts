@@ -1,12 +1,8 @@
-// A region's deployment, from the outputs of its CableLoadtest-<region> stack (infra/src/cdk/loadtest-stack.ts).
+// A region's deployment, from the outputs of its CableLoadtest-<region> stack (cable-infra's contract).
 import { type CloudFormationClient, DescribeStacksCommand, type Stack } from "@aws-sdk/client-cloudformation";
 import { DescribeTaskDefinitionCommand, type ECSClient } from "@aws-sdk/client-ecs";
+import { OUTPUT_KEYS, type OutputKey, stackNameFor } from "cable-infra/contract";
 import { FanoutInputError } from "../errors.js";
-
-export const stackNameFor = (region: string): string => `CableLoadtest-${region}`;
-
-/** The outputs the stack declares (infra's OUTPUT_KEYS). */
-export const OUTPUT_KEYS = ["ClusterArn", "TaskDefinitionArn", "ContainerName", "SubnetIds", "SecurityGroupId", "AssignPublicIp", "BucketName", "LogGroupName"] as const;
 
 export interface RegionStack {
   region: string;
@@ -42,7 +38,7 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
   const outputs = new Map((stack.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
   const missing = OUTPUT_KEYS.filter((k) => !outputs.get(k));
   if (missing.length > 0) throw new FanoutInputError(`region ${region}: stack ${name} lacks the outputs ${missing.join(", ")} (deployed by an older version?); redeploy it with: ${deployHint(region)}`);
-  const get = (key: (typeof OUTPUT_KEYS)[number]) => outputs.get(key)!;
+  const get = (key: OutputKey) => outputs.get(key)!;
   return {
     region,
     clusterArn: get("ClusterArn"),

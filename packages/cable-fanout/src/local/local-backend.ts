@@ -3,14 +3,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { SEGMENT_PATTERN } from "cable-infra/worker/layout";
+import { LocalStore } from "cable-infra/worker/store";
 import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
-import { DirectoryStore } from "./directory-store.js";
-
-/** Region and task names become path segments (infra/src/worker/layout.ts SEGMENT_PATTERN). */
-const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export const LOCAL_TIMING: Timing = { startDelayMs: 5_000, startTimeoutMs: 60_000, marginMs: 120_000, pollMs: 500, stopGraceMs: 20_000 };
 
@@ -35,7 +33,7 @@ export class LocalBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
-    if (!SEGMENT.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
+    if (!SEGMENT_PATTERN.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
     const worker = workerEntrypoint();
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-infra)`);
     return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
@@ -48,7 +46,7 @@ interface LocalTask {
 }
 
 class LocalRegion implements Region {
-  private readonly store: DirectoryStore;
+  private readonly store: LocalStore;
   private readonly tasks = new Map<string, LocalTask>();
 
   constructor(
@@ -57,7 +55,7 @@ class LocalRegion implements Region {
     private readonly worker: string,
     private readonly env: NodeJS.ProcessEnv,
   ) {
-    this.store = new DirectoryStore(storeDir);
+    this.store = new LocalStore(storeDir);
   }
 
   get location(): string {
