@@ -1,7 +1,10 @@
 // The engine's Pusher protocol against a real Sockudo and against the local target, through the
 // real `artillery run`: public, private and presence channels, client events, HTTP publish, and
 // auth failures.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { channelAuth } from "../src/protocol/pusher-signatures.js";
 import { runArtillery, startSockudo, type ArtilleryReport } from "cable-test-servers";
 import { startTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -100,6 +103,48 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
     expect(counter(r, "cable.subscriptions")).toBe(4);
     expect(counter(r, "vusers.completed")).toBe(3);
     expect(counter(r, "errors.cable.receive_timeout")).toBe(1);
+  });
+
+  test("an app's auth endpoint signs private and presence subscriptions, as pusher-js asks it; a refusal is auth_failed", async () => {
+    // A stand-in for Laravel's /broadcasting/auth: a form POST of socket_id and channel_name, and a
+    // session cookie that decides who may subscribe.
+    const seen: string[] = [];
+    const auth = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        const form = new URLSearchParams(body);
+        const [socketId, channel] = [form.get("socket_id")!, form.get("channel_name")!];
+        seen.push(`${req.headers.cookie} ${channel}`);
+        if (req.headers.cookie !== "session=ok") return void res.writeHead(403).end();
+        const channelData = channel.startsWith("presence-") ? JSON.stringify({ user_id: socketId, user_info: {} }) : undefined;
+        res.writeHead(200, { "Content-Type": "application/json" }).end(
+          JSON.stringify({ auth: channelAuth(server.key, server.secret, socketId, channel, channelData), channel_data: channelData }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => auth.listen(0, "127.0.0.1", resolve));
+    const authUrl = `http://127.0.0.1:${(auth.address() as AddressInfo).port}/broadcasting/auth`;
+    const flow = [{ connect: {} }, { subscribe: { channel: "private-orders" } }, { subscribe: { channel: "presence-lobby", user: { id: 1 } } }];
+    const withCookie = (cookie: string) => ({
+      config: {
+        target: server.url,
+        engines: { cable: {} },
+        cable: { protocol: "pusher", timeout: 3, pusher: { key: server.key, authEndpoint: { url: authUrl, headers: { Cookie: cookie } } } },
+        phases: [{ duration: 1, arrivalCount: 3 }],
+      },
+      scenarios: [{ engine: "cable", flow }],
+    });
+    try {
+      const ok = await run(withCookie("session=ok"), { secret: "" });
+      expect(ok.code, ok.output).toBe(0);
+      expect(counter(ok.report!, "cable.subscriptions")).toBe(6);
+      const refused = await run(withCookie("session=expired"), { secret: "" });
+      expect(counter(refused.report!, "errors.cable.auth_failed")).toBe(3);
+      expect(seen.filter((s) => s.startsWith("session=ok"))).toHaveLength(6);
+    } finally {
+      await new Promise((resolve) => auth.close(resolve));
+    }
   });
 
   test("a wrong secret: private subscriptions are rejected and publishes fail, as named errors", async () => {
