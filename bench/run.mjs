@@ -17,7 +17,7 @@ import { evaluateGoals } from "./lib/stats.mjs";
 import { artilleryWs, bare, cableEngine } from "./lib/subjects.mjs";
 import { startTarget } from "./lib/target.mjs";
 import { measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
-import { machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
+import { engineRevision, machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
@@ -65,7 +65,7 @@ const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 
 const startedAt = new Date();
 const target = await startTarget();
 log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
-const results = { mode: modeName, startedAt: startedAt.toISOString(), machine: machineFacts(), settings: mode, listen: {}, latency: {}, scale: {} };
+const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, scale: {} };
 
 try {
   for (const subject of [bare, cableEngine, artilleryWs]) {

@@ -98,33 +98,31 @@ export function exitWithin(child, ms) {
 }
 
 /**
- * CPU seconds per thread name (/proc/<pid>/task/<tid>/comm): the JS threads ("node", and
- * Artillery's worker threads), V8's helper threads (GC, compiler), libuv's pool.
+ * CPU seconds per thread (/proc/<pid>/task/<tid>): the main thread (tid = pid), Artillery's worker
+ * threads, V8's helpers (GC, compiler; Node names them all "node"), libuv's pool.
  */
 export function cpuByThread(pid) {
-  const byName = {};
+  const threads = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
-      const entry = (byName[name] ??= { user: 0, sys: 0, threads: 0 });
-      entry.user += Number(fields[11]) / CLOCK_TICKS_PER_SECOND;
-      entry.sys += Number(fields[12]) / CLOCK_TICKS_PER_SECOND;
-      entry.threads++;
+      threads[tid] = { name: tid === String(pid) ? "main" : name, user: Number(fields[11]) / CLOCK_TICKS_PER_SECOND, sys: Number(fields[12]) / CLOCK_TICKS_PER_SECOND };
     } catch {
       // the thread ended between the listing and the read
     }
   }
-  return byName;
+  return threads;
 }
 
-/** The difference of two cpuByThread() readings, rounded to 10 ms. */
+/** The CPU each thread used between two cpuByThread() readings, busiest first; idle threads left out. */
 export function cpuByThreadSince(before, after) {
-  const out = {};
-  for (const [name, a] of Object.entries(after)) {
-    const b = before[name] ?? { user: 0, sys: 0 };
-    out[name] = { user: Math.round((a.user - b.user) * 100) / 100, sys: Math.round((a.sys - b.sys) * 100) / 100, threads: a.threads };
-  }
-  return out;
+  return Object.entries(after)
+    .map(([tid, a]) => {
+      const b = before[tid] ?? { user: 0, sys: 0 };
+      return { tid: Number(tid), name: a.name, user: Math.round((a.user - b.user) * 100) / 100, sys: Math.round((a.sys - b.sys) * 100) / 100 };
+    })
+    .filter((t) => t.user + t.sys > 0)
+    .sort((x, y) => y.user + y.sys - (x.user + x.sys));
 }

@@ -1,8 +1,28 @@
 // Presenting the results: the machine's facts, a console table, and the markdown section that
 // `npm run bench` rewrites in docs/benchmarks.md (between the two markers, nothing else).
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
+
+/** Which engine was measured: the last commit touching it, whether its tree is dirty, when dist was built. */
+export function engineRevision(root) {
+  const git = (...args) => {
+    try {
+      return execFileSync("git", ["-C", root, ...args], { encoding: "utf8" }).trim();
+    } catch {
+      return "unknown";
+    }
+  };
+  let distBuiltAt = "unknown";
+  try {
+    distBuiltAt = statSync(`${root}/packages/artillery-engine-cable/dist/index.js`).mtime.toISOString();
+  } catch {}
+  return {
+    commit: git("log", "-1", "--format=%h %s", "--", "packages/artillery-engine-cable"),
+    uncommittedChanges: git("status", "--porcelain", "--", "packages/artillery-engine-cable/src") !== "",
+    distBuiltAt,
+  };
+}
 
 export function machineFacts() {
   const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
@@ -80,6 +100,7 @@ export function renderMarkdown(results, resultFile) {
   return [
     `Run of ${results.startedAt} (${results.mode} mode), raw figures in \`${resultFile}\`.`,
     "",
+    ...(results.engine ? [`Engine: ${results.engine.commit}${results.engine.uncommittedChanges ? " (with uncommitted changes)" : ""}, dist built ${results.engine.distBuiltAt}.`, ""] : []),
     `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, Linux ${m.kernel}; open files hard limit ${m.openFilesHardLimit}; ephemeral ports ${m.ipLocalPortRange}; tcp_tw_reuse ${m.tcpTwReuse}; Artillery worker threads ${m.artilleryWorkers}.`,
     "",
     `Workloads: listen = ${s.listen.n} clients subscribed to BenchmarkChannel (stream "all"), 3 windows of ${s.listen.broadcasts} broadcasts through \`POST /_broadcast\` (the median window counts); memory per idle VU is (RSS at N − RSS at ${s.listen.n0}) ÷ (N − ${s.listen.n0}), after a full GC, at N and (the goal's figure when present) at the scale run's top; latency = ${s.latency.n} clients × ${s.latency.iterations} echo round trips, ${s.latency.thinkMs} ms apart${s.scale ? `; scale = ramp to ${num(s.scale.n)} idle subscribed connections at ${s.scale.ratePerSecond}/s, hold ${s.scale.holdMs / 1000} s` : ""}.`,
