@@ -94,6 +94,8 @@ export class CableConnection implements Tracked {
       headers: options.headers,
       handshakeTimeout: options.timeoutMs,
       perMessageDeflate: false,
+      // Every text frame is parsed as JSON, which fails on broken UTF-8 as a malformed frame anyway.
+      skipUTF8Validation: true,
       localAddress: options.localAddress,
       // A hostile server must not make the generator buffer an unbounded frame.
       maxPayload: 16 * 1024 * 1024,
@@ -310,7 +312,7 @@ export class CableConnection implements Tracked {
   }
 
   private onMessage(msg: InboundMessage): void {
-    this.events.emit("counter", METRICS.messagesReceived, 1);
+    registry.countReceived();
     this.events.emit("rate", METRICS.receiveRate);
     const payload = msg.payload;
     if (payload !== null && typeof payload === "object") {

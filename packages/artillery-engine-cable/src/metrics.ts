@@ -61,6 +61,13 @@ export class OpenConnections {
   /** Warn past this event-loop lag, in ms (config.cable.lagWarning). */
   lagWarningMs = 100;
   private lag: LagMonitor | undefined;
+  /**
+   * Messages received since the last flush. Artillery stores every counter call until its period
+   * closes (three array slots and a timestamp each): one call per second instead of one per frame
+   * saves CPU and, under a broadcast burst, hundreds of MB (docs/benchmarks.md). The price: a
+   * count may land in the period after the one it belongs to, by up to a second.
+   */
+  private received = 0;
 
   get size(): number {
     return this.open.size;
@@ -79,8 +86,21 @@ export class OpenConnections {
     }
   }
 
+  /** Counts one received message; `cable.messages_received` is emitted in batches. */
+  countReceived(): void {
+    this.received++;
+  }
+
+  private flushReceived(): void {
+    if (this.received === 0 || !this.events) return;
+    this.events.emit("counter", METRICS.messagesReceived, this.received);
+    this.received = 0;
+  }
+
   delete(conn: Tracked): void {
     this.open.delete(conn);
+    // Before the VU that closes it ends: every count reaches the report.
+    this.flushReceived();
     if (this.open.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
@@ -108,6 +128,7 @@ export class OpenConnections {
     this.roll(now);
     this.raisePeak();
     if (!this.events) return;
+    this.flushReceived();
     this.lag?.sample(this.events, now);
     for (const conn of this.open) conn.tick(now, this.events);
   }
