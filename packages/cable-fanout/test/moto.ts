@@ -1,4 +1,6 @@
 // moto's server on a free loopback port, and the CDK stacks deployed into it.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
@@ -37,11 +39,21 @@ export function synthesizeTemplates(regions: string[]): Map<string, Record<strin
   const infra = path.resolve(__dirname, "../../../infra");
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { App } = require(require.resolve("aws-cdk-lib", { paths: [infra] })) as typeof import("aws-cdk-lib");
-  const { buildApp } = require(path.join(infra, "dist/cdk/app.js")) as { buildApp: (app: InstanceType<typeof App>) => Array<{ stackName: string; region: string; artifactId: string }> };
-  const app = new App({ context: { regions: regions.join(",") } });
-  const stacks = buildApp(app);
-  const assembly = app.synth();
-  return new Map(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template as Record<string, unknown>]));
+  const { buildApp } = require(path.join(infra, "dist/cdk/app.js")) as {
+    buildApp: (app: InstanceType<typeof App>, imageDirectory: string) => Array<{ stackName: string; region: string; artifactId: string }>;
+  };
+  const { stageImage } = require(path.join(infra, "dist/image/stage.js")) as { stageImage: (dir: string) => unknown };
+  // The image's build context, staged as `cdk synth` would (a clean clone has none in infra/image).
+  const imageDir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
+  try {
+    stageImage(imageDir);
+    const app = new App({ context: { regions: regions.join(",") } });
+    const stacks = buildApp(app, imageDir);
+    const assembly = app.synth();
+    return new Map(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template as Record<string, unknown>]));
+  } finally {
+    rmSync(imageDir, { recursive: true, force: true });
+  }
 }
 
 /** CreateStack of the real template, after seeding what the CDK bootstrap rule reads. */
