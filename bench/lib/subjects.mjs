@@ -154,7 +154,6 @@ function wsScript(target, p) {
 export const artilleryWs = {
   name: "artillery-ws",
   label: "Artillery + built-in ws engine",
-  countsReceived: false,
   listen(target, p, env) {
     const run = startArtillery("ws-listen", wsScript(target, p), { deadline: p.deadline, env });
     return { ...run, received: () => undefined };
