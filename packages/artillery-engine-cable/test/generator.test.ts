@@ -44,6 +44,31 @@ test("localAddress spreads the sockets over the listed source addresses in turn"
   expect(sources.sort()).toEqual(["127.0.0.2", "127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4", "127.0.0.4"]);
 });
 
+test("across Artillery's worker threads every VU runs once and the metrics merge exactly", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "workers-"));
+  writeFileSync(
+    path.join(dir, "processor.js"),
+    `const { threadId } = require("node:worker_threads");
+     module.exports = { mark(context, events, done) { events.emit("counter", "test.thread_" + threadId, 1); done(); } };`,
+  );
+  const run = await runArtillery({
+    outputDir: dir,
+    env: { NODE_OPTIONS: `--require ${path.join(__dirname, "support/three-cpus.cjs")}` },
+    script: {
+      config: { target: url, processor: "./processor.js", engines: { cable: {} }, phases: [{ duration: 3, arrivalRate: 10 }] },
+      scenarios: [{ engine: "cable", flow: [{ function: "mark" }, { connect: {} }, { think: 1 }] }],
+    },
+  });
+  expect(run.code, run.output).toBe(0);
+  const counters = run.report!.aggregate.counters;
+  const threads = Object.keys(counters).filter((k) => k.startsWith("test.thread_"));
+  expect(threads).toHaveLength(3);
+  expect(threads.reduce((sum, k) => sum + counters[k], 0)).toBe(30);
+  expect(counters["vusers.completed"]).toBe(30);
+  expect(counters["cable.connections"]).toBe(30);
+  expect(run.report!.aggregate.summaries["cable.handshake_latency"].count).toBe(30);
+});
+
 test("a blocked event loop shows in cable.event_loop_lag, with a warning", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "lag-"));
   writeFileSync(

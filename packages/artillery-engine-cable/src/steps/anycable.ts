@@ -49,8 +49,9 @@ export function compileWhisper(compiler: Compiler, raw: { channel: string; data?
   return asyncStep((vu, context) => {
     const s = spec(context);
     const state = vu.channel(s.channel);
-    vu.openExtended().send(encodeWhisper(state.key, stamped(compiler, vu, state.key, s.data ?? {}, s.stamp)));
+    const frame = encodeWhisper(state.key, stamped(compiler, vu, state.key, s.data ?? {}, s.stamp));
     state.lastSentAt = nowMs();
+    vu.openExtended().send(frame);
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });

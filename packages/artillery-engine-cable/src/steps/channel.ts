@@ -62,8 +62,9 @@ export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
     const s = spec(context);
     const state = vu.channel(s.channel);
     const data = s.stamp ? { ...s.data, ...vu.stamp(state.key, settings.stampField, nowMs()) } : s.data;
-    vu.open().send(encodePerform(state.key, s.action, data));
+    // Stamped before the send, so that an rtt includes it, as a client timing its own send would.
     state.lastSentAt = nowMs();
+    vu.open().send(encodePerform(state.key, s.action, data));
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });

@@ -28,8 +28,9 @@ export function compileTrigger(compiler: Compiler, raw: TriggerSpec): StepFn {
   return asyncStep((vu, context) => {
     const s = spec(context);
     const state = vu.channel(s.channel);
-    vu.open().send(encodeClientEvent(state.key, s.event, stamped(compiler, vu, state.key, s.data ?? {}, s.stamp)));
+    const frame = encodeClientEvent(state.key, s.event, stamped(compiler, vu, state.key, s.data ?? {}, s.stamp));
     state.lastSentAt = nowMs();
+    vu.open().send(frame);
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });
