@@ -83,10 +83,6 @@ export class CableConnection implements Tracked {
     this.pingIntervalMs = settings.pingIntervalMs ?? protocol.pingIntervalMs;
   }
 
-  get isOpen(): boolean {
-    return this.ws?.readyState === WebSocket.OPEN && !this.failure;
-  }
-
   /** Opens the socket and waits for the server's welcome; records `cable.handshake_latency`. */
   async open(options: OpenOptions): Promise<Welcome> {
     const startedAt = nowMs();

@@ -69,10 +69,6 @@ export class OpenConnections {
    */
   private received = 0;
 
-  get size(): number {
-    return this.open.size;
-  }
-
   add(conn: Tracked, events: Events): void {
     this.events = events;
     this.open.add(conn);

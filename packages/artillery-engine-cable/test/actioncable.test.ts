@@ -1,7 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { createHmac } from "node:crypto";
 import {
-  actionCable,
   buildIdentifier,
   createActionCableProtocol,
   decodeActionCable,
@@ -111,6 +110,7 @@ describe("Action Cable framing", () => {
   });
 
   test("the protocol offers actioncable-v1-json and pings every 3 s", () => {
+    const actionCable = createActionCableProtocol();
     expect(actionCable.subprotocols).toEqual(["actioncable-v1-json"]);
     expect(actionCable.pingIntervalMs).toBe(3000);
     expect(actionCable.subscribe({ channel: "C", params: { id: 1 } }, undefined)).toEqual({

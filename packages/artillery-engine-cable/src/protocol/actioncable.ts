@@ -151,4 +151,3 @@ export function createActionCableProtocol(options: ActionCableOptions = { extend
   };
 }
 
-export const actionCable = createActionCableProtocol();
