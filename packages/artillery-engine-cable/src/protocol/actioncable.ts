@@ -1,6 +1,6 @@
 import { CableError } from "../errors.js";
 import { signStreamName } from "./anycable-signatures.js";
-import type { Inbound, Protocol, SubscribeRequest, Subscription } from "./types.js";
+import type { Inbound, Protocol, SubscribeRequest } from "./types.js";
 
 // Frame shapes: rails/rails actioncable/lib/action_cable/connection/{base,subscriptions}.rb and
 // channel/base.rb (Rails 6.1), and AnyCable's docs/misc/action_cable_protocol.md.
@@ -147,7 +147,7 @@ export function createActionCableProtocol(options: ActionCableOptions = { extend
       const key = subscriptionIdentifier(request, options.streamsSecret);
       return { key, frame: encodeSubscribe(key) };
     },
-    unsubscribe: (sub: Subscription) => encodeUnsubscribe(sub.key),
+    unsubscribe: encodeUnsubscribe,
   };
 }
 

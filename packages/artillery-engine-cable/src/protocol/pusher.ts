@@ -1,7 +1,7 @@
 import { CableError } from "../errors.js";
 import { MalformedFrame } from "./actioncable.js";
 import { channelAuth } from "./pusher-signatures.js";
-import type { Inbound, Protocol, SubscribeRequest, Subscription, Welcome } from "./types.js";
+import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
 
 // Pusher Channels protocol 7: pusher/pusher-js src/core/connection/protocol/protocol.ts and
 // url_schemes.ts, and Pusher's docs ("Pusher Channels Protocol").
@@ -139,7 +139,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
       }
       return { key: channel, frame: encode("pusher:subscribe", data) };
     },
-    unsubscribe: (sub: Subscription) => encode("pusher:unsubscribe", { channel: sub.key }),
+    unsubscribe: (key) => encode("pusher:unsubscribe", { channel: key }),
     // 4000–4099: do not reconnect; 4100–4199: back off, then reconnect; 4200–4299: reconnect now.
     closeReason: (code) => `pusher_${code}`,
     keepalive: PING,

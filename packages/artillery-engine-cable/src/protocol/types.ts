@@ -30,13 +30,6 @@ export interface SubscribeRequest {
   user?: { id: string | number; info?: unknown };
 }
 
-/** A subscription as the wire sees it: `key` is what the server echoes back (identifier or channel name). */
-export interface Subscription {
-  key: string;
-  /** The name steps refer to: the `as` name, or the channel's name. */
-  name: string;
-}
-
 export interface Protocol {
   readonly name: string;
   /** Subprotocols offered on the upgrade. */
@@ -49,7 +42,8 @@ export interface Protocol {
   decode(text: string): Inbound;
   /** The subscribe frame and the key the server will confirm; Pusher's private channels sign it with the socket_id. */
   subscribe(request: SubscribeRequest, welcome: Welcome | undefined): Promise<{ key: string; frame: string }> | { key: string; frame: string };
-  unsubscribe(sub: Subscription): string;
+  /** The unsubscribe frame for a channel key (the identifier, or Pusher's channel name). */
+  unsubscribe(key: string): string;
   /** Names a 4xxx close code (Pusher gives them meaning); absent: every close is `connection_closed`. */
   closeReason?(code: number): string;
   /** Sent when the server has been quiet for a ping interval (Pusher clients ping; Action Cable's don't). */

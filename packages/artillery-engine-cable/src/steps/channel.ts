@@ -121,7 +121,7 @@ export function compileUnsubscribe(compiler: Compiler, raw: { channel: string })
   return asyncStep((vu, context) => {
     const { channel } = spec(context);
     const state = vu.channel(channel);
-    vu.open().unsubscribe(state.key, compiler.protocol.unsubscribe({ key: state.key, name: channel }));
+    vu.open().unsubscribe(state.key, compiler.protocol.unsubscribe(state.key));
     vu.channels.delete(channel);
   });
 }
