@@ -30,4 +30,6 @@ fi
 if ! command -v moto_server >/dev/null; then
   echo "setup: installing moto's server mode from PyPI"
   python3 -m pip install -q "moto[server]"
+  # Under pyenv a new console script needs its shim before it is on PATH.
+  if command -v pyenv >/dev/null; then pyenv rehash; fi
 fi
