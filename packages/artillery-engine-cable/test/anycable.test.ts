@@ -4,13 +4,11 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import yaml from "js-yaml";
-import { runArtillery, startRails, type ArtilleryReport, type RailsServer } from "cable-test-servers";
+import { counter, runArtillery, samples, startRails, type RailsServer } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 const repo = path.resolve(__dirname, "../../..");
-const counter = (r: ArtilleryReport, name: string) => r.aggregate.counters[name] ?? 0;
-const count = (r: ArtilleryReport, name: string) => r.aggregate.summaries[name]?.count ?? 0;
 const cookie = { cookies: { uid: "Kay/{{ $uuid }}" } };
 
 let target: LocalTarget;
@@ -46,8 +44,8 @@ describe("AnyCable $pubsub streams and HTTP broadcasts", () => {
     const r = run.report!;
     expect(counter(r, "vusers.completed")).toBe(4);
     expect(counter(r, "cable.messages_sent")).toBe(12);
-    expect(count(r, "cable.publish_latency")).toBe(8);
-    expect(count(r, "cable.broadcast_latency")).toBe(12);
+    expect(samples(r, "cable.publish_latency")).toBe(8);
+    expect(samples(r, "cable.broadcast_latency")).toBe(12);
     expect(counter(r, "cable.messages_missing")).toBe(0);
   });
 
@@ -103,7 +101,7 @@ describe("the extended protocol, and its fallback", () => {
       const run = await runArtillery({ script: script(url, 2, flow, { extended: "preferred" }) });
       expect(run.code, run.output).toBe(0);
       expect(counter(run.report!, "vusers.completed"), url).toBe(2);
-      expect(count(run.report!, "cable.rtt")).toBe(2);
+      expect(samples(run.report!, "cable.rtt")).toBe(2);
       expect(run.output).toMatch(spoke);
     }
   });
@@ -116,7 +114,7 @@ describe("the extended protocol, and its fallback", () => {
     expect(run.code, run.output).toBe(0);
     expect(counter(run.report!, "vusers.completed")).toBe(2);
     expect(counter(run.report!, "cable.history_replayed")).toBe(4);
-    expect(count(run.report!, "cable.history_latency")).toBe(2);
+    expect(samples(run.report!, "cable.history_latency")).toBe(2);
     const plain = await runArtillery({ script: script(target.cableUrl, 2, flow) });
     expect(plain.code).not.toBe(0);
     expect(plain.output).toContain('"history" needs AnyCable\'s extended protocol');
@@ -137,7 +135,7 @@ describe("the extended protocol, and its fallback", () => {
     const run = await runArtillery({ script: script(target.cableUrl, 2, flow, { extended: "required" }) });
     expect(run.code, run.output).toBe(0);
     expect(counter(run.report!, "vusers.completed")).toBe(2);
-    expect(count(run.report!, "cable.broadcast_latency")).toBeGreaterThanOrEqual(2);
+    expect(samples(run.report!, "cable.broadcast_latency")).toBeGreaterThanOrEqual(2);
   });
 });
 
@@ -186,8 +184,8 @@ describe("reconnect storms", () => {
     const r = run.report!;
     expect(counter(r, "vusers.completed")).toBe(12);
     expect(counter(r, "cable.subscriptions_restored")).toBe(12);
-    expect(count(r, "cable.restore_latency")).toBe(12);
-    expect(count(r, "cable.history_latency")).toBe(12);
+    expect(samples(r, "cable.restore_latency")).toBe(12);
+    expect(samples(r, "cable.history_latency")).toBe(12);
     expect(counter(r, "cable.history_replayed")).toBeGreaterThan(0);
     expect(counter(r, "cable.messages_missing")).toBe(0);
     expect(counter(r, "cable.messages_duplicated")).toBe(0);

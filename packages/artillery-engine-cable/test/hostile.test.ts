@@ -2,7 +2,7 @@
 // time with every VU ended once and each failure named.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { freePort, runArtillery, type ArtilleryReport } from "cable-test-servers";
+import { counter, freePort, runArtillery } from "cable-test-servers";
 import { WebSocketServer, type WebSocket } from "ws";
 import { afterAll, beforeAll, expect, test } from "vitest";
 
@@ -75,7 +75,6 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const counter = (r: ArtilleryReport, name: string) => r.aggregate.counters[name] ?? 0;
 
 test("every misbehaviour ends its VU once, with a named error, and the run ends on time", async () => {
   const refused = `ws://127.0.0.1:${await freePort()}`;

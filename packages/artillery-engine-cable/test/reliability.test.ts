@@ -2,11 +2,10 @@
 // expects, every VU ends, and the run finishes within its phases plus the timeout.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { runArtillery, type ArtilleryReport, type ArtilleryRun } from "cable-test-servers";
+import { counter, runArtillery, type ArtilleryReport, type ArtilleryRun } from "cable-test-servers";
 import { startTarget, type FaultConfig, type LocalTarget } from "cable-local-target";
 import { afterEach, describe, expect, test } from "vitest";
 
-const counter = (r: ArtilleryReport, name: string) => r.aggregate.counters[name] ?? 0;
 const cookie = { cookies: { uid: "Kay/{{ $uuid }}" } };
 let target: LocalTarget | undefined;
 afterEach(async () => {

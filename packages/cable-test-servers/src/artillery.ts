@@ -68,3 +68,13 @@ export async function runArtillery(options: RunOptions): Promise<ArtilleryRun> {
   const report = existsSync(reportPath) ? (JSON.parse(readFileSync(reportPath, "utf8")) as ArtilleryReport) : undefined;
   return { code, output, report, reportPath, durationMs: Date.now() - startedAt };
 }
+
+/** A counter of the run's aggregate, 0 when Artillery never counted it. */
+export function counter(report: ArtilleryReport, name: string): number {
+  return report.aggregate.counters[name] ?? 0;
+}
+
+/** How many samples a histogram of the run's aggregate holds, 0 when it has none. */
+export function samples(report: ArtilleryReport, name: string): number {
+  return report.aggregate.summaries[name]?.count ?? 0;
+}

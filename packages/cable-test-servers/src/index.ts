@@ -1,4 +1,4 @@
 export { freePort, spawnServer, type RunningServer } from "./process.js";
 export { startRails, type RailsServer } from "./rails.js";
 export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
-export { runArtillery, type ArtilleryRun, type ArtilleryReport, type RunOptions } from "./artillery.js";
+export { counter, runArtillery, samples, type ArtilleryRun, type ArtilleryReport, type RunOptions } from "./artillery.js";
