@@ -120,6 +120,15 @@ describe("the extended protocol, and its fallback", () => {
     expect(plain.output).toContain('"history" needs AnyCable\'s extended protocol');
   });
 
+  test("history on a preferred connection that fell back to plain is skipped, not waited for", async () => {
+    const flow = [{ connect: cookie }, { subscribe: { channel: "ChatChannel", params: { id: "h" }, as: "chat", history: { since: 60 } } }];
+    const run = await runArtillery({ script: script(rails.url, 2, flow, { extended: "preferred" }) });
+    expect(run.code, run.output).toBe(0);
+    expect(counter(run.report!, "vusers.completed")).toBe(2);
+    expect(samples(run.report!, "cable.history_latency")).toBe(0);
+    expect(run.durationMs).toBeLessThan(20_000);
+  });
+
   test("whispers reach the others on the stream, and presence joins are received", async () => {
     const flow = [
       { connect: cookie },

@@ -29,7 +29,9 @@ export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn
     events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
     events.emit("counter", METRICS.subscriptions, 1);
     vu.channels.set(s.as ?? s.stream ?? s.signedStream ?? s.channel!, { key, frame });
-    if (s.history) {
+    // A plain connection ("preferred" fell back) has no history to ask for: waiting for a
+    // confirm_history that cannot come would only end in a timeout.
+    if (s.history && connection.extended) {
       const since = Math.floor((Date.now() - secondsToMs(s.history.since, "history.since")) / 1000);
       await requestHistory(compiler, connection, key, encodeHistory(key, { since }));
     }
