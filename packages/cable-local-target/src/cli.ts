@@ -37,6 +37,7 @@ Faults (see README)
   --reject-subscriptions        refuse every subscription
   --drop-ratio <0..1>           drop this share of broadcast deliveries
   --malformed-ratio <0..1>      send this share of broadcast deliveries cut in half
+  --broadcast-delay-ms <n>      hold every broadcast delivery back this long (a slow server on purpose)
   --close-after-ms <n>          close each connection this long after it opened
   --close-every-nth <n>         apply --close-after-ms to every Nth connection only
   --close-code <n>              close code for --close-after-ms
@@ -91,6 +92,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "reject-subscriptions": { type: "boolean" },
       "drop-ratio": { type: "string" },
       "malformed-ratio": { type: "string" },
+      "broadcast-delay-ms": { type: "string" },
       "close-after-ms": { type: "string" },
       "close-every-nth": { type: "string" },
       "close-code": { type: "string" },
@@ -124,6 +126,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     rejectSubscriptions: values["reject-subscriptions"],
     dropBroadcastRatio: number("drop-ratio", values["drop-ratio"]),
     malformedRatio: number("malformed-ratio", values["malformed-ratio"]),
+    broadcastDelayMs: number("broadcast-delay-ms", values["broadcast-delay-ms"]),
     closeAfterMs: number("close-after-ms", values["close-after-ms"]),
     closeEveryNth: number("close-every-nth", values["close-every-nth"]),
     closeCode: number("close-code", values["close-code"]),

@@ -11,6 +11,8 @@ const channelFaultsSchema = z
     dropBroadcastRatio: z.number().min(0).max(1),
     /** Share (0..1) of broadcast deliveries sent cut in half, so that they are not valid JSON. */
     malformedRatio: z.number().min(0).max(1),
+    /** Hold every broadcast delivery back this long: a server that is slow on purpose (e.g. the A/B test of the regression gate). */
+    broadcastDelayMs: z.number().min(0).max(120_000),
   })
   .partial()
   .strict();

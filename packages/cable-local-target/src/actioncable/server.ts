@@ -239,6 +239,13 @@ export class ActionCableServer {
   }
 
   private deliver(connection: CableConnection, prepared: PreparedBroadcast): void {
+    const delayMs = prepared.faults.broadcastDelayMs;
+    // The connection's timers die with it, so a delivery held back never reaches a closed socket.
+    if (delayMs) connection.timers.timeout(() => this.deliverNow(connection, prepared), delayMs);
+    else this.deliverNow(connection, prepared);
+  }
+
+  private deliverNow(connection: CableConnection, prepared: PreparedBroadcast): void {
     if (this.faults.chance(prepared.faults.dropBroadcastRatio)) {
       this.counters.deliveriesDropped++;
       return;

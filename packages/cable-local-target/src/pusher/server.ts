@@ -119,6 +119,13 @@ export class PusherServer {
   }
 
   private deliver(connection: PusherConnection, prepared: PreparedEvent): void {
+    const delayMs = prepared.faults.broadcastDelayMs;
+    // The connection's timers die with it, so a delivery held back never reaches a closed socket.
+    if (delayMs) connection.timers.timeout(() => this.deliverNow(connection, prepared), delayMs);
+    else this.deliverNow(connection, prepared);
+  }
+
+  private deliverNow(connection: PusherConnection, prepared: PreparedEvent): void {
     if (this.faults.chance(prepared.faults.dropBroadcastRatio)) {
       this.counters.deliveriesDropped++;
       return;
