@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real servers the integration tests start on loopback: Rails Action Cable (Debian's
-# ruby-actioncable + puma), Sockudo (crates.io, built once and cached outside the repo) and moto.
+# ruby-actioncable + puma), Sockudo (crates.io, built once and cached outside the repo), anycable-go
+# (built once from ../shared/vendor's source tarball, cached likewise) and moto.
 # Idempotent: a machine that has them already spends a few seconds here.
 set -euo pipefail
 
@@ -25,6 +26,25 @@ if [ ! -x "$SOCKUDO_BIN" ]; then
   echo "setup: building sockudo from crates.io into $CACHE/sockudo (about 7 minutes, once)"
   cargo install sockudo --locked --root "$CACHE/sockudo" >"$CACHE/sockudo-build.log" 2>&1 \
     || { tail -n 40 "$CACHE/sockudo-build.log"; exit 1; }
+fi
+
+# anycable-go from the vendored source tarball (no registry serves it as a module; its dependencies
+# come from the Go module proxy). About 2 minutes on 2 cores, once.
+ANYCABLE_BIN="$CACHE/anycable/bin/anycable-go"
+if [ ! -x "$ANYCABLE_BIN" ]; then
+  REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  ANYCABLE_TGZ="${ANYCABLE_TARBALL:-$REPO_ROOT/../shared/vendor/anycable-1.6.16.tar.gz}"
+  if [ ! -f "$ANYCABLE_TGZ" ]; then
+    echo "setup: cannot build anycable-go: no source tarball at $ANYCABLE_TGZ" >&2
+    echo "       put anycable-1.6.16.tar.gz (the v1.6.16 tag's source, from GitHub) there or set ANYCABLE_TARBALL" >&2
+    exit 1
+  fi
+  command -v go >/dev/null || { echo "setup: building anycable-go needs Go 1.26 or newer on PATH (GOTOOLCHAIN=local: no toolchain download)" >&2; exit 1; }
+  echo "setup: building anycable-go 1.6.16 from $ANYCABLE_TGZ into $CACHE/anycable (about 2 minutes, once)"
+  rm -rf "$CACHE/anycable-src" && mkdir -p "$CACHE/anycable-src" "$CACHE/anycable/bin"
+  tar -xzf "$ANYCABLE_TGZ" -C "$CACHE/anycable-src" --strip-components=1
+  (cd "$CACHE/anycable-src" && GOTOOLCHAIN=local go build -o "$ANYCABLE_BIN" ./cmd/anycable-go) >"$CACHE/anycable-build.log" 2>&1 \
+    || { tail -n 40 "$CACHE/anycable-build.log"; exit 1; }
 fi
 
 if ! command -v moto_server >/dev/null; then

@@ -6,6 +6,10 @@ export interface RunningServer {
   stop(): Promise<void>;
   /** What the server printed, for assertion messages. */
   output(): string;
+  /** `kill -9`, as a crash: resolves once the process has exited and the port is closed. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port, with the same arguments; resolves once it listens. */
+  restart(): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -43,36 +47,62 @@ export interface SpawnOptions {
   killSignal?: NodeJS.Signals;
 }
 
-/** Spawns a server and resolves once its port accepts connections; rejects with its output if it dies or stalls. */
+interface Started {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+/**
+ * Spawns a server and resolves once its port accepts connections; rejects with its output if it dies
+ * or stalls. The server can be killed (-9) and started again on the same port, for restart tests.
+ */
 export async function spawnServer(options: SpawnOptions): Promise<RunningServer> {
   const { command, args, port, cwd, env, startTimeoutMs = 30_000, killSignal = "SIGTERM" } = options;
   let log = "";
-  const child: ChildProcess = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const append = (chunk: Buffer) => {
     log += chunk.toString();
     if (log.length > 64_000) log = log.slice(-32_000);
   };
-  child.stdout?.on("data", append);
-  child.stderr?.on("data", append);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  let spawnError: Error | undefined;
-  child.once("error", (err) => (spawnError = err));
+  let current: Started | undefined;
 
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill(killSignal);
-    const timer = setTimeout(() => child.kill("SIGKILL"), 3_000);
-    await exited;
+  const running = (s: Started | undefined): s is Started => !!s && s.child.exitCode === null && s.child.signalCode === null;
+  const end = async (signal: NodeJS.Signals) => {
+    const s = current;
+    if (!running(s)) return;
+    s.child.kill(signal);
+    const timer = setTimeout(() => s.child.kill("SIGKILL"), 3_000);
+    await s.exited;
     clearTimeout(timer);
   };
 
-  const deadline = Date.now() + startTimeoutMs;
-  while (Date.now() < deadline) {
-    if (spawnError) throw new Error(`${command} could not start: ${spawnError.message}`);
-    if (child.exitCode !== null) throw new Error(`${command} exited with ${child.exitCode} before listening:\n${log}`);
-    if (await canConnect(port)) return { port, stop, output: () => log };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await stop();
-  throw new Error(`${command} did not listen on 127.0.0.1:${port} within ${startTimeoutMs} ms:\n${log}`);
+  const start = async () => {
+    const child: ChildProcess = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", append);
+    child.stderr?.on("data", append);
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    let spawnError: Error | undefined;
+    child.once("error", (err) => (spawnError = err));
+    current = { child, exited };
+    const deadline = Date.now() + startTimeoutMs;
+    while (Date.now() < deadline) {
+      if (spawnError) throw new Error(`${command} could not start: ${spawnError.message}`);
+      if (child.exitCode !== null) throw new Error(`${command} exited with ${child.exitCode} before listening:\n${log}`);
+      if (await canConnect(port)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await end(killSignal);
+    throw new Error(`${command} did not listen on 127.0.0.1:${port} within ${startTimeoutMs} ms:\n${log}`);
+  };
+
+  await start();
+  return {
+    port,
+    stop: () => end(killSignal),
+    output: () => log,
+    kill: () => end("SIGKILL"),
+    restart: async () => {
+      if (running(current)) throw new Error(`${command} is still running on ${port}: kill it first`);
+      await start();
+    },
+  };
 }
