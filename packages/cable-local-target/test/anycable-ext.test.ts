@@ -277,7 +277,7 @@ describe("whisper", () => {
     const c = (await open(t, PLAIN)).client;
     for (const client of [a, b, c]) await subscribed(client, id);
     a.send({ command: "whisper", identifier: id, data: { event: "typing", name: "a" } });
-    const expected = `{"type":"whisper","identifier":${JSON.stringify(id)},"message":{"event":"typing","name":"a"}}`;
+    const expected = `{"identifier":${JSON.stringify(id)},"message":{"event":"typing","name":"a"}}`;
     expect(await b.nextRaw()).toBe(expected);
     expect(await c.nextRaw()).toBe(expected);
     expect(await a.collect(200, notPing)).toEqual([]);
@@ -295,7 +295,7 @@ describe("whisper", () => {
       await subscribed(a, id);
       await subscribed(b, id);
       a.send({ command: "whisper", identifier: id, data: { x: 1 } });
-      expect(await b.collect(200, notPing)).toEqual(streamsWhisper ? [{ type: "whisper", identifier: id, message: { x: 1 } }] : []);
+      expect(await b.collect(200, notPing)).toEqual(streamsWhisper ? [{ identifier: id, message: { x: 1 } }] : []);
     }
     const t = await target();
     const chat = identifier("ChatChannel", { id: 5 });

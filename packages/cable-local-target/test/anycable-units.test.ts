@@ -122,7 +122,7 @@ describe("extended protocol frames", () => {
     expect(ext.confirmHistory("id")).toBe('{"type":"confirm_history","identifier":"id"}');
     expect(ext.rejectHistory("id")).toBe('{"type":"reject_history","identifier":"id"}');
     expect(ext.presenceMessage("id", { type: "leave", id: "u" })).toBe('{"type":"presence","identifier":"id","message":{"type":"leave","id":"u"}}');
-    expect(ext.whisperMessage("id", '{"t":1}')).toBe('{"type":"whisper","identifier":"id","message":{"t":1}}');
+    expect(ext.whisperMessage("id", '{"t":1}')).toBe('{"identifier":"id","message":{"t":1}}');
   });
 
   test("extended commands parse only on extended connections", () => {

@@ -46,11 +46,13 @@ export function rejectHistory(identifier: string): string {
 }
 
 /**
- * A whisper as AnyCable delivers it: a transient broadcast with `BroadcastType` "whisper"
- * (node.go `Whisper`), encoded like presence events, `{"type":"whisper","identifier":…,"message":<data>}`.
+ * A whisper as AnyCable delivers it: node.go `Whisper` hands the data to the broker as a transient
+ * `StreamMessage`, which reaches the other subscribers as a plain broadcast frame,
+ * `{"identifier":…,"message":<data>}`, with no `type` and no stream position (checked against
+ * anycable-go 1.6.16 in test/conformance-anycable.test.ts). On the wire it cannot be told from a broadcast.
  */
 export function whisperMessage(identifier: string, dataJson: string): string {
-  return `{"type":"whisper","identifier":${id(identifier)},"message":${dataJson}}`;
+  return `{"identifier":${id(identifier)},"message":${dataJson}}`;
 }
 
 /**
