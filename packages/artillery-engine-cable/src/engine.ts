@@ -3,7 +3,9 @@ import type { Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import type { Protocol } from "./protocol/types.js";
-import { parseConfig, validateScript, type CableConfig } from "./schema.js";
+import { CableError } from "./errors.js";
+import { checkScript } from "./preflight.js";
+import { configSchema, type CableConfig } from "./schema.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
 import { compileStep } from "./steps/index.js";
 import { runVirtualUser, sequence, type VuContext } from "./vu.js";
@@ -37,12 +39,16 @@ export class CableEngine {
   private readonly config: Record<string, any>;
   private readonly protocol: Protocol;
   private readonly connectionSettings: ConnectionSettings;
+  /** The script is wrong and the run is being stopped (preflight.ts). */
+  private readonly failed: boolean;
 
   constructor(script: Script, _events: Events, private readonly helpers: ArtilleryHelpers) {
     this.config = script.config;
-    // Both throw a ScenarioError naming every mistake; Artillery prints it before any VU starts.
-    this.settings = parseConfig(script.config.cable);
-    validateScript(script, this.settings);
+    // preflight.ts: a wrong script stops the run with one message before any VU starts (and why
+    // not by throwing here). The defaults below only keep this object whole until then.
+    const settings = checkScript(script);
+    this.failed = settings === undefined;
+    this.settings = settings ?? configSchema.parse({});
     this.protocol = protocolFor(this.settings);
     registry.lagWarningMs = this.settings.lagWarning;
     this.connectionSettings = {
@@ -53,6 +59,7 @@ export class CableEngine {
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
+    if (this.failed) return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) => callback(new CableError("invalid_scenario"), context);
     // A flow that never receives keeps no unread messages: listeners hold only their socket.
     const connectionSettings = readsMessages(spec.flow) ? this.connectionSettings : { ...this.connectionSettings, inboxSize: 0 };
     const compiler: Compiler = {

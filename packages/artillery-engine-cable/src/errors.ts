@@ -13,13 +13,21 @@ export class CableError extends Error {
   }
 }
 
-/** The name a failure is counted under in Artillery's `errors.*` counters. */
+/** A socket or library error code (ECONNREFUSED, UND_ERR_SOCKET, WS_ERR_…): a name, never a sentence. */
+const NAMED_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
+
+/**
+ * The name a failure is counted under in Artillery's `errors.*` counters: a `cable.*` code or a
+ * socket code, never an exception's message (a user's dashboard groups by it, and a message can
+ * carry a URL, a token or a server's answer). Anything else is `cable.timeout` when it is an
+ * abort by timeout, and `cable.unexpected_error` otherwise.
+ */
 export function errorCode(err: unknown): string {
   if (err instanceof CableError) return err.code;
-  const e = err as { code?: unknown; message?: unknown } | undefined;
-  if (e && typeof e.code === "string" && e.code) return e.code;
-  if (e && typeof e.message === "string" && e.message) return e.message;
-  return String(err);
+  const e = err as { code?: unknown; name?: unknown } | undefined;
+  if (e && typeof e.code === "string" && (NAMED_CODE.test(e.code) || /^cable\.[a-z0-9_]+$/.test(e.code))) return e.code;
+  if (e && e.name === "TimeoutError") return "cable.timeout";
+  return "cable.unexpected_error";
 }
 
 /** A scenario mistake, found before any load starts. */

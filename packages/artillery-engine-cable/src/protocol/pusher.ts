@@ -1,4 +1,5 @@
 import { CableError } from "../errors.js";
+import { httpRequest, jsonObject } from "../sidecall.js";
 import { MalformedFrame } from "./actioncable.js";
 import { channelAuth } from "./pusher-signatures.js";
 import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
@@ -88,14 +89,14 @@ export function encodeClientEvent(channel: string, event: string, data: unknown)
 
 /** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it. */
 async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, socketId: string, channel: string, timeoutMs: number) {
-  const res = await fetch(endpoint.url, {
-    method: "POST",
+  // sidecall.ts names every failure (cable.auth_failed, cable.auth_timeout, a socket code).
+  const answer = await httpRequest("auth", endpoint.url, {
     headers: { "Content-Type": "application/x-www-form-urlencoded", ...endpoint.headers },
     body: new URLSearchParams({ socket_id: socketId, channel_name: channel }).toString(),
-    signal: AbortSignal.timeout(timeoutMs),
+    timeoutMs,
   });
-  if (!res.ok) throw new CableError("auth_failed", `the auth endpoint answered HTTP ${res.status} for ${channel}`);
-  const body = (await res.json()) as { auth?: unknown; channel_data?: unknown };
+  if (answer.status < 200 || answer.status >= 300) throw new CableError("auth_failed", `the auth endpoint answered HTTP ${answer.status} for ${channel}`);
+  const body = jsonObject("auth", answer);
   if (typeof body.auth !== "string") throw new CableError("auth_failed", `the auth endpoint gave no "auth" for ${channel}`);
   return { auth: body.auth, channelData: typeof body.channel_data === "string" ? body.channel_data : undefined };
 }

@@ -1,6 +1,7 @@
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
+import { httpRequest } from "../sidecall.js";
 import type { Compiler } from "./compiler.js";
 
 /**
@@ -9,22 +10,11 @@ import type { Compiler } from "./compiler.js";
  */
 export async function postJson(compiler: Compiler, url: string, body: unknown, headers: Record<string, string> = {}): Promise<void> {
   const startedAt = nowMs();
-  let status: number;
-  try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body),
-      signal: AbortSignal.timeout(compiler.settings.timeout * 1000),
-    });
-    status = res.status;
-    await res.arrayBuffer();
-  } catch (err) {
-    // fetch hides the socket error in `cause`: keep its code (ECONNREFUSED, …) as other steps do.
-    const cause = (err as { cause?: { code?: string } }).cause;
-    if (cause?.code) throw Object.assign(new Error(`publish failed: ${cause.code}`), { code: cause.code });
-    throw new CableError((err as Error).name === "TimeoutError" ? "publish_timeout" : "publish_failed", `publish failed: ${(err as Error).message}`);
-  }
+  const answer = await httpRequest("publish", url, {
+    headers: { "Content-Type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    timeoutMs: compiler.settings.timeout * 1000,
+  });
   compiler.events.emit("histogram", METRICS.publishLatency, nowMs() - startedAt);
-  if (status < 200 || status >= 300) throw new CableError("publish_failed", `the HTTP endpoint answered ${status}`);
+  if (answer.status < 200 || answer.status >= 300) throw new CableError("publish_failed", `the HTTP endpoint answered ${answer.status}`);
 }
