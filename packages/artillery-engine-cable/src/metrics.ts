@@ -15,16 +15,25 @@ export const METRICS = {
   sendRate: "cable.send_rate",
   receiveRate: "cable.receive_rate",
   /**
-   * In each 10 s period: the most connections this process held open at once during it. Artillery
-   * sums counters over workers, and the report sums aligned periods over tasks then takes the max
-   * over periods; the whole-run sum of this counter means nothing.
+   * Histogram, one sample per second per worker thread: the most connections the thread held open
+   * at once in that second. Its `max` in Artillery's console is the peak (with several worker
+   * threads, the busiest thread's; the report's peak sums them). A counter could not say it:
+   * Artillery's summary adds counters over periods (issue 16: 29,980 for a real peak of 4,034).
    */
   connectionsOpenPeak: "cable.connections_open_peak",
+  /**
+   * Counter, in each 10 s period: the most connections this process held open at once during it.
+   * Artillery sums it over worker threads, the report over aligned tasks, and the report's peak is
+   * its max over periods; its whole-run total in Artillery's summary is a sum of peaks, not one.
+   */
+  connectionsOpenPeriodPeak: "cable.connections_open_period_peak",
   staleConnection: "cable.stale_connection",
   /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
   messagesMissing: "cable.messages_missing",
   messagesDuplicated: "cable.messages_duplicated",
-  /** AnyCable: reconnects, restored sessions and history. */
+  /** Reconnects (every protocol): connection attempts, and drop → every channel usable again. */
+  reconnectAttempts: "cable.reconnect_attempts",
+  /** AnyCable: restored sessions and history; every protocol: restore latency and resubscriptions. */
   restoreLatency: "cable.restore_latency",
   subscriptionsRestored: "cable.subscriptions_restored",
   subscriptionsResubscribed: "cable.subscriptions_resubscribed",
@@ -49,13 +58,15 @@ export interface Tracked {
 }
 
 /**
- * The connections open in this thread: feeds `cable.connections_open_peak` and finds stale
+ * The connections open in this thread: feeds the open-connection peaks and finds stale
  * connections with one sweep per second for all of them, instead of a timer per socket.
  */
 export class OpenConnections {
   private readonly open = new Set<Tracked>();
   private periodStart = 0;
   private countedInPeriod = 0;
+  /** The most connections open at once since the last `cable.connections_open_peak` sample. */
+  private highSinceSample = 0;
   private events: Events | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Warn past this event-loop lag, in ms (config.cable.lagWarning). */
@@ -97,6 +108,7 @@ export class OpenConnections {
     this.open.delete(conn);
     // Before the VU that closes it ends: every count reaches the report.
     this.flushReceived();
+    if (this.open.size === 0) this.samplePeak();
     if (this.open.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
@@ -105,10 +117,18 @@ export class OpenConnections {
   }
 
   private raisePeak(): void {
+    if (this.open.size > this.highSinceSample) this.highSinceSample = this.open.size;
     if (this.open.size > this.countedInPeriod) {
-      this.events?.emit("counter", METRICS.connectionsOpenPeak, this.open.size - this.countedInPeriod);
+      this.events?.emit("counter", METRICS.connectionsOpenPeriodPeak, this.open.size - this.countedInPeriod);
       this.countedInPeriod = this.open.size;
     }
+  }
+
+  /** One `cable.connections_open_peak` sample: the most open at once since the last one. */
+  private samplePeak(): void {
+    if (this.highSinceSample === 0 || !this.events) return;
+    this.events.emit("histogram", METRICS.connectionsOpenPeak, this.highSinceSample);
+    this.highSinceSample = this.open.size;
   }
 
   private roll(now: number): void {
@@ -124,6 +144,7 @@ export class OpenConnections {
     this.roll(now);
     this.raisePeak();
     if (!this.events) return;
+    this.samplePeak();
     this.flushReceived();
     this.lag?.sample(this.events, now);
     for (const conn of this.open) conn.tick(now, this.events);
