@@ -58,6 +58,8 @@ export class CableConnection implements Tracked {
   private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
+  /** When it ended so (nowMs()): a reconnect measures its restore latency from here. */
+  endedAt: number | undefined;
   /** Fields of the welcome frame (socket_id, sid, activity timeout, restored ids). */
   welcome: Welcome | undefined;
   /** The server accepted AnyCable's extended protocol. */
@@ -181,7 +183,7 @@ export class CableConnection implements Tracked {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiter = undefined;
-        reject(new CableError("reconnect_timeout", `the server did not drop the connection within ${timeoutMs} ms`));
+        reject(new CableError("drop_timeout", `the server did not drop the connection within ${timeoutMs} ms`));
       }, timeoutMs);
       this.waiter = {
         offer: () => false,
@@ -293,10 +295,12 @@ export class CableConnection implements Tracked {
         this.onMessage(ev);
         return;
       case "disconnect":
-        this.failure = ev.reason === "unauthorized"
-          ? new CableError("unauthorized", "the server refused the connection (unauthorized)")
-          : new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`);
-        this.waiter?.fail(this.failure);
+        this.fail(
+          ev.reason === "unauthorized"
+            ? new CableError("unauthorized", "the server refused the connection (unauthorized)")
+            : new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`),
+          true,
+        );
         return;
       case "error":
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
@@ -339,19 +343,28 @@ export class CableConnection implements Tracked {
         ? new CableError("ext_unsupported", `the server did not accept ${this.protocol.subprotocols.join(", ")}: ${err.message}`)
         : new CableError("subprotocol_rejected", err.message);
     }
+    // ws's own handshake timer ends the upgrade with a sentence, not a code.
+    if (/handshake has timed out/i.test(err.message)) err = new CableError("handshake_timeout", err.message);
     // Before the socket opens this is the handshake's failure (ECONNREFUSED, HTTP 4xx); after, a
     // close event follows with the code.
-    this.failure ??= err;
+    this.fail(err);
+  }
+
+  /** Records why the connection ended (the first reason wins, unless `replace`) and fails the waiting step. */
+  private fail(err: CableError | Error, replace = false): void {
+    if (replace || !this.failure) this.failure = err;
+    this.endedAt ??= nowMs();
     this.waiter?.fail(this.failure);
   }
 
   private onClose(code: number, reason: string): void {
     this.unregister();
     if (this.closedByUs) return;
-    this.failure ??= code >= 4000 && code < 5000 && this.protocol.closeReason
-      ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
-      : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`);
-    this.waiter?.fail(this.failure);
+    this.fail(
+      code >= 4000 && code < 5000 && this.protocol.closeReason
+        ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
+        : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`),
+    );
   }
 
   private unregister(): void {

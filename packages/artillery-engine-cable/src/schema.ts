@@ -88,10 +88,16 @@ export const stepSchemas = {
     .object({
       /** "drop": wait for the server to drop the connection (a restart) before reconnecting. */
       after: z.literal("drop").optional(),
+      /** Seconds to wait for that drop (default: config.cable.timeout). */
+      wait: seconds.optional(),
+      /** Seconds from the drop to every channel back, retries included (default: config.cable.reconnect.timeout). */
       timeout: seconds.optional(),
-      /** Wait a random 0..jitter seconds before reconnecting, as clients back off. */
+      /** Wait a random 0..jitter seconds before the first attempt. */
       jitter: seconds.optional(),
-      /** Ask each channel for what it missed, from the last stream positions seen. */
+      /** The back-off between attempts: first and longest pause, in seconds. */
+      initialDelay: seconds.optional(),
+      maxDelay: seconds.optional(),
+      /** AnyCable: ask each channel for what it missed, from the last stream positions seen. */
       history: z.boolean().optional(),
     })
     .strict()
@@ -126,10 +132,11 @@ const PROTOCOL_STEPS: Partial<Record<StepName, { protocol: Protocol; instead: st
   whisper: { protocol: "actioncable", instead: "whispers are AnyCable's: use a Pusher client event (trigger)" },
   join: { protocol: "actioncable", instead: "Pusher presence is a presence- channel's subscription" },
   leave: { protocol: "actioncable", instead: "Pusher presence ends with an unsubscribe" },
-  reconnect: { protocol: "actioncable", instead: "session restore is AnyCable's: use disconnect and connect" },
 };
 
 type Protocol = "actioncable" | "pusher";
+/** The event names AnyCable's presence frames get (protocol/actioncable.ts): the only Action Cable messages with one. */
+const PRESENCE_EVENTS = ["presence:join", "presence:leave", "presence:info"];
 const isTemplated = (s: string) => s.includes("{{");
 
 const anycableSchema = z
@@ -176,6 +183,15 @@ export const configSchema = z
     localAddress: z.union([z.string().ip(), z.array(z.string().ip()).nonempty()]).optional(),
     /** Warn when the generator's event loop is this many ms late (it is saturated). */
     lagWarning: z.number().positive().default(100),
+    /** Defaults of the reconnect step: back-off between attempts, and the time allowed to get back, in seconds. */
+    reconnect: z
+      .object({
+        initialDelay: z.number().positive().default(0.5),
+        maxDelay: z.number().positive().default(5),
+        timeout: z.number().positive().default(30),
+      })
+      .strict()
+      .default({}),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -327,6 +343,19 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
         problems.push(...checkPublish(at, spec!, config));
         break;
       case "reconnect":
+        if (!scope.connected) problems.push(`${at} (reconnect): no "connect" step comes before it`);
+        if (spec?.history && config.protocol === "pusher") problems.push(`${at} (reconnect): "history" is AnyCable's (protocol actioncable)`);
+        else if (spec?.history && config.anycable.extended === "off") problems.push(`${at} (reconnect): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`);
+        break;
+      case "receive":
+        if (config.protocol === "actioncable" && spec!.event !== undefined && !isTemplated(spec!.event) && !PRESENCE_EVENTS.includes(spec!.event)) {
+          problems.push(
+            spec!.event === "whisper"
+              ? `${at} (receive): field "event": no server sends a "whisper" frame: anycable-go relays a whisper as a plain message on the channel. Receive it with "match" on a field of its data, e.g. match: {typing: true}`
+              : `${at} (receive): field "event": Action Cable messages have no event name; only AnyCable presence events have one (${PRESENCE_EVENTS.join(", ")}). Use "match" on the payload`,
+          );
+        }
+        break;
       case "whisper":
       case "join":
       case "leave":

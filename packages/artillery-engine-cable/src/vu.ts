@@ -3,7 +3,7 @@ import { CableConnection, type OpenOptions, type StreamMemory } from "./connecti
 import { DeliveryLedger, SendSequence } from "./delivery.js";
 import { CableError, errorCode } from "./errors.js";
 import { METRICS, type Events } from "./metrics.js";
-import type { StreamPosition } from "./protocol/types.js";
+import type { StreamPosition, SubscribeRequest } from "./protocol/types.js";
 
 /** Artillery's step shape: steps compose with its think and loop helpers. */
 export type StepCallback = (err: Error | null | undefined, context?: VuContext) => void;
@@ -19,8 +19,11 @@ export interface VuContext {
 export interface ChannelState {
   /** What the server echoes: the identifier (Action Cable) or the channel name (Pusher). */
   key: string;
-  /** The subscribe frame, kept to subscribe again after a reconnect the server did not restore. */
-  frame: string;
+  /**
+   * What the subscribe step asked for (templated), kept to subscribe again after a reconnect the
+   * server did not restore: Pusher's private and presence channels are signed anew for the new socket_id.
+   */
+  request: SubscribeRequest;
   /** When the VU last sent to this channel (nowMs), for `receive … metric`. */
   lastSentAt?: number;
 }

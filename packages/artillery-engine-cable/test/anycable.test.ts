@@ -135,7 +135,8 @@ describe("the extended protocol, and its fallback", () => {
       { subscribe: { stream: "lobby-{{ $testId }}", as: "lobby" } },
       { think: 1 },
       { whisper: { channel: "lobby", data: { typing: true }, stamp: true } },
-      { receive: { channel: "lobby", event: "whisper", match: { typing: true } } },
+      // A whisper is received by its payload: on the wire it is a plain message (no event name).
+      { receive: { channel: "lobby", match: { typing: true } } },
       { join: { channel: "lobby", id: "{{ $uuid }}", info: { name: "Kay" } } },
       { receive: { channel: "lobby", event: "presence:join" } },
       { think: 1 },
@@ -151,7 +152,7 @@ describe("the extended protocol, and its fallback", () => {
 describe("reconnect storms", () => {
   /**
    * The storm scenario's listeners, 12 of them, and a restart once they are all in. The test publishes
-   * the stamped, sequenced messages itself, every 100 ms for 10 s (the scenario's senders are picked
+   * the stamped, sequenced messages itself, every 100 ms while the run lasts (the scenario's senders are picked
    * by weight, at random), so listeners that reconnect with up to 1 s of jitter miss some.
    */
   async function storm(withHistory: boolean) {
@@ -163,11 +164,12 @@ describe("reconnect storms", () => {
     scenario.config.target = t.cableUrl;
     scenario.config.phases = [{ duration: 1, arrivalCount: 12 }];
     scenario.config.variables = { ...scenario.config.variables, wait: 30, jitter: 1, stream: "storm" };
+    // Published until the run ends (bounded: 60 s), so that the restart always falls within it.
     let seq = 0;
     const publisher = setInterval(() => {
       seq += 1;
       t.broadcast("storm", JSON.stringify({ text: "hello", ts: Date.now(), seq, sender: "test" }));
-      if (seq === 100) clearInterval(publisher);
+      if (seq === 600) clearInterval(publisher);
     }, 100);
     try {
       const running = runArtillery({ script: scenario, outputDir: dir, timeoutMs: 90_000 });

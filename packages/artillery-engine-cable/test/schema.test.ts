@@ -121,6 +121,31 @@ describe("scenario validation before any load", () => {
     expect(check([{ publish: { event: "e" } }])[0]).toMatch(/give one of "channel" or "channels"/);
   });
 
+  test("reconnect works on every protocol; only its history needs AnyCable's extended protocol", () => {
+    const flow = (reconnect: unknown) => [...connected, { reconnect }, { listen: { channel: "chat", for: 1 } }];
+    expect(problems(flow(null))).toEqual([]);
+    expect(problems(flow({ after: "drop", wait: 60, timeout: 30, jitter: 1, initialDelay: 0.25, maxDelay: "{{ max }}" }))).toEqual([]);
+    expect(problems(flow({ history: true }))).toEqual([
+      'scenario "s", step 3 (reconnect): "history" needs AnyCable\'s extended protocol: set config.cable.anycable.extended',
+    ]);
+    expect(problems(flow({ timout: 3 }))).toEqual(['scenario "s", step 3 (reconnect): unknown field "timout"']);
+    expect(problems([{ reconnect: null }])).toEqual(['scenario "s", step 1 (reconnect): no "connect" step comes before it']);
+    const pusher = { protocol: "pusher", pusher: { key: "k" } };
+    const pusherFlow = [{ connect: {} }, { subscribe: { channel: "news" } }, { reconnect: { after: "drop" } }];
+    expect(() => validateScript({ config: {}, scenarios: [{ engine: "cable", flow: pusherFlow }] }, parseConfig(pusher))).not.toThrow();
+  });
+
+  test("receive {event: whisper} is refused, naming the step: whispers are plain messages, received by payload", () => {
+    const ext = parseConfig({ anycable: { extended: "required" } });
+    const flow = [{ connect: {} }, { subscribe: { stream: "lobby", as: "lobby" } }, { receive: { channel: "lobby", event: "whisper" } }];
+    expect(() => validateScript({ config: {}, scenarios: [{ name: "w", engine: "cable", flow }] }, ext)).toThrow(
+      /scenario "w", step 3 \(receive\): field "event": no server sends a "whisper" frame: .* Receive it with "match" on a field of its data/,
+    );
+    const presence = [...flow.slice(0, 2), { receive: { channel: "lobby", event: "presence:join" } }];
+    expect(() => validateScript({ config: {}, scenarios: [{ engine: "cable", flow: presence }] }, ext)).not.toThrow();
+    expect(problems([...connected, { receive: { channel: "chat", event: "newMessage" } }])[0]).toMatch(/Action Cable messages have no event name/);
+  });
+
   test("AnyCable steps need the extended protocol, streams their secret, and publish its own shape", () => {
     const base = [{ connect: {} }, { subscribe: { stream: "news", as: "news" } }];
     expect(problems([...base, { whisper: { channel: "news", data: { t: 1 } } }])).toEqual([
@@ -145,6 +170,7 @@ describe("scenario validation before any load", () => {
       stampField: "ts",
       inboxSize: 256,
       lagWarning: 100,
+      reconnect: { initialDelay: 0.5, maxDelay: 5, timeout: 30 },
       anycable: { extended: "off", restoreWith: "query" },
     });
     expect(parseConfig({}, { ANYCABLE_STREAMS_SECRET: "s", ANYCABLE_BROADCAST_KEY: "k" }).anycable).toMatchObject({ streamsSecret: "s", broadcastKey: "k" });

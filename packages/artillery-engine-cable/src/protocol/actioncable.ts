@@ -82,9 +82,6 @@ export function decodeActionCable(text: string): Inbound {
     case "confirm_history":
     case "reject_history":
       return { kind: "history", channel: identifierOf(f, text), ok: f.type === "confirm_history" };
-    case "whisper":
-      // AnyCable delivers whispers as {"type":"whisper","identifier":…,"message":<data>} (node.go Whisper).
-      return { kind: "message", channel: identifierOf(f, text), event: "whisper", payload: f.message };
     case "presence": {
       // AnyCable presence events: {"type":"presence","identifier":…,"message":{"type":"join"|"leave"|"info",…}}.
       const message = f.message as { type?: unknown } | undefined;
@@ -97,6 +94,7 @@ export function decodeActionCable(text: string): Inbound {
     case "disconnect":
       return { kind: "disconnect", reason: typeof f.reason === "string" ? f.reason : "unknown", reconnect: f.reconnect !== false };
     case undefined:
+      // A broadcast, and also a whisper: anycable-go relays whispers as plain broadcast frames.
       if (typeof f.identifier === "string" && "message" in f) {
         if (typeof f.stream_id === "string" && typeof f.offset === "number") {
           return { kind: "message", channel: f.identifier, payload: f.message, position: { stream: f.stream_id, epoch: String(f.epoch ?? ""), offset: f.offset } };

@@ -1,16 +1,15 @@
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
-import { encodeHistory, encodePresence, encodeWhisper } from "../protocol/actioncable.js";
+import { encodePresence, encodeWhisper } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
-import { requestHistory } from "./channel.js";
-import { secondsToMs, templater, type Compiler } from "./compiler.js";
+import { templater, type Compiler } from "./compiler.js";
 import { postJson } from "./http.js";
 import { stamped } from "./pusher.js";
 
-// AnyCable's additions to Action Cable: HTTP broadcasts, and the extended protocol's whispers,
-// presence and session restore (anycable-go docs: broadcasting.md, action_cable_protocol.md,
-// reliable_streams.md, presence.md).
+// AnyCable's additions to Action Cable: HTTP broadcasts, and the extended protocol's whispers and
+// presence (anycable-go docs: broadcasting.md, action_cable_protocol.md, presence.md). Session
+// restore and history after a drop are in reconnect.ts.
 
 export interface BroadcastSpec {
   stream?: string;
@@ -70,59 +69,5 @@ export function compileLeave(compiler: Compiler, raw: { channel: string }): Step
   return asyncStep((vu, context) => {
     const s = spec(context);
     vu.openExtended().send(encodePresence("leave", vu.channel(s.channel).key, { id: "" }));
-  });
-}
-
-export interface ReconnectSpec {
-  after?: "drop";
-  timeout?: number | string;
-  jitter?: number | string;
-  history?: boolean;
-}
-
-/**
- * Drops the socket (or waits for the server to drop it) and reconnects with the session id, as
- * AnyCable clients do: restored channels need nothing; the others are subscribed again. Records
- * `cable.restore_latency` from the new socket's request to every channel being back.
- */
-export function compileReconnect(compiler: Compiler, raw: ReconnectSpec | null): StepFn {
-  const spec = templater(compiler, raw ?? {});
-  const { events, settings } = compiler;
-  return asyncStep(async (vu, context) => {
-    const s = spec(context);
-    const old = vu.openExtended();
-    const sid = old.welcome?.sid;
-    if (s.after === "drop") await old.waitForDrop(s.timeout === undefined ? settings.timeout * 1000 : secondsToMs(s.timeout, "timeout"));
-    vu.drop(true);
-    if (s.jitter !== undefined) await new Promise((r) => setTimeout(r, Math.random() * secondsToMs(s.jitter, "jitter")));
-
-    const startedAt = nowMs();
-    const options = { ...vu.opened!, headers: { ...vu.opened!.headers } };
-    if (sid && settings.anycable.restoreWith === "header") options.headers["X-ANYCABLE-RESTORE-SID"] = sid;
-    else if (sid) {
-      const url = new URL(options.url);
-      url.searchParams.set("sid", sid);
-      options.url = url.toString();
-    }
-    const connection = compiler.connect(vu, true);
-    const welcome = await connection.open(options);
-    const restored = new Set(welcome.restored ? welcome.restoredIds : []);
-    for (const state of vu.channels.values()) {
-      if (restored.has(state.key)) {
-        events.emit("counter", METRICS.subscriptionsRestored, 1);
-      } else {
-        await connection.subscribe(state.key, state.frame, settings.timeout * 1000);
-        events.emit("counter", METRICS.subscriptionsResubscribed, 1);
-      }
-    }
-    events.emit("histogram", METRICS.restoreLatency, nowMs() - startedAt);
-    if (s.history) {
-      for (const state of vu.channels.values()) {
-        const seen = vu.memory.positions.get(state.key);
-        if (!seen?.size) continue;
-        const streams = Object.fromEntries([...seen.values()].map((p) => [p.stream, { epoch: p.epoch, offset: p.offset }]));
-        await requestHistory(compiler, connection, state.key, encodeHistory(state.key, { streams }));
-      }
-    }
   });
 }

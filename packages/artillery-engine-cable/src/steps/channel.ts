@@ -28,7 +28,7 @@ export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn
     await connection.subscribe(key, frame, settings.timeout * 1000);
     events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
     events.emit("counter", METRICS.subscriptions, 1);
-    vu.channels.set(s.as ?? s.stream ?? s.signedStream ?? s.channel!, { key, frame });
+    vu.channels.set(s.as ?? s.stream ?? s.signedStream ?? s.channel!, { key, request: s });
     // A plain connection ("preferred" fell back) has no history to ask for: waiting for a
     // confirm_history that cannot come would only end in a timeout.
     if (s.history && connection.extended) {

@@ -3,7 +3,8 @@ import { compileListen, compilePerform, compileReceive, compileSubscribe, compil
 import type { Compiler } from "./compiler.js";
 import { compileConnect, compileDisconnect } from "./connection.js";
 import { compilePublish, compileTrigger } from "./pusher.js";
-import { compileBroadcast, compileJoin, compileLeave, compileReconnect, compileWhisper } from "./anycable.js";
+import { compileBroadcast, compileJoin, compileLeave, compileWhisper } from "./anycable.js";
+import { compileReconnect } from "./reconnect.js";
 import { compileFunction, compileLog, compileLoop, compileThink } from "./flow.js";
 
 /** Compiles one validated step (schema.ts has checked its shape before any load started). */
