@@ -1,4 +1,4 @@
-// `cable-fanout run | collect | stop`.
+// `cable-fanout run | collect | stop | capacity`.
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { Command, CommanderError, Option } from "commander";
@@ -12,6 +12,7 @@ import { LocalBackend } from "./local/local-backend.js";
 import { parseDuration, parseJsonObject, parsePercent, parsePositiveInt, parseRegions, parseSecrets, parseTaskSize } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
+import { registerCapacity } from "./capacity/command.js";
 
 export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
 3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed.`;
@@ -157,6 +158,7 @@ function program(exit: (code: number) => void): Command {
     log(`${stopped} task(s) stopped`);
     exit(EXIT.ok);
   });
+  registerCapacity(cmd, { makeBackend, localStore, sleep, log, exit });
   return cmd;
 }
 

@@ -45,6 +45,8 @@ Faults (see README)
   --disconnect-reconnect        its reconnect flag
   --stop-pinging                no Action Cable pings, no Pusher pongs
   --accept-delay-ms <n>         hold each WebSocket upgrade this long
+  --capacity <n>                a known capacity: above n open connections, deliver every broadcast late
+  --over-capacity-delay-ms <n>  how late, above --capacity (default 1000)
   --fault-seed <n>              seed for the ratios
   --faults <file.json>          full fault configuration (per-channel overrides), merged under the flags
   -h, --help`;
@@ -100,6 +102,8 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "disconnect-reconnect": { type: "boolean" },
       "stop-pinging": { type: "boolean" },
       "accept-delay-ms": { type: "string" },
+      capacity: { type: "string" },
+      "over-capacity-delay-ms": { type: "string" },
       "fault-seed": { type: "string" },
       faults: { type: "string" },
     },
@@ -134,6 +138,8 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     disconnectReconnect: values["disconnect-reconnect"],
     stopPinging: values["stop-pinging"],
     acceptDelayMs: number("accept-delay-ms", values["accept-delay-ms"]),
+    capacityConnections: number("capacity", values.capacity),
+    overCapacityDelayMs: number("over-capacity-delay-ms", values["over-capacity-delay-ms"]),
     seed: number("fault-seed", values["fault-seed"]),
   });
   const style = values["error-style"];

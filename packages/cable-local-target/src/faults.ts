@@ -34,6 +34,14 @@ export const faultsSchema = channelFaultsSchema
     stopPinging: z.boolean(),
     /** Wait this long before answering the WebSocket upgrade (a slow accept). */
     acceptDelayMs: z.number().int().min(0).max(120_000),
+    /**
+     * A known capacity, for the capacity search's tests: while more than this many connections are
+     * open, every broadcast delivery is held back `overCapacityDelayMs` more. Deterministic: the
+     * target is on time up to N users and late beyond, whatever the machine.
+     */
+    capacityConnections: z.number().int().min(1).max(10_000_000),
+    /** The extra delay above `capacityConnections` (default 1000 ms). */
+    overCapacityDelayMs: z.number().int().min(0).max(120_000),
     /** Seed of the generator behind the ratios, for repeatable runs. */
     seed: z.number().int(),
     /** Overrides by channel: Action Cable channel class (`ChatChannel`, `$pubsub`) or Pusher channel name. */
@@ -95,6 +103,13 @@ export class Faults {
     if (this.current.closeAfterMs === undefined) return false;
     this.connectionsSeen += 1;
     return this.connectionsSeen % (this.current.closeEveryNth ?? 1) === 0;
+  }
+
+  /** How long a broadcast delivery is held back: the channel's `broadcastDelayMs`, plus the over-capacity delay above `capacityConnections` open connections. */
+  deliveryDelayMs(channel: ChannelFaults, openConnections: number): number {
+    const base = channel.broadcastDelayMs ?? 0;
+    const capacity = this.current.capacityConnections;
+    return capacity !== undefined && openConnections > capacity ? base + (this.current.overCapacityDelayMs ?? 1000) : base;
   }
 
   /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */

@@ -239,7 +239,7 @@ export class ActionCableServer {
   }
 
   private deliver(connection: CableConnection, prepared: PreparedBroadcast): void {
-    const delayMs = prepared.faults.broadcastDelayMs;
+    const delayMs = this.faults.deliveryDelayMs(prepared.faults, this.counters.connectionsOpened - this.counters.connectionsClosed);
     // The connection's timers die with it, so a delivery held back never reaches a closed socket.
     if (delayMs) connection.timers.timeout(() => this.deliverNow(connection, prepared), delayMs);
     else this.deliverNow(connection, prepared);

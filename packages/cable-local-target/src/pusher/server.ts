@@ -119,7 +119,7 @@ export class PusherServer {
   }
 
   private deliver(connection: PusherConnection, prepared: PreparedEvent): void {
-    const delayMs = prepared.faults.broadcastDelayMs;
+    const delayMs = this.faults.deliveryDelayMs(prepared.faults, this.counters.connectionsOpened - this.counters.connectionsClosed);
     // The connection's timers die with it, so a delivery held back never reaches a closed socket.
     if (delayMs) connection.timers.timeout(() => this.deliverNow(connection, prepared), delayMs);
     else this.deliverNow(connection, prepared);

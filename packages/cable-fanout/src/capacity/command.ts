@@ -1,0 +1,140 @@
+// `cable-fanout capacity <scenario> --slo … --start N --step N --max N --hold S`: flags → search.
+import path from "node:path";
+import { type Command, Option } from "commander";
+import { LocalStore, type Store } from "cable-infra/worker/store";
+import type { Backend } from "../backend.js";
+import { FanoutInputError } from "../errors.js";
+import { parseDuration, parseJsonObject, parsePositiveInt, parseRegions, parseSecrets, parseTaskSize } from "../options.js";
+import { LineProgress } from "../progress.js";
+import { CAPACITY_EXIT, runCapacity } from "./controller.js";
+import { checkStair } from "./plan.js";
+import { parseSlo } from "./slo.js";
+
+export const CAPACITY_HELP = `
+A step adds --step users (the scenario's own flow; users that hold their connection stay through
+the later steps), then holds the level --hold seconds. The step is judged on what was measured
+during its hold only, never during the climb (handshake latencies, measured only while users
+arrive, on the climb into the level; counters such as errors on the whole step). A breach is run
+again from zero before it counts. The search ends the run once it has its answer: every user ends
+its flow once. A step during which a task's generator was saturated (event-loop lag p99 > 100 ms)
+is no verdict on the server: the answer is then "at least N, generator-bound".
+
+SLO: <metric>.<p50|p75|p90|p95|p99|p999|min|max|mean><op><bound> for a histogram,
+<counter><op><bound> for a counter (errors = every errors.* counter), <counter><op><n>% per user.
+  --slo 'cable.broadcast_latency.p95<250' --slo 'cable.handshake_latency.p99<1000'
+  --slo 'errors<1%' --slo 'vusers.failed=0'
+
+The scenario's users must loop \`whileTrue: capacityRunning\` (processors/capacity.js), as
+scenarios/capacity-*.yml do, so that the search can end them.
+
+Writes <out>/<searchId>/capacity.json and capacity.md (printed on stdout), and each run's results
+beside them. Exit status: 0 done; 1 held fewer than --min-capacity; 2 bad input; 3 internal error;
+4 no verdict (a task left no data, or interrupted); 6 generator-bound below --min-capacity.`;
+
+interface Hooks {
+  makeBackend: (flags: { local?: boolean; store?: string; out: string }) => Backend;
+  localStore: (flags: { local?: boolean; store?: string; out: string }) => string;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  log: (line: string) => void;
+  exit: (code: number) => void;
+}
+
+export function registerCapacity(program: Command, hooks: Hooks): void {
+  program
+    .command("capacity <scenario>")
+    .description("find how many concurrent users the server holds under the SLO: a stair of levels, each held and judged, from every region at once")
+    .addHelpText("after", CAPACITY_HELP)
+    .addOption(new Option("--slo <expr>", "an SLO every level must meet; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]).makeOptionMandatory())
+    .requiredOption("--start <n>", "users at the first level (all regions together)")
+    .requiredOption("--step <n>", "users each step adds")
+    .requiredOption("--max <n>", "the highest level tried")
+    .option("--hold <seconds>", "how long each level is held and judged (at least 20: Artillery's metrics periods are 10 s)", "30")
+    .option("--climb <seconds>", "how long one step's users take to arrive", "10")
+    .option("--min-capacity <n>", "exit 1 when the server held fewer users")
+    .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local); each adds its share of every step")
+    .option("--count <n>", "tasks per region", "1")
+    .option("--out <dir>", "results directory", "results")
+    .option("--local", "run the tasks as local processes, with a directory standing in for the buckets")
+    .option("--store <dir>", "--local: the directory standing in for the buckets (default: <out>/.local-store)")
+    .option("--target <url>", "the server to load (Artillery's --target)")
+    .option("--overrides <json>", "Artillery's --overrides (phases are the stair's)")
+    .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
+    .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
+    .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
+    .option("--cpu <units>", "task CPU units (with --memory, a Fargate pair)")
+    .option("--memory <MiB>", "task memory in MiB (with --cpu)")
+    .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario, as for `run`; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .option("--start-delay <duration>", "how far ahead each run's common start is set")
+    .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
+    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
+      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+      const backend = hooks.makeBackend(flags);
+      if (backend.kind !== "local") {
+        throw new FanoutInputError("capacity runs with --local for now: the AWS backend needs the tasks' live periods and stop marker in the region's bucket (see README, Capacity search)");
+      }
+      const regions = parseRegions(o.regions as string);
+      const count = parsePositiveInt("--count", o.count as string);
+      const stair = {
+        start: parsePositiveInt("--start", o.start as string),
+        step: parsePositiveInt("--step", o.step as string),
+        max: parsePositiveInt("--max", o.max as string),
+        holdS: parsePositiveInt("--hold", o.hold as string),
+        climbS: parsePositiveInt("--climb", o.climb as string),
+      };
+      checkStair(stair, regions.length * count);
+      const slos = (o.slo as string[]).map(parseSlo);
+      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
+      const storeDir = hooks.localStore(flags);
+      const store = new LocalStore(storeDir);
+      const abort = new AbortController();
+      let interrupts = 0;
+      const onSigint = () => {
+        if (++interrupts > 1) process.exit(130);
+        hooks.log("stopping the search and every task (Ctrl-C again to quit at once)…");
+        abort.abort();
+      };
+      process.on("SIGINT", onSigint);
+      process.on("SIGTERM", onSigint);
+      try {
+        const result = await runCapacity(
+          {
+            scenarioFile: scenario,
+            regions,
+            count,
+            outDir: flags.out,
+            overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
+            target: o.target as string | undefined,
+            variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
+            environment: o.environment as string | undefined,
+            spot: Boolean(o.spot),
+            ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
+            secretRefs: secrets.refs,
+            secretValues: secrets.values,
+            startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
+            startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
+            store: storeDir,
+            slos,
+            stair,
+            minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
+          },
+          {
+            backend,
+            liveStore: (): Store => store,
+            now: Date.now,
+            sleep: hooks.sleep,
+            log: hooks.log,
+            abort,
+            // Plain lines, not a spinner: the search prints its own progress line between the runs' ones.
+            progress: (clock) => new LineProgress(hooks.log, { ...clock, now: Date.now }),
+          },
+        );
+        process.stdout.write(`${path.relative(process.cwd(), result.markdownFile) || result.markdownFile}\n`);
+        hooks.exit(result.exitCode);
+      } finally {
+        process.off("SIGINT", onSigint);
+        process.off("SIGTERM", onSigint);
+      }
+    });
+}
+
+export { CAPACITY_EXIT };

@@ -1,0 +1,280 @@
+// `cable-fanout capacity`: the stair, run through the fan-out's own run loop (the same bundle,
+// backends, task worker and barrier as `run`). One run per segment: the stair climbs in one run,
+// its tasks' probe plugin streams every metrics period into the store, and this loop judges each
+// hold as soon as its periods are in. A breach ends that run and repeats the level in a fresh one;
+// a repeat that holds resumes the stair above it; the answer ends the search.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { Store } from "cable-infra/worker/store";
+import { writeFileAtomic } from "artillery-plugin-cable-report";
+import type { Backend } from "../backend.js";
+import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
+import { PLUGIN_NAME } from "./cable-capacity-probe.js";
+import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.js";
+import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
+import { levels, planSegment, type PlannedStep, type StairOptions } from "./plan.js";
+import { renderCapacityMarkdown } from "./report.js";
+import { buildAnswer, decideNext, headline, judgeStep, type Answer, type Next, type StepResult } from "./search.js";
+import { statOf, type Slo } from "./slo.js";
+
+type Json = Record<string, unknown>;
+
+export interface CapacityOptions extends Omit<RunOptions, "maxDurationMs" | "baseline" | "regressionThreshold" | "title" | "outDir"> {
+  outDir: string;
+  slos: Slo[];
+  stair: StairOptions;
+  minCapacity?: number;
+}
+
+export interface CapacityDeps {
+  backend: Backend;
+  /** The store the region's tasks write their live periods to (a directory locally, the region's bucket on AWS). */
+  liveStore: (region: string) => Store;
+  now: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  log: (line: string) => void;
+  /** Ctrl-C: ends the search at once, with what was judged so far. */
+  abort: AbortController;
+  progress: RunDeps["progress"];
+}
+
+export interface CapacityResult {
+  answer: Answer;
+  searchDir: string;
+  jsonFile: string;
+  markdownFile: string;
+  exitCode: number;
+  runs: SegmentRecord[];
+}
+
+export interface SegmentRecord {
+  runId: string;
+  attempt: "stair" | "repeat";
+  levels: number[];
+  /** Users every task started and ended in that run, from its ended.live (every user ends once). */
+  users: { created: number; completed: number; failed: number } | null;
+  stoppedEarly: boolean;
+}
+
+/** Capacity search exit codes, beside `run`'s (EXIT in collect.ts). */
+export const CAPACITY_EXIT = { ok: 0, belowMinimum: 1, usage: 2, internal: 3, incomplete: 4, generatorBound: 6 } as const;
+
+const POLL_MS = 2_000;
+/** How long after a hold's end its periods may take to arrive before the step is judged with what is there. */
+const LATE_PERIOD_MS = 45_000;
+/** How long the users have to end after the stop before the run is ended anyway. */
+const END_GRACE_MS = 60_000;
+
+/** Where Artillery loads the probe from: this module's compiled directory (by path, through the plugin's `scope`). */
+export function probeScope(): string {
+  const dir = __dirname.replace(/([\\/])src([\\/]capacity)$/, "$1dist$2");
+  return dir + path.sep;
+}
+
+export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number): Json {
+  const config = { ...((base?.config as Json | undefined) ?? {}) };
+  const plugins = { ...((config.plugins as Json | undefined) ?? {}), [PLUGIN_NAME]: { scope: probeScope(), endAfterS } };
+  // A user stays at most the stair's length and a margin, even if the stop never reached it.
+  const variables = { ...((config.variables as Json | undefined) ?? {}), capacity_max_s: endAfterS + 120 };
+  return { ...base, config: { ...config, phases, plugins, variables } };
+}
+
+export async function runCapacity(options: CapacityOptions, deps: CapacityDeps): Promise<CapacityResult> {
+  const searchId = newRunId(deps.now());
+  const searchDir = path.resolve(options.outDir, searchId);
+  mkdirSync(searchDir, { recursive: true });
+  const tasks = options.regions.length * options.count;
+  const allLevels = levels(options.stair);
+  const regionShare = (level: number) => level / options.regions.length;
+  deps.log(`capacity search ${searchId}: levels ${allLevels.join(", ")} (${tasks} task(s)), hold ${options.stair.holdS} s, SLO ${options.slos.map((s) => s.text).join(" and ")}`);
+
+  const steps: StepResult[] = [];
+  const runs: SegmentRecord[] = [];
+  let segment: { levels: number[]; attempt: "stair" | "repeat" } | null = { levels: allLevels, attempt: "stair" };
+  while (segment && !deps.abort.signal.aborted) {
+    const outcome = await runSegment(segment.levels, segment.attempt);
+    runs.push(outcome.record);
+    const next: Next = outcome.next;
+    segment = next.kind === "repeat" ? { levels: [next.level], attempt: "repeat" } : next.kind === "resume" ? { levels: next.levels, attempt: "stair" } : null;
+  }
+
+  const advice = deps.backend.kind === "local" ? `add processes (--count ${options.count * 2}) or run it from more machines` : `add tasks (--count ${options.count * 2}) or give each a bigger size (--cpu/--memory)`;
+  const answer = buildAnswer(steps, options.stair.max, advice);
+  const jsonFile = path.join(searchDir, "capacity.json");
+  const markdownFile = path.join(searchDir, "capacity.md");
+  const scenario = path.relative(process.cwd(), path.resolve(options.scenarioFile));
+  const json = {
+    format: "cable-fanout-capacity",
+    version: 1,
+    searchId,
+    scenario,
+    backend: deps.backend.kind,
+    count: options.count,
+    stair: options.stair,
+    slos: options.slos.map((s) => s.text),
+    headline: headline(answer),
+    held: answer.held,
+    firstFailing: answer.firstFailing,
+    breached: answer.breached,
+    generatorBound: answer.generatorBound,
+    incomplete: answer.incomplete,
+    mostTried: answer.mostTried,
+    minCapacity: options.minCapacity ?? null,
+    regions: answer.regions,
+    steps: answer.steps,
+    runs,
+  };
+  writeFileAtomic(jsonFile, JSON.stringify(json, null, 2) + "\n");
+  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions }));
+  deps.log(`capacity: ${headline(answer)}`);
+
+  let exitCode: number = CAPACITY_EXIT.ok;
+  if (answer.incomplete || deps.abort.signal.aborted) exitCode = CAPACITY_EXIT.incomplete;
+  else if (options.minCapacity !== undefined && (answer.held ?? 0) < options.minCapacity) {
+    exitCode = answer.generatorBound ? CAPACITY_EXIT.generatorBound : CAPACITY_EXIT.belowMinimum;
+  }
+  return { answer, searchDir, jsonFile, markdownFile, exitCode, runs };
+
+  async function runSegment(segmentLevels: number[], attempt: "stair" | "repeat"): Promise<{ next: Next; record: SegmentRecord }> {
+    const plan = planSegment(segmentLevels, options.stair, tasks);
+    const endAfterS = plan.totalS;
+    const overrides = segmentOverrides(options.overrides, plan.phases, endAfterS);
+    const segmentAbort = new AbortController();
+    const onUserAbort = () => segmentAbort.abort();
+    deps.abort.signal.addEventListener("abort", onUserAbort);
+    let runId = "";
+    deps.log(`capacity: ${attempt === "repeat" ? `repeating ${segmentLevels[0]} from zero` : `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`} (${Math.round(plan.totalS)} s planned)`);
+    const run = runFanout(
+      {
+        ...options,
+        outDir: searchDir,
+        overrides,
+        // Start delay, the stair, the users' last listen and the upload, with room to spare.
+        maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
+      },
+      {
+        backend: deps.backend,
+        now: deps.now,
+        sleep: deps.sleep,
+        log: deps.log,
+        abort: segmentAbort,
+        progress: deps.progress,
+        newRunId: () => (runId = newRunId(deps.now())),
+      },
+    );
+    let finished = false;
+    const settled = run.then(
+      () => (finished = true),
+      () => (finished = true),
+    );
+
+    const cache = new Map<string, LivePeriod>();
+    let judged = 0;
+    let next: Next = { kind: "done" };
+    let lastLine = "";
+    let stoppedEarly = false;
+    while (!finished && judged < plan.steps.length && !segmentAbort.signal.aborted) {
+      await Promise.race([deps.sleep(POLL_MS, segmentAbort.signal), settled]);
+      if (!runId) continue;
+      const live = await readLive(runId, cache);
+      const step = plan.steps[judged];
+      const ready = stepReady(live, step);
+      if (ready === "wait") {
+        const line = progressLine(live, step, steps, segmentLevels);
+        if (line !== lastLine) deps.log((lastLine = line));
+        continue;
+      }
+      const regions: Record<string, RegionStep> = {};
+      for (const region of options.regions) {
+        const seen = live.get(region) ?? [];
+        const measured = measureRegion(seen, step, options.stair.holdS, regionShare(step.level));
+        // A task that never wrote a phase is missing as much as one without a hold.
+        for (let n = seen.length; n < options.count; n++) measured.missing.push(`(${options.count - seen.length} task(s) without live data)`);
+        regions[region] = measured;
+      }
+      const result = judgeStep(step.level, attempt, runId, regions, options.slos);
+      steps.push(result);
+      judged++;
+      deps.log(`capacity: ${step.level} users ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
+      next = decideNext(result, allLevels);
+      if (next.kind !== "continue") break;
+    }
+
+    let users: SegmentRecord["users"] = null;
+    if (!finished && runId) {
+      // The answer is in before the stair's end: stop the users (each ends its flow once), wait for
+      // every task to say they all ended, then end the run.
+      stoppedEarly = judged < plan.steps.length;
+      for (const region of options.regions) await deps.liveStore(region).putText(stopKey(runId, region), JSON.stringify({ at: deps.now(), reason: next.kind }));
+      const deadline = deps.now() + (stoppedEarly ? END_GRACE_MS : (options.stair.holdS + 90) * 1000);
+      while (!finished && deps.now() < deadline && !segmentAbort.signal.aborted) {
+        const live = await readLive(runId, cache);
+        const all = [...live.values()].flat();
+        if (all.length >= tasks && all.every((t) => t.ended)) break;
+        await Promise.race([deps.sleep(POLL_MS, segmentAbort.signal), settled]);
+      }
+      if (!finished) segmentAbort.abort();
+    }
+    await settled;
+    deps.abort.signal.removeEventListener("abort", onUserAbort);
+    if (runId) {
+      const all = [...(await readLive(runId, cache)).values()].flat();
+      if (all.length > 0 && all.every((t) => t.ended)) {
+        users = all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
+      }
+    }
+    if (judged < plan.steps.length && next.kind === "continue") next = { kind: "done" };
+    return { next, record: { runId, attempt, levels: segmentLevels, users, stoppedEarly } };
+  }
+
+  async function readLive(runId: string, cache: Map<string, LivePeriod>): Promise<Map<string, TaskLive[]>> {
+    const out = new Map<string, TaskLive[]>();
+    for (const region of options.regions) out.set(region, await readRegionLive(deps.liveStore(region), runId, region, cache).catch(() => []));
+    return out;
+  }
+
+  function stepReady(live: Map<string, TaskLive[]>, step: PlannedStep): "wait" | "judge" {
+    const all = [...live.values()].flat();
+    const windows = all.map((t) => taskWindows(t, step, options.stair.holdS));
+    if (all.length < tasks || windows.some((w) => !w)) {
+      // Tasks not there yet, or their hold not started. A task that never shows up is caught by the run's own start timeout.
+      return "wait";
+    }
+    if (all.every((t, i) => taskHasStep(t, windows[i]!))) return "judge";
+    const latestEnd = Math.max(...windows.map((w) => w!.holdEnd));
+    return deps.now() > latestEnd + LATE_PERIOD_MS ? "judge" : "wait";
+  }
+
+  function progressLine(live: Map<string, TaskLive[]>, step: PlannedStep, done: StepResult[], segmentLevels: number[]): string {
+    const all = [...live.values()].flat();
+    const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
+    const history = done.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");
+    let where = `climbing to ${step.level}`;
+    if (windows.length > 0 && windows.length === all.length) {
+      const holdStart = Math.min(...windows.map((w) => w!.holdStart));
+      const inHold = Math.max(0, Math.min(options.stair.holdS, Math.round((deps.now() - holdStart) / 1000)));
+      where = `level ${step.level}, hold ${inHold}/${options.stair.holdS} s`;
+    }
+    const measured: string[] = [];
+    const first = options.slos.find((s) => s.kind === "histogram");
+    if (first && first.kind === "histogram") {
+      for (const region of options.regions) {
+        const sketch = holdSoFar(live.get(region) ?? [], step, options.stair.holdS, first.metric);
+        if (sketch && sketch.count > 0) measured.push(`${options.regions.length > 1 ? `${region} ` : ""}${first.metric}.${first.stat} ${Math.round(statOf(sketch, first.stat))} so far`);
+      }
+    }
+    return `capacity: ${where}${measured.length ? ` · ${measured.join(", ")}` : ""}${history ? ` · ${history}` : ""} (of ${segmentLevels.join(", ")})`;
+  }
+}
+
+function stepSummary(step: StepResult): string {
+  return Object.entries(step.regions)
+    .map(([region, o]) => {
+      const parts = o.results.map((r) => `${r.slo} ${r.passed === true ? "✓" : "✗"} ${r.value ?? "no samples"}`);
+      if (o.lagP99 !== null) parts.push(`generator lag p99 ${o.lagP99} ms`);
+      if (o.saturated.length) parts.push(`saturated: ${o.saturated.join("; ")}`);
+      if (o.missing.length) parts.push(`missing: ${o.missing.join(", ")}`);
+      return `${region}: ${parts.join(", ")}`;
+    })
+    .join(" | ");
+}

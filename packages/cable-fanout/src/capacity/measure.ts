@@ -1,0 +1,112 @@
+// From the tasks' live periods to one step's figures: which periods belong to the step's climb,
+// to its hold (whole periods inside it only), and to the step as a whole. Pure.
+import { DDSketch } from "@artilleryio/sketches-js";
+import { decodeHistograms, type LivePeriod, type TaskLive } from "./live.js";
+import { PERIOD_MS, type PlannedStep } from "./plan.js";
+import type { StepFigures } from "./slo.js";
+
+export const LAG_METRIC = "cable.event_loop_lag";
+/** The saturation threshold of the report's generator flag (cable-report's SATURATION_THRESHOLDS.lagP99Ms). */
+export const LAG_P99_LIMIT_MS = 100;
+
+export interface TaskWindows {
+  climbStart: number;
+  holdStart: number;
+  holdEnd: number;
+}
+
+const floorPeriod = (t: number) => t - (t % PERIOD_MS);
+
+/** The step's windows on a task's own clock of phases; undefined until its hold has started. */
+export function taskWindows(task: TaskLive, step: PlannedStep, holdS: number): TaskWindows | undefined {
+  const climb = task.phases.find((p) => p.index === step.climbIndex);
+  const hold = task.phases.find((p) => p.index === step.holdIndex);
+  if (!climb || !hold) return undefined;
+  return { climbStart: climb.startTime, holdStart: hold.startTime, holdEnd: hold.startTime + holdS * 1000 };
+}
+
+/**
+ * Periods partition the run: a step owns those that start from its climb's period up to the period
+ * its hold ends in (that one belongs to the next climb). The hold is judged on whole periods
+ * inside it; the climb is every period that overlaps it.
+ */
+export function splitPeriods(periods: LivePeriod[], w: TaskWindows): { climb: LivePeriod[]; hold: LivePeriod[]; step: LivePeriod[] } {
+  const first = floorPeriod(w.climbStart);
+  const last = floorPeriod(w.holdEnd);
+  return {
+    climb: periods.filter((p) => p.period >= first && p.period < w.holdStart),
+    hold: periods.filter((p) => p.period >= w.holdStart && p.period + PERIOD_MS <= w.holdEnd),
+    step: periods.filter((p) => p.period >= first && p.period < last),
+  };
+}
+
+/** Whether every period the step needs from this task has arrived (Artillery emits a period some seconds after it ends). */
+export function taskHasStep(task: TaskLive, w: TaskWindows): boolean {
+  const needed = floorPeriod(w.holdEnd) - PERIOD_MS;
+  return task.periods.some((p) => p.period >= needed);
+}
+
+function mergeInto(target: Record<string, DDSketch>, periods: LivePeriod[]): void {
+  for (const period of periods) {
+    for (const [name, sketch] of Object.entries(decodeHistograms(period))) {
+      if (!target[name]) target[name] = new DDSketch({ relativeAccuracy: 0.01 });
+      target[name].merge(sketch);
+    }
+  }
+}
+
+function addCounters(target: Record<string, number>, periods: LivePeriod[]): void {
+  for (const period of periods) for (const [name, n] of Object.entries(period.counters)) target[name] = (target[name] ?? 0) + n;
+}
+
+export interface TaskHealth {
+  taskId: string;
+  region: string;
+  /** p99 of the generator's event-loop lag during the hold, ms; null without samples. */
+  lagP99: number | null;
+  saturated: boolean;
+  reasons: string[];
+}
+
+export interface RegionStep {
+  figures: StepFigures;
+  health: TaskHealth[];
+  /** Tasks whose hold had not been seen (died, or no whole period inside the hold). */
+  missing: string[];
+}
+
+/** Merges one region's tasks for one step. `users` is the region's share of the level. */
+export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: number, users: number): RegionStep {
+  const figures: StepFigures = { users, hold: {}, climb: {}, counters: {} };
+  const health: TaskHealth[] = [];
+  const missing: string[] = [];
+  for (const task of tasks) {
+    const w = taskWindows(task, step, holdS);
+    if (!w) {
+      missing.push(task.taskId);
+      continue;
+    }
+    const parts = splitPeriods(task.periods, w);
+    if (parts.hold.length === 0) missing.push(task.taskId);
+    mergeInto(figures.hold, parts.hold);
+    mergeInto(figures.climb, parts.climb);
+    addCounters(figures.counters, parts.step);
+    const lag: Record<string, DDSketch> = {};
+    mergeInto(lag, parts.hold);
+    const sketch = lag[LAG_METRIC];
+    const lagP99 = sketch && sketch.count > 0 ? Math.round(sketch.getValueAtQuantile(0.99)) : null;
+    const reasons = lagP99 !== null && lagP99 > LAG_P99_LIMIT_MS ? [`event-loop lag p99 ${lagP99} ms > ${LAG_P99_LIMIT_MS} ms`] : [];
+    health.push({ taskId: task.taskId, region: task.region, lagP99, saturated: reasons.length > 0, reasons });
+  }
+  return { figures, health, missing };
+}
+
+/** A histogram over the hold so far, periods that overlap it included: for the progress line only, never for a verdict. */
+export function holdSoFar(tasks: TaskLive[], step: PlannedStep, holdS: number, metric: string): DDSketch | undefined {
+  const merged: Record<string, DDSketch> = {};
+  for (const task of tasks) {
+    const w = taskWindows(task, step, holdS);
+    if (w) mergeInto(merged, task.periods.filter((p) => p.period + PERIOD_MS > w.holdStart && p.period < w.holdEnd));
+  }
+  return merged[metric];
+}

@@ -1,0 +1,176 @@
+// The search's decisions, pure: a step's verdict from every region's figures, what to run next,
+// and the answer. One noisy hold is never a verdict: a breach is repeated before it counts.
+import type { RegionStep } from "./measure.js";
+import { evaluateSlo, type Slo, type SloResult } from "./slo.js";
+
+export type Verdict = "held" | "breached" | "generator-bound" | "incomplete";
+
+export interface RegionOutcome {
+  /** This region's users at the level. */
+  users: number;
+  results: SloResult[];
+  passed: boolean;
+  /** Worst task's event-loop lag p99 in the hold, ms. */
+  lagP99: number | null;
+  saturated: string[];
+  missing: string[];
+}
+
+export interface StepResult {
+  /** Users at the level, every region together. */
+  level: number;
+  attempt: "stair" | "repeat";
+  /** The run (segment) that measured it. */
+  runId: string;
+  verdict: Verdict;
+  regions: Record<string, RegionOutcome>;
+  /** The server's figures during the hold, when --server-metrics was given. */
+  server?: Record<string, number | null>;
+}
+
+export function judgeStep(level: number, attempt: StepResult["attempt"], runId: string, regions: Record<string, RegionStep>, slos: Slo[]): StepResult {
+  const outcomes: Record<string, RegionOutcome> = {};
+  for (const [name, step] of Object.entries(regions)) {
+    const results = slos.map((slo) => evaluateSlo(slo, step.figures));
+    const lags = step.health.map((h) => h.lagP99).filter((v): v is number => v !== null);
+    outcomes[name] = {
+      users: step.figures.users,
+      results,
+      // No sample is no evidence that the level held (a server that delivers nothing has no latency).
+      passed: results.every((r) => r.passed === true),
+      lagP99: lags.length > 0 ? Math.max(...lags) : null,
+      saturated: step.health.filter((h) => h.saturated).map((h) => `${h.taskId}: ${h.reasons.join(", ")}`),
+      missing: step.missing,
+    };
+  }
+  const all = Object.values(outcomes);
+  const verdict: Verdict = all.some((o) => o.missing.length > 0)
+    ? "incomplete"
+    : all.some((o) => o.saturated.length > 0)
+      ? "generator-bound"
+      : all.every((o) => o.passed)
+        ? "held"
+        : "breached";
+  return { level, attempt, runId, verdict, regions: outcomes };
+}
+
+export type Next =
+  /** Keep climbing in the same run. */
+  | { kind: "continue" }
+  /** End this run; run the level again, from zero, and judge it once more. */
+  | { kind: "repeat"; level: number }
+  /** End this run (if any); climb again in a new run through these levels. */
+  | { kind: "resume"; levels: number[] }
+  | { kind: "done" };
+
+export function decideNext(step: StepResult, allLevels: number[]): Next {
+  const later = allLevels.filter((l) => l > step.level);
+  switch (step.verdict) {
+    case "held":
+      if (later.length === 0) return { kind: "done" };
+      // A repeat that held means the stair's breach was one noisy hold: climb on from there.
+      return step.attempt === "repeat" ? { kind: "resume", levels: later } : { kind: "continue" };
+    case "breached":
+      return step.attempt === "stair" ? { kind: "repeat", level: step.level } : { kind: "done" };
+    default:
+      return { kind: "done" };
+  }
+}
+
+export interface Breach {
+  region: string;
+  slo: string;
+  value: number | null;
+  excess?: number;
+}
+
+export interface RegionAnswer {
+  held: number | null;
+  firstFailing: number | null;
+  breached: Breach[];
+  generatorBound: boolean;
+  steps: Array<{ level: number; users: number; attempt: string; verdict: Verdict; passed: boolean; lagP99: number | null; slos: SloResult[]; server?: Record<string, number | null> }>;
+}
+
+export interface Answer {
+  /** The most users held under every SLO in every region; null when not even the first level held. */
+  held: number | null;
+  /** The level whose breach a repeat confirmed. */
+  firstFailing: number | null;
+  breached: Breach[];
+  /** Set when a saturated generator ended the search: the figure is a floor, not the server's capacity. */
+  generatorBound: { at: number; atLeast: number | null; tasks: string[]; advice: string } | null;
+  /** The search stopped on missing data (a task died or left no period inside a hold). */
+  incomplete: { at: number; tasks: string[] } | null;
+  /** Every level up to --max held. */
+  mostTried: boolean;
+  max: number;
+  regions: Record<string, RegionAnswer>;
+  steps: StepResult[];
+}
+
+export function buildAnswer(steps: StepResult[], max: number, advice: string): Answer {
+  const confirmed = steps.find((s, i) => s.verdict === "breached" && s.attempt === "repeat" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"));
+  const stopped = steps.find((s) => s.verdict === "generator-bound" || s.verdict === "incomplete");
+  const ceiling = Math.min(confirmed?.level ?? Infinity, stopped?.level ?? Infinity);
+  const heldLevels = steps.filter((s) => s.verdict === "held" && s.level < ceiling).map((s) => s.level);
+  const held = heldLevels.length > 0 ? Math.max(...heldLevels) : null;
+  const breachesOf = (s: StepResult): Breach[] =>
+    Object.entries(s.regions).flatMap(([region, o]) =>
+      o.results.filter((r) => r.passed !== true).map((r) => ({ region, slo: r.slo, value: r.value, ...(r.excess !== undefined ? { excess: r.excess } : {}) })),
+    );
+
+  const regionNames = [...new Set(steps.flatMap((s) => Object.keys(s.regions)))];
+  const regions: Record<string, RegionAnswer> = {};
+  for (const name of regionNames) {
+    const mine = steps.filter((s) => s.regions[name]);
+    const failing = confirmed && !confirmed.regions[name]?.passed ? confirmed.level : null;
+    const passedLevels = mine.filter((s) => s.regions[name].passed && s.verdict !== "generator-bound" && s.verdict !== "incomplete" && s.level < (failing ?? ceiling)).map((s) => s.level);
+    regions[name] = {
+      held: passedLevels.length > 0 ? Math.max(...passedLevels) : null,
+      firstFailing: failing,
+      breached: confirmed && failing !== null ? breachesOf(confirmed).filter((b) => b.region === name) : [],
+      generatorBound: stopped?.verdict === "generator-bound" && (stopped.regions[name]?.saturated.length ?? 0) > 0,
+      steps: mine.map((s) => ({
+        level: s.level,
+        users: s.regions[name].users,
+        attempt: s.attempt,
+        verdict: s.verdict,
+        passed: s.regions[name].passed,
+        lagP99: s.regions[name].lagP99,
+        slos: s.regions[name].results,
+        ...(s.server ? { server: s.server } : {}),
+      })),
+    };
+  }
+  const generatorBound =
+    stopped?.verdict === "generator-bound"
+      ? { at: stopped.level, atLeast: held, tasks: Object.values(stopped.regions).flatMap((o) => o.saturated), advice }
+      : null;
+  return {
+    held,
+    firstFailing: confirmed?.level ?? null,
+    breached: confirmed ? breachesOf(confirmed) : [],
+    generatorBound,
+    incomplete: stopped?.verdict === "incomplete" ? { at: stopped.level, tasks: Object.entries(stopped.regions).flatMap(([r, o]) => o.missing.map((t) => `${r}/${t}`)) } : null,
+    mostTried: !confirmed && !stopped && held === max,
+    max,
+    regions,
+    steps,
+  };
+}
+
+/** The one-line answer: "held 3,000, the most tried", "held 40 (breached at 60: …)", "at least 40, generator-bound". */
+export function headline(answer: Answer): string {
+  const n = (v: number) => v.toLocaleString("en-US");
+  if (answer.generatorBound) {
+    return `at least ${answer.held === null ? 0 : n(answer.held)}, generator-bound at ${n(answer.generatorBound.at)}: ${answer.generatorBound.advice}`;
+  }
+  if (answer.incomplete) return `no verdict at ${n(answer.incomplete.at)}: no data from ${answer.incomplete.tasks.join(", ")}; held ${answer.held === null ? "nothing" : n(answer.held)} before that`;
+  if (answer.mostTried) return `held ${n(answer.max)}, the most tried`;
+  if (answer.firstFailing !== null) {
+    const why = answer.breached.map((b) => `${b.region} ${b.slo} ${b.value === null ? "no samples" : `was ${b.value}${b.excess !== undefined ? ` (+${b.excess})` : ""}`}`).join("; ");
+    return `held ${answer.held === null ? "none of the levels" : n(answer.held)}; ${n(answer.firstFailing)} breached twice: ${why}`;
+  }
+  return `held ${answer.held === null ? "none of the levels" : n(answer.held)} (the search ended early)`;
+}
