@@ -1,9 +1,9 @@
 import { CableConnection, registry, type ConnectionSettings } from "./connection.js";
-import type { Events } from "./metrics.js";
+import { METRICS, type Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import type { Protocol } from "./protocol/types.js";
-import { CableError } from "./errors.js";
+import { CableError, errorCode } from "./errors.js";
 import { checkScript } from "./preflight.js";
 import { configSchema, type CableConfig } from "./schema.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
@@ -23,11 +23,24 @@ function protocolFor(settings: CableConfig): Protocol {
     : createActionCableProtocol({ extended: settings.anycable.extended, streamsSecret: settings.anycable.streamsSecret });
 }
 
-function readsMessages(flow: unknown[]): boolean {
+function hasStep(flow: unknown[], name: string): boolean {
   return flow.some((step) => {
     const s = step as Record<string, unknown>;
-    return "receive" in s || (Array.isArray(s.loop) && readsMessages(s.loop));
+    return name in s || (Array.isArray(s.loop) && hasStep(s.loop, name));
   });
+}
+
+const readsMessages = (flow: unknown[]) => hasStep(flow, "receive");
+
+/** The failures that are a subscription's: counted in `cable.failed_subscriptions` for `ensure`. */
+const SUBSCRIPTION_FAILURES = new Set(["cable.subscription_rejected", "cable.subscription_timeout", "cable.auth_failed", "cable.auth_timeout"]);
+
+/** Counts every VU of a subscribing flow in `cable.failed_subscriptions`: 1 when its subscription failed, else 0. */
+function countingFailedSubscriptions(events: Events, callback: (err: Error | null, context: VuContext) => void) {
+  return (err: Error | null, context: VuContext) => {
+    events.emit("counter", METRICS.failedSubscriptions, err && SUBSCRIPTION_FAILURES.has(errorCode(err)) ? 1 : 0);
+    callback(err, context);
+  };
 }
 
 /**
@@ -78,7 +91,8 @@ export class CableEngine {
       },
     };
     const flow = sequence(spec.flow.map(compiler.compile));
+    const subscribes = hasStep(spec.flow, "subscribe");
     return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) =>
-      runVirtualUser(flow, events, context, callback);
+      runVirtualUser(flow, events, context, subscribes ? countingFailedSubscriptions(events, callback) : callback);
   }
 }

@@ -19,14 +19,23 @@ export const METRICS = {
    * at once in that second. Its `max` in Artillery's console is the peak (with several worker
    * threads, the busiest thread's; the report's peak sums them). A counter could not say it:
    * Artillery's summary adds counters over periods (issue 16: 29,980 for a real peak of 4,034).
+   * Not `cable.connections_…`: Artillery's ensure replaces metric names inside an expression by
+   * substring, and the counter `cable.connections` would break `cable.connections_….max`.
    */
-  connectionsOpenPeak: "cable.connections_open_peak",
+  connectionsOpenPeak: "cable.open_connections_peak",
   /**
    * Counter, in each 10 s period: the most connections this process held open at once during it.
    * Artillery sums it over worker threads, the report over aligned tasks, and the report's peak is
    * its max over periods; its whole-run total in Artillery's summary is a sum of peaks, not one.
    */
   connectionsOpenPeriodPeak: "cable.connections_open_period_peak",
+  /**
+   * Counter: VUs whose subscription failed (rejected, unanswered, or refused auth); 0 for the others,
+   * so that an `ensure` condition on it holds in a clean run (an absent metric fails every check).
+   * Not `cable.subscriptions_failed`: Artillery's ensure replaces metric names inside expressions by
+   * substring, and `cable.subscriptions` would eat its prefix.
+   */
+  failedSubscriptions: "cable.failed_subscriptions",
   staleConnection: "cable.stale_connection",
   /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
   messagesMissing: "cable.messages_missing",
@@ -65,7 +74,7 @@ export class OpenConnections {
   private readonly open = new Set<Tracked>();
   private periodStart = 0;
   private countedInPeriod = 0;
-  /** The most connections open at once since the last `cable.connections_open_peak` sample. */
+  /** The most connections open at once since the last `cable.open_connections_peak` sample. */
   private highSinceSample = 0;
   private events: Events | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -124,7 +133,7 @@ export class OpenConnections {
     }
   }
 
-  /** One `cable.connections_open_peak` sample: the most open at once since the last one. */
+  /** One `cable.open_connections_peak` sample: the most open at once since the last one. */
   private samplePeak(): void {
     if (this.highSinceSample === 0 || !this.events) return;
     this.events.emit("histogram", METRICS.connectionsOpenPeak, this.highSinceSample);

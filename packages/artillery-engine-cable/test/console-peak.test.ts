@@ -26,7 +26,7 @@ function consoleMax(output: string, metric: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-test("the console's cable.connections_open_peak max equals report.md's peak", async () => {
+test("the console's cable.open_connections_peak max equals report.md's peak", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "console-peak-"));
   mkdirSync(path.join(dir, "local"));
   const run = await runArtillery({
@@ -47,7 +47,7 @@ test("the console's cable.connections_open_peak max equals report.md's peak", as
   const periodPeaks = run.report!.intermediate.map((p) => p.counters["cable.connections_open_period_peak"] ?? 0);
   expect(periodPeaks.filter((v) => v > 0).length, "held across periods").toBeGreaterThan(1);
 
-  const shown = consoleMax(run.output, "cable.connections_open_peak");
+  const shown = consoleMax(run.output, "cable.open_connections_peak");
   expect(shown, run.output).toBe(VUS);
 
   const merged = path.join(dir, "merged.json");
