@@ -1,3 +1,4 @@
+import { installArrivals } from "./arrivals.js";
 import { CableConnection, registry, type ConnectionSettings } from "./connection.js";
 import { METRICS, type Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
@@ -63,6 +64,8 @@ export class CableEngine {
     this.failed = settings === undefined;
     this.settings = settings ?? configSchema.parse({});
     this.protocol = protocolFor(this.settings);
+    // arrivals.ts: this thread's phases start VUs without spinning a core, unless preciseArrivals.
+    if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) installArrivals(this.settings.preciseArrivals);
     registry.lagWarningMs = this.settings.lagWarning;
     this.connectionSettings = {
       stampField: this.settings.stampField,

@@ -183,6 +183,8 @@ export const configSchema = z
     localAddress: z.union([z.string().ip(), z.array(z.string().ip()).nonempty()]).optional(),
     /** Warn when the generator's event loop is this many ms late (it is saturated). */
     lagWarning: z.number().positive().default(100),
+    /** Keep Artillery's own arrival timer, which spins for the last 25 ms before each arrival (arrivals.ts). */
+    preciseArrivals: z.boolean().default(false),
     /** Defaults of the reconnect step: back-off between attempts, and the time allowed to get back, in seconds. */
     reconnect: z
       .object({
