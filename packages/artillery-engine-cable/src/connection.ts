@@ -42,6 +42,8 @@ interface Waiter {
 }
 
 const ALL_CHANNELS = "\0all";
+/** Positions remembered by dropCopies: a bound on memory for a long replay. */
+const MAX_SEEN_SINCE_RESTORE = 16_384;
 
 // One registry per thread: Artillery's worker threads each load the engine once.
 export const registry = new OpenConnections();
@@ -75,6 +77,8 @@ export class CableConnection implements Tracked {
   /** The channel whose history is being replayed, and how many messages it has replayed so far. */
   private replaying: string | undefined;
   private replayed = 0;
+  /** Stream positions received since a restore, until shortly after its history is in (dropCopies). */
+  private seenSinceRestore: Set<string> | undefined;
 
   constructor(
     readonly protocol: Protocol,
@@ -175,6 +179,18 @@ export class CableConnection implements Tracked {
     } finally {
       this.replaying = undefined;
     }
+  }
+
+  /**
+   * `true` (before `open`): remember the stream position of every message, and drop a second copy;
+   * `false`: stop, a second later (a live copy can trail the replay by a moment).
+   */
+  dropCopies(on: boolean): void {
+    if (on) {
+      this.seenSinceRestore = new Set();
+      return;
+    }
+    setTimeout(() => (this.seenSinceRestore = undefined), 1_000).unref();
   }
 
   /** Waits for the server to end the connection (a restart); rejects if it has not within the time. */
@@ -312,6 +328,14 @@ export class CableConnection implements Tracked {
   }
 
   private onMessage(msg: InboundMessage): void {
+    const position = msg.position;
+    if (position && this.seenSinceRestore) {
+      // After a restore, a message can come both live and in the history replay (in either order,
+      // when the server broadcasts while it reads the history): keep the first copy.
+      const id = `${position.stream}\n${position.epoch}\n${position.offset}`;
+      if (this.seenSinceRestore.has(id)) return;
+      if (this.seenSinceRestore.size < MAX_SEEN_SINCE_RESTORE) this.seenSinceRestore.add(id);
+    }
     registry.countReceived();
     this.events.emit("rate", METRICS.receiveRate);
     const payload = msg.payload;
@@ -321,10 +345,12 @@ export class CableConnection implements Tracked {
       if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, nowMs() - sentAt);
       if (typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
     }
-    if (msg.position) {
+    if (position) {
       let streams = this.memory.positions.get(msg.channel);
       if (!streams) this.memory.positions.set(msg.channel, (streams = new Map()));
-      streams.set(msg.position.stream, msg.position);
+      // A replay delivers older offsets after newer live ones: the position only moves forward.
+      const last = streams.get(position.stream);
+      if (!last || last.epoch !== position.epoch || position.offset > last.offset) streams.set(position.stream, position);
     }
     if (this.replaying === msg.channel) this.replayed++;
     if (this.waiter?.offer(msg)) return;

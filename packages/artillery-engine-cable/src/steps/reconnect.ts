@@ -4,6 +4,7 @@ import type { CableConnection, OpenOptions } from "../connection.js";
 import { CableError, errorCode } from "../errors.js";
 import { METRICS } from "../metrics.js";
 import { encodeHistory } from "../protocol/actioncable.js";
+import type { StreamPosition } from "../protocol/types.js";
 import { asyncStep, type StepFn, type VirtualUser, type VuContext } from "../vu.js";
 import { requestHistory } from "./channel.js";
 import { secondsToMs, templater, type Compiler } from "./compiler.js";
@@ -46,6 +47,9 @@ export function compileReconnect(compiler: Compiler, raw: ReconnectSpec | null):
     if (s.after === "drop") await old.waitForDrop(seconds(s.wait, settings.timeout, "wait"));
     const droppedAt = old.endedAt ?? nowMs();
     const sid = old.welcome?.sid;
+    // History starts from what was seen before the drop: live messages after the restore move the
+    // positions on before the history request goes out, past the gap.
+    const seenBeforeDrop = s.history ? snapshot(vu.memory.positions) : undefined;
     vu.drop(true);
     const timeoutMs = seconds(s.timeout, settings.reconnect.timeout, "timeout");
     const deadline = droppedAt + timeoutMs;
@@ -58,9 +62,9 @@ export function compileReconnect(compiler: Compiler, raw: ReconnectSpec | null):
       if (left <= 0) break;
       events.emit("counter", METRICS.reconnectAttempts, 1);
       try {
-        const connection = await rejoin(compiler, vu, context, restoreOptions(compiler, vu.opened, sid), left);
+        const connection = await rejoin(compiler, vu, context, restoreOptions(compiler, vu.opened, sid), left, seenBeforeDrop !== undefined);
         events.emit("histogram", METRICS.restoreLatency, nowMs() - droppedAt);
-        if (s.history) await replayMissed(compiler, vu, connection);
+        if (seenBeforeDrop) await replayMissed(compiler, vu, connection, seenBeforeDrop);
         return;
       } catch (err) {
         if (!isTransient(err)) throw err;
@@ -93,11 +97,12 @@ function restoreOptions(compiler: Compiler, opened: OpenOptions, sid: string | u
 }
 
 /** One attempt: a new connection, then every channel restored or subscribed again, within `budgetMs`. */
-async function rejoin(compiler: Compiler, vu: VirtualUser, context: VuContext, options: OpenOptions, budgetMs: number): Promise<CableConnection> {
+async function rejoin(compiler: Compiler, vu: VirtualUser, context: VuContext, options: OpenOptions, budgetMs: number, history: boolean): Promise<CableConnection> {
   const { events, settings, protocol } = compiler;
   const until = nowMs() + budgetMs;
   const within = () => Math.max(1, Math.min(settings.timeout * 1000, until - nowMs()));
   const connection = compiler.connect(vu, true);
+  connection.dropCopies(history);
   const welcome = await connection.open({ ...options, timeoutMs: within() });
   if (welcome.sid) context.vars.sid = welcome.sid;
   if (welcome.socketId) context.vars.socket_id = welcome.socketId;
@@ -115,13 +120,23 @@ async function rejoin(compiler: Compiler, vu: VirtualUser, context: VuContext, o
   return connection;
 }
 
-/** AnyCable's history from the last position seen on each stream: what the drop made the VU miss. */
-async function replayMissed(compiler: Compiler, vu: VirtualUser, connection: CableConnection): Promise<void> {
-  if (!connection.extended) return;
-  for (const state of vu.channels.values()) {
-    const seen = vu.memory.positions.get(state.key);
-    if (!seen?.size) continue;
-    const streams = Object.fromEntries([...seen.values()].map((p) => [p.stream, { epoch: p.epoch, offset: p.offset }]));
-    await requestHistory(compiler, connection, state.key, encodeHistory(state.key, { streams }));
+type Positions = Map<string, Map<string, StreamPosition>>;
+
+function snapshot(positions: Positions): Positions {
+  return new Map([...positions].map(([channel, streams]) => [channel, new Map(streams)]));
+}
+
+/** AnyCable's history from the last position seen on each stream before the drop: what the VU missed. */
+async function replayMissed(compiler: Compiler, vu: VirtualUser, connection: CableConnection, seenBeforeDrop: Positions): Promise<void> {
+  try {
+    if (!connection.extended) return;
+    for (const state of vu.channels.values()) {
+      const seen = seenBeforeDrop.get(state.key);
+      if (!seen?.size) continue;
+      const streams = Object.fromEntries([...seen.values()].map((p) => [p.stream, { epoch: p.epoch, offset: p.offset }]));
+      await requestHistory(compiler, connection, state.key, encodeHistory(state.key, { streams }));
+    }
+  } finally {
+    connection.dropCopies(false);
   }
 }
