@@ -9,6 +9,16 @@ export const stackNameFor = (region: string): string => `CableLoadtest-${region}
 
 export const CONTAINER_NAME = "loadgen";
 
+/** The managed policy each region's stack creates for whoever runs `cable-fanout run|collect|stop` there. */
+export const operatorPolicyNameFor = (region: string): string => `CableLoadtestOperator-${region}`;
+
+/** With `-c githubRepo=owner/name`: the stack holding the GitHub Actions OIDC role (deployed in the first region). */
+export const GITHUB_STACK_NAME = "CableLoadtest-github";
+export const GITHUB_ROLE_NAME = "CableLoadtestGitHubActions";
+
+/** Service Quotas codes of Fargate's concurrent vCPU quotas (service code `fargate`). */
+export const FARGATE_VCPU_QUOTA = { onDemand: "L-3032A538", spot: "L-36FBB829" } as const;
+
 /** The output keys DescribeStacks returns; the runner's contract. */
 export const OUTPUT_KEYS = [
   "ClusterArn",
@@ -25,11 +35,15 @@ export type OutputKey = (typeof OUTPUT_KEYS)[number];
 /** Where task secrets live; the task role may read nothing else from SSM or Secrets Manager. */
 export const SECRETS_PATH = "cable-loadtest";
 
-const UNDER_SECRETS_PATH = new RegExp(`(^/?|:parameter/|:secret:)${SECRETS_PATH}/`);
+const UNDER_SECRETS_PATH = new RegExp(`(^/?|^secretsmanager:|:parameter/|:secret:)${SECRETS_PATH}/`);
+
+/** `secretsmanager:<name>`: a Secrets Manager secret by name, read in each task's own region. */
+export const SECRETS_MANAGER_SCHEME = "secretsmanager:";
 
 /**
- * Whether the task role can read this reference: an SSM parameter name (`/cable-loadtest/x`) or an
- * SSM parameter / Secrets Manager ARN whose name starts with `cable-loadtest/`.
+ * Whether the task role can read this reference: an SSM parameter name (`/cable-loadtest/x`), a
+ * Secrets Manager name (`secretsmanager:cable-loadtest/x`), or an SSM parameter / Secrets Manager ARN
+ * whose name starts with `cable-loadtest/`.
  */
 export const isUnderSecretsPath = (reference: string): boolean => UNDER_SECRETS_PATH.test(reference);
 

@@ -5,13 +5,14 @@
  */
 import { App } from "aws-cdk-lib";
 import { DEFAULT_IMAGE_DIR } from "../image/stage.js";
-import { stackNameFor } from "../contract.js";
+import { GITHUB_STACK_NAME, stackNameFor } from "../contract.js";
+import { GitHubStack } from "./github-stack.js";
 import { LoadtestStack } from "./loadtest-stack.js";
 import { readAppSettings } from "./settings.js";
 
 export function buildApp(app: App, imageDirectory: string = DEFAULT_IMAGE_DIR): LoadtestStack[] {
   const settings = readAppSettings((key) => app.node.tryGetContext(key));
-  return settings.regions.map((region) => {
+  const stacks = settings.regions.map((region) => {
     const vpcId = settings.vpcIdFor(region);
     // Vpc.fromLookup needs a concrete account, which only credentials can tell; a stack that creates
     // its own VPC stays account-agnostic and synthesizes offline.
@@ -26,6 +27,19 @@ export function buildApp(app: App, imageDirectory: string = DEFAULT_IMAGE_DIR): 
       imageDirectory,
     });
   });
+  if (settings.github) {
+    const github = new GitHubStack(app, GITHUB_STACK_NAME, {
+      stackName: GITHUB_STACK_NAME,
+      env: { region: settings.regions[0] },
+      description: `cable-loadtest: GitHub Actions OIDC role for ${settings.github.repository}`,
+      repository: settings.github.repository,
+      regions: settings.regions,
+      oidcProviderArn: settings.github.oidcProviderArn,
+    });
+    // The role attaches the regional operator policies by name, so they must exist first.
+    for (const stack of stacks) github.addDependency(stack);
+  }
+  return stacks;
 }
 
 if (require.main === module) {

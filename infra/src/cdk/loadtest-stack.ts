@@ -6,8 +6,9 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
-import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, SECRETS_PATH, stackNameFor } from "../contract.js";
-import { RUNS_PREFIX, bundleKeyPattern, resultKeyPattern } from "../worker/layout.js";
+import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, SECRETS_PATH, operatorPolicyNameFor, stackNameFor } from "../contract.js";
+import { RUNS_PREFIX, bundleKeyPattern, controlKeyPattern, resultKeyPattern } from "../worker/layout.js";
+import { operatorStatements } from "./operator-policy.js";
 import type { StackSettings } from "./settings.js";
 
 export const PROJECT_TAG = { key: "project", value: "cable-loadtest" } as const;
@@ -21,7 +22,15 @@ export interface LoadtestStackProps extends StackProps {
 }
 
 /** One region's load generator: network, cluster, task definition, bucket, and the outputs the runner reads. */
+/** Kernel parameters of every task (see the container definition). */
+export const SYSTEM_CONTROLS: ReadonlyArray<readonly [string, string]> = [
+  ["net.ipv4.ip_local_port_range", "1024 65535"],
+  ["net.ipv4.tcp_tw_reuse", "1"],
+];
+
 export class LoadtestStack extends Stack {
+  readonly operatorPolicy: iam.ManagedPolicy;
+
   constructor(scope: Construct, id: string, props: LoadtestStackProps) {
     super(scope, id, props);
     const { settings } = props;
@@ -74,6 +83,16 @@ export class LoadtestStack extends Stack {
       // The worker forwards SIGTERM to Artillery and then uploads partial results; give it time.
       stopTimeout: Duration.seconds(60),
       linuxParameters: new ecs.LinuxParameters(this, "LinuxParameters", { initProcessEnabled: true }),
+      // Fargate takes any net.* sysctl (platform 1.4.0+). The default port range (32768–60999) caps
+      // one task at ~28k connections to one target address; TIME_WAIT reuse frees ports faster.
+      systemControls: SYSTEM_CONTROLS.map(([namespace, value]) => ({ namespace, value })),
+    });
+
+    // What the person or CI role running `cable-fanout` needs here (README: "The operator policy").
+    this.operatorPolicy = new iam.ManagedPolicy(this, "OperatorPolicy", {
+      managedPolicyName: operatorPolicyNameFor(region),
+      description: `cable-fanout run | collect | stop against ${stackNameFor(region)}`,
+      statements: operatorStatements(this, { cluster, taskDefinition, bucket }),
     });
 
     const securityGroup = new ec2.SecurityGroup(this, "TaskSecurityGroup", {
@@ -93,18 +112,23 @@ export class LoadtestStack extends Stack {
       LogGroupName: logGroup.logGroupName,
     };
     for (const key of OUTPUT_KEYS) new CfnOutput(this, key, { value: outputs[key] });
+    // Not part of the runner's contract: for people attaching the policy.
+    new CfnOutput(this, "OperatorPolicyArn", { value: this.operatorPolicy.managedPolicyArn });
 
     Tags.of(this).add(PROJECT_TAG.key, PROJECT_TAG.value);
     Tags.of(this).add(`${PROJECT_TAG.value}:region`, region);
     for (const [key, value] of Object.entries(settings.tags)) Tags.of(this).add(key, value);
   }
 
-  /** Public subnets only and no NAT gateway (the idle stack costs nothing); tasks get public IPs. */
+  /**
+   * Public subnets only and no NAT gateway (the idle stack costs nothing); tasks get public IPs.
+   * Every task takes one address: three /20 subnets hold about 12,000 tasks, far beyond any quota.
+   */
   private ownNetwork(): Network {
     const vpc = new ec2.Vpc(this, "Vpc", {
-      maxAzs: 2,
+      maxAzs: 3,
       natGateways: 0,
-      subnetConfiguration: [{ name: "public", subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 }],
+      subnetConfiguration: [{ name: "public", subnetType: ec2.SubnetType.PUBLIC, cidrMask: 20 }],
       // Free, and keeps bundle/results traffic to S3 off the internet gateway.
       gatewayEndpoints: { S3: { service: ec2.GatewayVpcEndpointAwsService.S3 } },
     });
@@ -125,16 +149,17 @@ export class LoadtestStack extends Stack {
    */
   private grantLeastPrivilege(role: iam.IRole, bucket: s3.IBucket): void {
     const statements = [
+      // Listing control/ too makes a missing go marker a 404 rather than a 403.
       new iam.PolicyStatement({
         sid: "ListRunBundles",
         actions: ["s3:ListBucket"],
         resources: [bucket.bucketArn],
-        conditions: { StringLike: { "s3:prefix": bundleKeyPattern() } },
+        conditions: { StringLike: { "s3:prefix": [bundleKeyPattern(), controlKeyPattern()] } },
       }),
-      new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern())] }),
+      new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),
-      // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles stay read-only.
-      new iam.PolicyStatement({ sid: "NeverWriteBundles", effect: iam.Effect.DENY, actions: ["s3:PutObject"], resources: [bucket.arnForObjects(bundleKeyPattern())] }),
+      // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles and the runner's markers stay read-only.
+      new iam.PolicyStatement({ sid: "NeverWriteBundles", effect: iam.Effect.DENY, actions: ["s3:PutObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),
       new iam.PolicyStatement({
         sid: "ReadSecretParameters",
         actions: ["ssm:GetParameter"],

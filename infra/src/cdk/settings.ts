@@ -26,6 +26,8 @@ export interface AppSettings {
   stack: StackSettings;
   /** An existing VPC to use in that region (`-c vpcId=…` for all, `-c vpcId.<region>=…` for one). */
   vpcIdFor: (region: string) => string | undefined;
+  /** `-c githubRepo=owner/name`: add the GitHub Actions OIDC role for that repository. */
+  github?: { repository: string; oidcProviderArn?: string };
 }
 
 export type ContextReader = (key: string) => unknown;
@@ -71,6 +73,8 @@ const schema = z.object({
   containerInsights: z.preprocess(bool, z.boolean().default(false)),
   tags: z.preprocess(tagPairs, z.record(z.string().min(1, "tag keys must not be empty"), z.string()).default({})),
   vpcId: z.string().regex(VPC_ID, "is not a VPC id").optional(),
+  githubRepo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "must be owner/name, e.g. -c githubRepo=acme/chat").optional(),
+  githubOidcProviderArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:oidc-provider\/token\.actions\.githubusercontent\.com$/, "is not the ARN of a token.actions.githubusercontent.com OIDC provider").optional(),
 });
 
 export function readAppSettings(context: ContextReader): AppSettings {
@@ -102,5 +106,6 @@ export function readAppSettings(context: ContextReader): AppSettings {
       tags: c.tags,
     },
     vpcIdFor,
+    ...(c.githubRepo ? { github: { repository: c.githubRepo, oidcProviderArn: c.githubOidcProviderArn } } : {}),
   };
 }

@@ -8,3 +8,4 @@ export { type RunManifest, manifestSchema, parseManifest } from "./manifest.js";
 export { type TaskDeps, runTask } from "./run-task.js";
 export { EXIT, type TaskStatus } from "./status.js";
 export { LocalStore, S3Store, type Store, fetchTree, openStore } from "./store.js";
+export * from "./markers.js";

@@ -47,8 +47,8 @@ async function main(): Promise<number> {
       resolveSecrets: (refs) => resolveSecrets(refs, { ssm: () => new SSMClient({}), secretsManager: () => new SecretsManagerClient({}) }),
       baseEnv,
       now: Date.now,
-      // A stop during the wait for startAt ends the wait; runTask then sees stopSignal.
-      sleep: (ms) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined),
+      // A stop during a wait (for go, for startAt) ends the wait; runTask then sees stopSignal.
+      sleep: (ms, signal) => sleep(ms, undefined, { signal: signal ? AbortSignal.any([stopping.signal, signal]) : stopping.signal }).catch(() => undefined),
       log,
       echo: process.stdout,
       onArtillerySpawn: (child) => (artillery = child),

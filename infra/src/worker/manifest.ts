@@ -12,8 +12,17 @@ export const manifestSchema = z
       .string()
       .min(1)
       .refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), "must be a relative path inside the bundle"),
-    /** Epoch milliseconds at which every task starts Artillery. */
+    /** Epoch milliseconds at which every task starts Artillery (without a barrier). */
     startAt: z.number().int().nonnegative().optional(),
+    /**
+     * The ready barrier: the task writes its ready marker, then waits up to `waitMs` for the runner's
+     * go marker, whose `startAt` replaces the one above. A task the go marker does not list runs no load.
+     */
+    barrier: z.object({ waitMs: z.number().int().positive(), pollMs: z.number().int().positive().default(1_000) }).strict().optional(),
+    /** The task stops itself when the runner's heartbeat has not changed for `staleMs`. */
+    heartbeat: z.object({ staleMs: z.number().int().positive(), pollMs: z.number().int().positive().default(15_000) }).strict().optional(),
+    /** The task stops Artillery this long after it started, whatever the runner does (--max-duration). */
+    maxDurationMs: z.number().int().positive().optional(),
     /** Passed as `artillery run --overrides <json>`. */
     overrides: z.record(z.unknown()).optional(),
     /** Passed as `artillery run -e <environment>`. */

@@ -7,17 +7,24 @@ export interface SecretClients {
 }
 
 const SECRETS_MANAGER_ARN = /^arn:[^:]+:secretsmanager:/;
+const SECRETS_MANAGER_NAME = "secretsmanager:";
 
 /**
  * Resolves `{ ENV_VAR: reference }` to `{ ENV_VAR: value }` at task start. A reference is a
- * Secrets Manager ARN or else an SSM parameter name/ARN (SecureString is decrypted). Errors name the
+ * Secrets Manager ARN, `secretsmanager:<name>`, or else an SSM parameter name/ARN (SecureString is
+ * decrypted). Names are read in the task's own region (the clients' region), so a secret created
+ * under the same name in every region works everywhere. Errors name the
  * variable and the reference, never a value.
  */
 export async function resolveSecrets(refs: Record<string, string>, clients: SecretClients): Promise<Record<string, string>> {
   const values: Record<string, string> = {};
   for (const [name, ref] of Object.entries(refs)) {
     try {
-      values[name] = SECRETS_MANAGER_ARN.test(ref) ? await fromSecretsManager(ref, clients) : await fromParameterStore(ref, clients);
+      values[name] = SECRETS_MANAGER_ARN.test(ref)
+        ? await fromSecretsManager(ref, clients)
+        : ref.startsWith(SECRETS_MANAGER_NAME)
+          ? await fromSecretsManager(ref.slice(SECRETS_MANAGER_NAME.length), clients)
+          : await fromParameterStore(ref, clients);
     } catch (err) {
       const e = err as Error;
       throw new Error(`secret ${name} (${ref}) could not be read: ${e.name}: ${e.message}`);
@@ -26,8 +33,8 @@ export async function resolveSecrets(refs: Record<string, string>, clients: Secr
   return values;
 }
 
-async function fromSecretsManager(arn: string, clients: SecretClients): Promise<string> {
-  const out = await clients.secretsManager().send(new GetSecretValueCommand({ SecretId: arn }));
+async function fromSecretsManager(secretId: string, clients: SecretClients): Promise<string> {
+  const out = await clients.secretsManager().send(new GetSecretValueCommand({ SecretId: secretId }));
   if (out.SecretString === undefined) throw new Error("the secret has no string value (binary secrets are not supported)");
   return out.SecretString;
 }

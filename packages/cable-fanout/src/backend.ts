@@ -1,6 +1,7 @@
 // The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
 import type { TaskStatus } from "cable-infra/worker/status";
+import type { Store } from "cable-infra/worker/store";
 import type { Bundle } from "./bundle.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";
@@ -34,6 +35,14 @@ export interface StartOptions {
   abort: AbortSignal;
 }
 
+export interface Preflight {
+  count: number;
+  spot: boolean;
+  /** Task CPU units, when overridden (else the task definition's). */
+  cpu?: number;
+  secretRefs: Record<string, string>;
+}
+
 export interface StartOutcome {
   started: TaskSnapshot[];
   /** One line per task that could not be started, after retries. */
@@ -51,6 +60,12 @@ export interface Region {
   readonly name: string;
   /** Where the bundle and results live (`s3://bucket` or a directory), for messages. */
   readonly location: string;
+  /** The region's bucket (or directory): the bundle, the markers, the results. */
+  readonly store: Store;
+  /** The store's clock (S3's Date header), epoch ms: the common start is set by it, not by this machine's. */
+  serverTime(): Promise<number>;
+  /** Problems to fix before any task starts (missing secrets, too little Fargate quota), one line each naming the region. */
+  preflight(plan: Preflight): Promise<string[]>;
   uploadBundle(runId: string, bundle: Bundle): Promise<void>;
   startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome>;
   describeTasks(refs: string[]): Promise<TaskSnapshot[]>;
@@ -62,7 +77,7 @@ export interface Region {
 }
 
 export interface Timing {
-  /** How far ahead of the upload the common start time lies: every task must be running by then. */
+  /** How far after the go marker the common start lies: every ready task must see the marker by then. */
   startDelayMs: number;
   /** A region whose tasks are not all running this long after RunTask is marked failed. */
   startTimeoutMs: number;
@@ -72,6 +87,14 @@ export interface Timing {
   pollMs: number;
   /** After StopTask, how long to wait for tasks to stop (they upload partial results). */
   stopGraceMs: number;
+  /** Default --ready-timeout: how long the barrier waits for tasks to be ready (image pulled, Artillery loaded). */
+  readyTimeoutMs: number;
+  /** How often a waiting task looks for the go marker. */
+  goPollMs: number;
+  /** How often the runner writes its heartbeat. */
+  heartbeatMs: number;
+  /** Default --heartbeat-timeout: a task whose runner's heartbeat is this old stops itself. */
+  heartbeatStaleMs: number;
 }
 
 export interface Backend {

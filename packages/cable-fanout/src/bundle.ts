@@ -19,9 +19,13 @@ export interface Bundle {
 }
 
 export interface ManifestInput {
-  startAt: number;
+  /** A fixed start (no barrier); with `barrier` the go marker sets it. */
+  startAt?: number;
   overrides?: Record<string, unknown>;
   environment?: string;
+  barrier?: RunManifest["barrier"];
+  heartbeat?: RunManifest["heartbeat"];
+  maxDurationMs?: number;
 }
 
 export function buildBundle(scenario: Scenario, input: ManifestInput): Bundle {
@@ -33,7 +37,10 @@ export function buildBundle(scenario: Scenario, input: ManifestInput): Bundle {
   }
   const manifest: RunManifest = {
     scenario: files[0].key,
-    startAt: input.startAt,
+    ...(input.startAt !== undefined ? { startAt: input.startAt } : {}),
+    ...(input.barrier ? { barrier: input.barrier } : {}),
+    ...(input.heartbeat ? { heartbeat: input.heartbeat } : {}),
+    ...(input.maxDurationMs !== undefined ? { maxDurationMs: input.maxDurationMs } : {}),
     ...(input.overrides && Object.keys(input.overrides).length > 0 ? { overrides: input.overrides } : {}),
     ...(input.environment ? { environment: input.environment } : {}),
   };

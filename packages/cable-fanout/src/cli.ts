@@ -9,7 +9,7 @@ import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { parseDuration, parseJsonObject, parsePercent, parsePositiveInt, parseRegions, parseSecrets, parseTaskSize } from "./options.js";
+import { parseDuration, parseJsonObject, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseSecrets, parseTaskSize } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
 import { registerCapacity } from "./capacity/command.js";
@@ -36,6 +36,23 @@ interface BackendFlags {
 function makeBackend(flags: BackendFlags): Backend {
   if (flags.local) return new LocalBackend({ storeDir: localStore(flags) });
   return new AwsBackend({ retry: { sleep, log } });
+}
+
+/**
+ * SIGINT (Ctrl-C), SIGTERM (CI cancel, kill) and SIGHUP (terminal closed) all stop every task; the
+ * run then collects what exists. A second signal quits at once (the tasks still stop themselves when
+ * the heartbeat goes stale).
+ */
+export function stopOnSignals(abort: AbortController): { off: () => void } {
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  let received = 0;
+  const handler = (signal: NodeJS.Signals) => {
+    if (++received > 1) process.exit(128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 1));
+    log(`${signal}: stopping every task (send it again to quit at once)…`);
+    abort.abort();
+  };
+  for (const s of signals) process.on(s, handler);
+  return { off: () => signals.forEach((s) => process.off(s, handler)) };
 }
 
 const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
@@ -74,22 +91,25 @@ function program(exit: (code: number) => void): Command {
     .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
     .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
     .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
-    .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario: NAME=ssm:/cable-loadtest/…, NAME=<SSM or Secrets Manager ARN>, or (--local) NAME from this environment; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
-    .option("--max-duration <duration>", "stop every task after this long (default: start delay + phases + a margin)")
-    .option("--start-delay <duration>", "how far ahead the common start time is set (default: 120s on AWS, 5s locally)")
+    .addOption(
+      new Option(
+        "--secret <NAME=ref>",
+        "a secret env var for the scenario, read in each task's own region: NAME=ssm:/cable-loadtest/…, NAME=secretsmanager:cable-loadtest/…, or (--local) NAME from this environment; checked in every region before any task starts; repeatable",
+      ).argParser((v: string, prev: string[] = []) => [...prev, v]),
+    )
+    .option("--min-ready <pct>", "the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load", "100%")
+    .option("--ready-timeout <duration>", "how long to wait for --min-ready; the run is called off if too few are ready by then (default: 600s on AWS, 60s locally)")
+    .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
+    .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
+    .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)")
+    .option("--run-id <id>", "use this run id (e.g. from CI, so a cancelled job can `cable-fanout stop` it) instead of a generated one")
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = makeBackend(flags);
       const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
       const abort = new AbortController();
-      let interrupts = 0;
-      const onSigint = () => {
-        if (++interrupts > 1) process.exit(130);
-        log("stopping every task (Ctrl-C again to quit at once)…");
-        abort.abort();
-      };
-      process.on("SIGINT", onSigint);
+      const signals = stopOnSignals(abort);
       try {
         const result = await runFanout(
           {
@@ -108,6 +128,10 @@ function program(exit: (code: number) => void): Command {
             maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
             startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
             startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
+            minReadyPct: parseMinReady(o.minReady as string),
+            readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
+            heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
+            runId: o.runId === undefined ? undefined : parseRunId(o.runId as string),
             ...reportFlags(o),
             ...(flags.local ? { store: localStore(flags) } : {}),
           },
@@ -123,7 +147,7 @@ function program(exit: (code: number) => void): Command {
         printOutcome(result);
         exit(result.exitCode);
       } finally {
-        process.off("SIGINT", onSigint);
+        signals.off();
       }
     });
 

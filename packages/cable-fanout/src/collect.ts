@@ -7,6 +7,7 @@ import { REPORT_FILE } from "cable-infra/worker/layout";
 import type { TaskStatus } from "cable-infra/worker/status";
 import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
+import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5 } as const;
 
@@ -38,6 +39,8 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const { runDir, record } = input;
   mkdirSync(runDir, { recursive: true });
   const tasks: TaskOutcome[] = [];
+  const statusesByRegion = new Map<string, TaskStatus[]>();
+  const missedBarrier = new Set(Object.entries(record.barrier?.missed ?? {}).flatMap(([region, ids]) => ids.map((id) => `${region}/${id}`)));
   const regionFailures = new Map(input.regionFailures);
   const addFailure = (region: string, line: string) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), line]);
 
@@ -51,7 +54,8 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
       } catch (err) {
         addFailure(region.name, `downloading results from ${region.location} failed: ${(err as Error).message}`);
       }
-      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses);
+      statusesByRegion.set(region.name, statuses);
+      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => missedBarrier.has(`${region.name}/${id}`));
       tasks.push(...outcomes);
       const failed = outcomes.filter((t) => t.state === "failed");
       if (failed.length > 0) addFailure(region.name, `${failed.length} of ${record.count} task(s) failed`);
@@ -63,8 +67,11 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
 
   const notes = [
     ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
-    ...tasks.filter((t) => t.state !== "ok").map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
+    ...tasks
+      .filter((t) => t.state !== "ok")
+      .map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
   ];
+  const start = summarizeStart({ startAt: record.startAt, count: record.count, regions: record.regions, statuses: statusesByRegion, barrier: record.barrier });
   for (const note of notes) input.log(note);
 
   let merged: MergedResults | undefined;
@@ -88,7 +95,8 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     result.mergedFile = path.join(runDir, "merged.json");
     result.reportFile = path.join(runDir, "report.md");
     writeFileAtomic(result.mergedFile, `${JSON.stringify(merged, null, 2)}\n`);
-    writeFileAtomic(result.reportFile, markdown);
+    // The start section is the fan-out's own: report.md's tables come from cable-report.
+    writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${renderStartSection(start)}`);
     result.merged = merged;
     if (baseline && input.regressionThreshold !== undefined) {
       regressions = findRegressions(merged, baseline, input.regressionThreshold);
@@ -97,7 +105,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     }
   }
 
-  const finished: RunRecord = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures) };
+  const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start };
   writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
 
   const ensureFailed = tasks.some((t) => t.state === "ensure-failed") || (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0));
@@ -111,12 +119,14 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
  * wrote (status.json). A worker that failed only because `ensure` checks failed (Artillery exit 1,
  * a report whose checks failed) is "ensure-failed": its numbers count, the run still fails.
  */
-export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[]): TaskOutcome[] {
+export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[], missedBarrier: (taskId: string) => boolean = () => false): TaskOutcome[] {
   const byId = new Map<string, { snapshot?: TaskSnapshot; status?: TaskStatus }>();
   for (const s of snapshots) byId.set(s.taskId, { snapshot: s });
   for (const s of statuses) byId.set(s.taskId, { ...byId.get(s.taskId), status: s });
   return [...byId].map(([taskId, { snapshot, status }]) => {
     const base = { region, taskId, ref: snapshot?.ref, log: snapshot?.log, startLagMs: status?.startLagMs ?? null };
+    // Stopped (or exited) because the run started without it: marked, and not a failure of the region.
+    if (missedBarrier(taskId) && !(status && status.exitCode === 0)) return { ...base, state: "missed-barrier" as const, reason: "not ready when the run started" };
     const stopFailure = snapshot && snapshot.phase === "stopped" && snapshot.stopCode && !["EssentialContainerExited"].includes(snapshot.stopCode);
     if (status && status.exitCode === 0 && !stopFailure) return { ...base, state: "ok" as const, reason: null };
     if (status && status.artilleryExitCode === 1 && !stopFailure && checksFailed(path.join(regionDir, taskId, REPORT_FILE))) {

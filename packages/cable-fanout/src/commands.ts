@@ -4,7 +4,9 @@ import type { Backend } from "./backend.js";
 import { collectRun, type CollectResult } from "./collect.js";
 import { FanoutInputError } from "./errors.js";
 import { readRecord, type RunRecord } from "./record.js";
+import { announce } from "./barrier.js";
 import { openRegions } from "./runner.js";
+import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
 
 export interface RunLookup {
   runId: string;
@@ -23,7 +25,7 @@ export function lookupRun(lookup: RunLookup, backend: Backend): { runDir: string
   if (saved && saved.backend !== backend.kind) throw new FanoutInputError(`run ${lookup.runId} ran on the ${saved.backend} backend (${path.join(runDir, "fanout.json")}); ${saved.backend === "local" ? "add --local" : "drop --local"}`);
   const record: RunRecord = saved
     ? { ...saved, regions, count: lookup.count ?? saved.count }
-    : { format: "cable-fanout-run", version: 1, runId: lookup.runId, backend: backend.kind, scenario: "", regions, count: lookup.count ?? 1, startAt: 0, started: {}, tasks: [], regionFailures: {} };
+    : { format: "cable-fanout-run", version: 1, runId: lookup.runId, backend: backend.kind, scenario: "", regions, count: lookup.count ?? 1, startAt: null, started: {}, tasks: [], regionFailures: {} };
   return { runDir, record };
 }
 
@@ -39,25 +41,50 @@ export async function collectCommand(
   return { ...result, runDir };
 }
 
-/** Stops the run's tasks that still run: those the record lists, and those the backend finds by run id. */
-export async function stopCommand(lookup: RunLookup, backend: Backend, log: (line: string) => void): Promise<number> {
+/**
+ * Stops the run's tasks that still run: those the record lists, and those the backend finds by run
+ * id. First a cancelling go marker (tasks still waiting at the barrier exit without load), then
+ * StopTask, sent again with backoff until DescribeTasks says STOPPED or `waitMs` passes.
+ */
+export async function stopCommand(
+  lookup: RunLookup,
+  backend: Backend,
+  log: (line: string) => void,
+  deps: { now: () => number; sleep: (ms: number) => Promise<void>; waitMs?: number } = { now: Date.now, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+): Promise<number> {
   const { record } = lookupRun(lookup, backend);
   const regions = await openRegions(backend, record.regions);
+  for (const line of await announce(regions, record.runId, { cancelled: `cable-fanout stop ${record.runId}` })) log(line);
+  const deadline = deps.now() + (deps.waitMs ?? 180_000);
   let stopped = 0;
+  let unstopped = 0;
   await Promise.all(
     regions.map(async (region) => {
       const found = await region.findRunningTasks(record.runId);
       const listed = record.started[region.name] ?? [];
       const candidates = [...new Set([...found, ...listed])];
-      const live = candidates.length === 0 ? [] : (await region.describeTasks(candidates)).filter((t) => t.phase !== "stopped");
+      let live = candidates.length === 0 ? [] : (await region.describeTasks(candidates)).filter((t) => t.phase !== "stopped");
       if (live.length === 0) {
         log(`${region.name}: no running task of run ${record.runId}`);
         return;
       }
-      await region.stopTasks(live.map((t) => t.ref), `cable-fanout stop ${record.runId}`);
-      log(`${region.name}: stopped ${live.length} task(s): ${live.map((t) => t.taskId).join(", ")}`);
-      stopped += live.length;
+      const ids = live.map((t) => t.taskId);
+      for (let attempt = 1; live.length > 0; attempt++) {
+        try {
+          await region.stopTasks(live.map((t) => t.ref), `cable-fanout stop ${record.runId}`);
+        } catch (err) {
+          log(`${region.name}: ${(err as Error).message}`);
+        }
+        if (deps.now() >= deadline) break;
+        await deps.sleep(Math.min(backoffDelay(attempt, RESTOP_BACKOFF), Math.max(0, deadline - deps.now())));
+        live = (await region.describeTasks(live.map((t) => t.ref)).catch(() => live)).filter((t) => t.phase !== "stopped");
+      }
+      stopped += ids.length - live.length;
+      unstopped += live.length;
+      log(`${region.name}: stopped ${ids.length - live.length} task(s): ${ids.filter((id) => !live.some((t) => t.taskId === id)).join(", ") || "none"}`);
+      if (live.length > 0) log(`${region.name}: ${live.length} task(s) still not STOPPED: ${live.map((t) => t.taskId).join(", ")}`);
     }),
   );
+  if (unstopped > 0) throw new Error(`${unstopped} task(s) of run ${record.runId} did not stop; run \`cable-fanout stop ${record.runId}\` again (they also stop themselves once the heartbeat is stale)`);
   return stopped;
 }

@@ -1,5 +1,5 @@
 // Parsing the flags' values; every error names the flag.
-import { FargateSizeError, SECRETS_PATH, assertFargateSize, isUnderSecretsPath } from "cable-infra/contract";
+import { FargateSizeError, SECRETS_MANAGER_SCHEME, SECRETS_PATH, assertFargateSize, isUnderSecretsPath } from "cable-infra/contract";
 import { FanoutInputError } from "./errors.js";
 import { durationToMs } from "./scenario.js";
 
@@ -40,6 +40,19 @@ export function parsePercent(flag: string, text: string): number {
   const match = /^(\d+(?:\.\d+)?)%?$/.exec(text.trim());
   if (!match) throw new FanoutInputError(`${flag} wants a percentage such as 10%, not "${text}"`);
   return Number(match[1]);
+}
+
+/** `--min-ready`: a share of the tasks, above 0 and at most 100%. */
+export function parseMinReady(text: string): number {
+  const pct = parsePercent("--min-ready", text);
+  if (pct <= 0 || pct > 100) throw new FanoutInputError(`--min-ready wants a percentage above 0 and at most 100%, not "${text}"`);
+  return pct;
+}
+
+/** `--run-id`: chosen by the caller (e.g. CI, so a cancelled job can stop it); one path segment, fits ECS startedBy. */
+export function parseRunId(text: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,35}$/.test(text)) throw new FanoutInputError(`--run-id wants 1–36 letters, digits, ".", "_" or "-" (starting with a letter or digit), not "${text}"`);
+  return text;
 }
 
 export interface TaskSize {
@@ -94,9 +107,10 @@ export function parseSecrets(specs: string[], backend: "aws" | "local", env: Nod
       continue;
     }
     const ref = spec.slice(eq + 1);
+    // ssm:<name> passes the bare parameter name; secretsmanager:<name> keeps its scheme for the worker.
     const resolved = ref.startsWith("ssm:") ? ref.slice("ssm:".length) : ref;
-    if (!ref.startsWith("ssm:") && !/^arn:[^:]+:(ssm|secretsmanager):/.test(ref)) {
-      throw new FanoutInputError(`--secret ${name}=…: the reference must be ssm:<parameter name> or an SSM parameter / Secrets Manager ARN (never the value itself)`);
+    if (!ref.startsWith("ssm:") && !ref.startsWith(SECRETS_MANAGER_SCHEME) && !/^arn:[^:]+:(ssm|secretsmanager):/.test(ref)) {
+      throw new FanoutInputError(`--secret ${name}=…: the reference must be ssm:<parameter name>, secretsmanager:<secret name> or an SSM parameter / Secrets Manager ARN (never the value itself)`);
     }
     if (backend === "aws" && !isUnderSecretsPath(resolved)) {
       throw new FanoutInputError(`--secret ${name}=${ref}: the task role may read only parameters and secrets under ${SECRETS_PATH}/ (e.g. ssm:/${SECRETS_PATH}/${name.toLowerCase()})`);

@@ -20,7 +20,8 @@ export interface Progress {
 
 export interface Clock {
   now: () => number;
-  startAt: number;
+  /** The common start, once the ready barrier has set it. */
+  startAt: () => number | undefined;
   expectedMs: number | undefined;
 }
 
@@ -29,9 +30,11 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
-/** "starts in 0:45" before the common start, "1:02 / 2:00" after it. */
+/** "waiting for ready tasks" before the go, "starts in 0:08" before the common start, "1:02 / 2:00" after it. */
 export function formatClock(clock: Clock): string {
-  const elapsed = clock.now() - clock.startAt;
+  const startAt = clock.startAt();
+  if (startAt === undefined) return "waiting for the tasks to be ready";
+  const elapsed = clock.now() - startAt;
   if (elapsed < 0) return `load starts in ${formatDuration(-elapsed)}`;
   return clock.expectedMs === undefined ? `${formatDuration(elapsed)} elapsed` : `${formatDuration(elapsed)} / ${formatDuration(clock.expectedMs)}`;
 }

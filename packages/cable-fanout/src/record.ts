@@ -12,11 +12,26 @@ const taskOutcomeSchema = z.object({
   taskId: z.string(),
   /** ECS task ARN or the local ref; absent when the task never started. */
   ref: z.string().optional(),
-  state: z.enum(["ok", "ensure-failed", "failed"]),
+  /** "missed-barrier": not ready when the run started, so it ran no load (with --min-ready below 100%). */
+  state: z.enum(["ok", "ensure-failed", "failed", "missed-barrier"]),
   reason: z.string().nullable(),
   log: z.string().optional(),
   startLagMs: z.number().nullable().optional(),
 });
+
+export const barrierRecordSchema = z.object({
+  outcome: z.enum(["go", "failed", "cancelled"]),
+  minReadyPct: z.number(),
+  readyTimeoutMs: z.number(),
+  expected: z.number().int(),
+  ready: z.number().int(),
+  /** From the first RunTask to the go (or failure) decision. */
+  waitedMs: z.number(),
+  reason: z.string().optional(),
+  /** Per region, the task ids that were not ready at the go: they ran no load. */
+  missed: z.record(z.string(), z.array(z.string())).default({}),
+});
+export type BarrierRecord = z.infer<typeof barrierRecordSchema>;
 
 export const recordSchema = z.object({
   format: z.literal("cable-fanout-run"),
@@ -28,12 +43,17 @@ export const recordSchema = z.object({
   scenario: z.string(),
   regions: z.array(z.string()),
   count: z.number().int().positive(),
-  startAt: z.number(),
+  /** The common start from the go marker (the store's clock); null until the barrier let the run go. */
+  startAt: z.number().nullable(),
+  /** How the ready barrier went. */
+  barrier: barrierRecordSchema.optional(),
   /** Refs of every task started, per region, so `stop` can reach them. */
   started: z.record(z.string(), z.array(z.string())),
   /** Filled in when the results are collected. */
   tasks: z.array(taskOutcomeSchema).default([]),
   regionFailures: z.record(z.string(), z.array(z.string())).default({}),
+  /** Written when results are collected: when each region's tasks really started (start-report.ts). */
+  start: z.unknown().optional(),
 });
 
 export type RunRecord = z.infer<typeof recordSchema>;

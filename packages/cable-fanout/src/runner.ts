@@ -4,15 +4,17 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomic } from "artillery-plugin-cable-report";
-import type { Backend, Region, TaskSnapshot } from "./backend.js";
+import type { Backend, Region, TaskSnapshot, Timing } from "./backend.js";
+import { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
 import { buildBundle } from "./bundle.js";
 import { collectRun, type CollectResult } from "./collect.js";
 import { FanoutInputError } from "./errors.js";
 import type { Progress } from "./progress.js";
-import { RECORD_FILE, type RunRecord } from "./record.js";
+import { startHeartbeat } from "./heartbeat.js";
+import { type BarrierRecord, RECORD_FILE, type RunRecord } from "./record.js";
 import { isThrottling } from "./retry.js";
 import { loadScenario } from "./scenario.js";
-import { backoffDelay } from "./schedule.js";
+import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
 
 type Json = Record<string, unknown>;
 
@@ -31,8 +33,17 @@ export interface RunOptions {
   secretRefs: Record<string, string>;
   secretValues: Record<string, string>;
   maxDurationMs?: number;
+  /** How far after the go marker the common start lies. */
   startDelayMs?: number;
   startTimeoutMs?: number;
+  /** --min-ready: the share of all tasks (count × regions) that must be ready for the run to start; default 100. */
+  minReadyPct?: number;
+  /** --ready-timeout: how long the barrier waits for them. */
+  readyTimeoutMs?: number;
+  /** --heartbeat-timeout: tasks stop themselves when the runner's heartbeat is this old. */
+  heartbeatTimeoutMs?: number;
+  /** --run-id: chosen by the caller instead of generated. */
+  runId?: string;
   baseline?: string;
   regressionThreshold?: number;
   title?: string;
@@ -45,8 +56,8 @@ export interface RunDeps {
   now: () => number;
   /** Resolves after `ms`, or early when `signal` aborts. */
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Created once the start time is known. */
-  progress: (clock: { startAt: number; expectedMs: number | undefined }) => Progress | Promise<Progress>;
+  /** Created before the tasks start; `startAt` is known once the barrier lets the run go. */
+  progress: (clock: { startAt: () => number | undefined; expectedMs: number | undefined }) => Progress | Promise<Progress>;
   log: (line: string) => void;
   /** Aborted by Ctrl-C; --max-duration aborts it too. */
   abort: AbortController;
@@ -85,19 +96,34 @@ export async function openRegions(backend: Backend, names: string[]): Promise<Re
 
 export async function runFanout(options: RunOptions, deps: RunDeps): Promise<RunResult> {
   const { backend, abort } = deps;
-  const timing = {
+  const timing: Timing = {
     ...backend.timing,
     ...(options.startDelayMs !== undefined ? { startDelayMs: options.startDelayMs } : {}),
     ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
+    ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+    ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatStaleMs: options.heartbeatTimeoutMs } : {}),
   };
+  const minReadyPct = options.minReadyPct ?? 100;
   const overrides = effectiveOverrides(options);
   const scenario = loadScenario(options.scenarioFile, overrides);
   const regions = await openRegions(backend, options.regions);
 
-  const runId = (deps.newRunId ?? newRunId)();
+  // Nothing starts while a region lacks a secret or the quota for the run.
+  const plan = { count: options.count, spot: options.spot, cpu: options.cpu, secretRefs: options.secretRefs };
+  const problems = (await Promise.all(regions.map((r) => r.preflight(plan)))).flat();
+  if (problems.length > 0) throw new FanoutInputError(`not starting any task:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+
+  const runId = options.runId ?? (deps.newRunId ?? newRunId)();
   const runDir = path.resolve(options.outDir, runId);
-  const startAt = deps.now() + timing.startDelayMs;
-  const bundle = buildBundle(scenario, { startAt, overrides, environment: options.environment });
+  const maxDurationMs = options.maxDurationMs ?? timing.readyTimeoutMs + timing.startDelayMs + (scenario.durationMs ?? 3_600_000) + timing.marginMs;
+  const bundle = buildBundle(scenario, {
+    overrides,
+    environment: options.environment,
+    // A ready task waits for the go marker as long as the runner may take to decide, plus the lead and a minute.
+    barrier: { waitMs: timing.readyTimeoutMs + timing.startDelayMs + 60_000, pollMs: timing.goPollMs },
+    heartbeat: { staleMs: timing.heartbeatStaleMs, pollMs: Math.max(250, Math.min(15_000, Math.floor(timing.heartbeatStaleMs / 6))) },
+    maxDurationMs,
+  });
   deps.log(`run ${runId}: ${path.relative(process.cwd(), scenario.file)} × ${options.count} task(s) in ${options.regions.join(", ")} (${backend.kind}), ${bundle.files.length} file(s) bundled`);
   await Promise.all(regions.map((r) => r.uploadBundle(runId, bundle)));
 
@@ -110,7 +136,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     scenario: path.relative(process.cwd(), scenario.file),
     regions: options.regions,
     count: options.count,
-    startAt,
+    startAt: null,
     started: {},
     tasks: [],
     regionFailures: {},
@@ -119,38 +145,64 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   const saveRecord = () => writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
   saveRecord();
 
-  const maxDurationMs = options.maxDurationMs ?? timing.startDelayMs + (scenario.durationMs ?? 3_600_000) + timing.marginMs;
-  let abortReason = "interrupted (Ctrl-C)";
+  // Written before any task starts, so a task never sees a run without one.
+  const heartbeat = await startHeartbeat(regions, runId, timing.heartbeatMs, deps);
+  let abortReason = "interrupted (signal)";
   const maxTimer = setTimeout(() => {
     abortReason = `--max-duration ${Math.round(maxDurationMs / 1000)} s reached`;
     abort.abort();
   }, maxDurationMs);
-  const progress = await deps.progress({ startAt, expectedMs: scenario.durationMs });
+  const progress = await deps.progress({ startAt: () => record.startAt ?? undefined, expectedMs: scenario.durationMs });
 
   const snapshots = new Map<string, TaskSnapshot[]>();
   const regionFailures = new Map<string, string[]>();
+  const controls = new Map<string, RegionControl>();
   try {
-    await Promise.all(
-      regions.map(async (region) => {
-        const watched = await watchRegion(region, {
-          runId,
-          count: options.count,
-          startOptions: { spot: options.spot, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: abort.signal },
-          timing,
-          deps,
-          progress,
-          abortReason: () => abortReason,
-          onStarted: (refs) => {
-            record.started[region.name] = refs;
-            saveRecord();
-          },
-        });
-        snapshots.set(region.name, watched.tasks);
-        if (watched.failures.length > 0) regionFailures.set(region.name, watched.failures);
-      }),
-    );
+    const watches = regions.map(async (region) => {
+      const watched = await watchRegion(region, {
+        runId,
+        count: options.count,
+        startOptions: { spot: options.spot, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: abort.signal },
+        timing,
+        deps,
+        progress,
+        abortReason: () => abortReason,
+        onStarted: (refs) => {
+          record.started[region.name] = refs;
+          saveRecord();
+        },
+        onControl: (control) => controls.set(region.name, control),
+      });
+      snapshots.set(region.name, watched.tasks);
+      if (watched.failures.length > 0) regionFailures.set(region.name, [...(regionFailures.get(region.name) ?? []), ...watched.failures]);
+    });
+    const barrier = runBarrier({
+      runId,
+      regions,
+      controls,
+      count: options.count,
+      minReadyPct,
+      timing,
+      deps,
+      progress,
+      abortReason: () => abortReason,
+      onGo: (startAt) => {
+        record.startAt = startAt;
+        saveRecord();
+      },
+    }).then((outcome) => {
+      record.barrier = outcome;
+      saveRecord();
+      if (outcome.outcome === "failed") {
+        abortReason = `ready barrier: ${outcome.reason}`;
+        for (const region of regions) regionFailures.set(region.name, [...(regionFailures.get(region.name) ?? []), `the run did not start: ${outcome.reason}`]);
+        abort.abort();
+      }
+    });
+    await Promise.all([...watches, barrier]);
   } finally {
     clearTimeout(maxTimer);
+    heartbeat.stop();
     progress.stop();
   }
 
@@ -169,6 +221,94 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   return { ...collected, runId, runDir };
 }
 
+/** What the barrier needs from a region's watch: its tasks as last seen, and a way to stop some. */
+export interface RegionControl {
+  tasks: () => TaskSnapshot[];
+  stop: (refs: string[], reason: string) => Promise<void>;
+}
+
+interface BarrierInput {
+  runId: string;
+  regions: Region[];
+  /** Filled in by each region's watch once its RunTask calls have returned. */
+  controls: Map<string, RegionControl>;
+  count: number;
+  minReadyPct: number;
+  timing: Timing;
+  deps: RunDeps;
+  progress: Progress;
+  abortReason: () => string;
+  onGo: (startAt: number) => void;
+}
+
+/**
+ * Waits for the tasks' ready markers, then writes the go marker with the common start (the store's
+ * clock + the start delay) and stops the tasks that were not ready. On abort, or when too few tasks
+ * can be ready in time, it writes a cancelling go marker instead, so waiting tasks exit at once.
+ */
+export async function runBarrier(input: BarrierInput): Promise<BarrierRecord> {
+  const { regions, controls, timing, deps, runId } = input;
+  const expected = input.count * regions.length;
+  const needed = tasksNeeded(expected, input.minReadyPct);
+  const began = deps.now();
+  const deadline = began + timing.readyTimeoutMs;
+  const ready = new Map<string, string[]>();
+  const base = { minReadyPct: input.minReadyPct, readyTimeoutMs: timing.readyTimeoutMs, expected, missed: {} };
+  const count = () => [...ready.values()].reduce((n, ids) => n + ids.length, 0);
+  let lastReported = -1;
+  const cancel = async (outcome: "failed" | "cancelled", reason: string): Promise<BarrierRecord> => {
+    for (const line of await announce(regions, runId, { cancelled: reason })) input.progress.event(line);
+    return { ...base, outcome, ready: count(), waitedMs: deps.now() - began, reason };
+  };
+  for (;;) {
+    if (deps.abort.signal.aborted) return cancel("cancelled", input.abortReason());
+    await Promise.all(
+      regions.map(async (region) => {
+        const started = new Set((controls.get(region.name)?.tasks() ?? []).map((t) => t.taskId));
+        try {
+          // Only tasks of this run's watch count (a stale marker of a reused local task id does not).
+          ready.set(region.name, (await readyTaskIds(region, runId, region.name)).filter((id) => started.has(id)));
+        } catch (err) {
+          input.progress.event(`${region.name}: listing ready markers failed: ${(err as Error).message}`);
+        }
+      }),
+    );
+    const all = [...controls].flatMap(([name, c]) => c.tasks().map((t) => ({ region: name, task: t })));
+    const pending = all.filter(({ region, task }) => task.phase !== "stopped" && !(ready.get(region) ?? []).includes(task.taskId)).length;
+    const decision = decideBarrier({ expected, needed, ready: count(), pending, allStarted: controls.size === regions.length, now: deps.now(), deadline });
+    if (count() !== lastReported) {
+      lastReported = count();
+      input.progress.event(`ready: ${lastReported} of ${expected} task(s) (${needed} needed)`);
+    }
+    if (decision.kind === "fail") return cancel("failed", decision.reason);
+    if (decision.kind === "go") {
+      let now: number;
+      try {
+        now = await regions[0].serverTime();
+      } catch (err) {
+        now = deps.now();
+        input.progress.event(`reading the store's clock failed (${(err as Error).message}); using this machine's`);
+      }
+      const startAt = now + timing.startDelayMs;
+      for (const line of await announce(regions, runId, goMarker(startAt, ready))) input.progress.event(line);
+      input.onGo(startAt);
+      input.progress.event(`go: ${count()} of ${expected} task(s) ready after ${Math.round((deps.now() - began) / 1000)} s; load starts at ${new Date(startAt).toISOString()}`);
+      const missed: Record<string, string[]> = {};
+      await Promise.all(
+        [...controls].map(async ([name, control]) => {
+          const late = control.tasks().filter((t) => !(ready.get(name) ?? []).includes(t.taskId));
+          if (late.length === 0) return;
+          missed[name] = late.map((t) => t.taskId);
+          input.progress.event(`${name}: ${late.length} task(s) missed the ready barrier and run no load: ${missed[name].join(", ")}`);
+          await control.stop(late.map((t) => t.ref), "missed the ready barrier");
+        }),
+      );
+      return { ...base, outcome: "go", ready: count(), waitedMs: deps.now() - began, missed };
+    }
+    await deps.sleep(Math.min(2 * timing.goPollMs, Math.max(0, deadline - deps.now()) || timing.goPollMs), deps.abort.signal);
+  }
+}
+
 interface WatchInput {
   runId: string;
   count: number;
@@ -178,6 +318,8 @@ interface WatchInput {
   progress: Progress;
   abortReason: () => string;
   onStarted: (refs: string[]) => void;
+  /** Called once RunTask has returned (also when it failed), for the ready barrier. */
+  onControl?: (control: RegionControl) => void;
 }
 
 /** Consecutive DescribeTasks errors after which a region is given up (its tasks are stopped). */
@@ -197,6 +339,7 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<{ 
   } catch (err) {
     const message = `starting tasks failed: ${(err as Error).name}: ${(err as Error).message}`;
     event(message);
+    input.onControl?.({ tasks: () => [], stop: async () => undefined });
     return { tasks: [], failures: [message] };
   }
   input.onStarted(tasks.map((t) => t.ref));
@@ -225,13 +368,42 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<{ 
     }
   };
 
+  input.onControl?.({ tasks: () => tasks, stop: (refs, reason) => requestStop(tasks.filter((t) => refs.includes(t.ref)), reason) });
+
+  // StopTask is sent again to tasks that still run after it, with backoff, until DescribeTasks says STOPPED.
+  let restops = 0;
+  let nextRestop: number | undefined;
+  const restop = async () => {
+    const stuck = tasks.filter((t) => t.phase !== "stopped" && stopRequested.has(t.ref));
+    if (stuck.length === 0) return;
+    nextRestop ??= deps.now() + backoffDelay(1, RESTOP_BACKOFF);
+    if (deps.now() < nextRestop) return;
+    restops++;
+    nextRestop = deps.now() + backoffDelay(restops + 1, RESTOP_BACKOFF);
+    event(`${stuck.length} task(s) still running after StopTask; sending it again`);
+    try {
+      await region.stopTasks(stuck.map((t) => t.ref), "cable-fanout: stop (again)");
+    } catch (err) {
+      event((err as Error).message);
+    }
+  };
+
   progress.update(region.name, counts());
   while (tasks.some((t) => t.phase !== "stopped")) {
     if (deps.abort.signal.aborted) await requestStop(tasks, input.abortReason());
+    await restop();
     if (stopDeadline !== undefined && deps.now() > stopDeadline) {
-      const stuck = tasks.filter((t) => t.phase !== "stopped");
-      failures.push(`${stuck.length} task(s) had not stopped ${Math.round(timing.stopGraceMs / 1000)} s after StopTask: ${stuck.map((t) => t.taskId).join(", ")}`);
-      break;
+      const stuck = tasks.filter((t) => t.phase !== "stopped" && stopRequested.has(t.ref));
+      if (stuck.length > 0) {
+        failures.push(
+          `${stuck.length} task(s) had not stopped ${Math.round(timing.stopGraceMs / 1000)} s after StopTask: ${stuck.map((t) => t.taskId).join(", ")} ` +
+            `(they stop themselves once the runner's heartbeat is ${Math.round(timing.heartbeatStaleMs / 1000)} s old)`,
+        );
+      }
+      // Only tasks nobody asked to stop are still worth watching.
+      if (tasks.every((t) => t.phase === "stopped" || stopRequested.has(t.ref))) break;
+      stuck.forEach((t) => Object.assign(t, { phase: "stopped" as const, stoppedReason: t.stoppedReason ?? "did not stop after StopTask" }));
+      stopDeadline = undefined;
     }
     let delay = timing.pollMs;
     try {

@@ -33,3 +33,9 @@ export function backoffSchedule(backoff: Backoff): number[] {
 
 /** RunTask: Artillery's run-fargate waits 10 s before retrying capacity failures. */
 export const RUN_TASK_BACKOFF: Backoff = { baseMs: 2_000, maxMs: 30_000, attempts: 6 };
+
+/** StopTask under throttling: a stop must get through, so it keeps trying for about a minute per call. */
+export const STOP_TASK_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 16_000, attempts: 7 };
+
+/** Re-sending StopTask to tasks that still run after it: every 5, 10, 20, 30, 30… s until DescribeTasks says STOPPED. */
+export const RESTOP_BACKOFF: Backoff = { baseMs: 5_000, maxMs: 30_000, attempts: Number.MAX_SAFE_INTEGER };

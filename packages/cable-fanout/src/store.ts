@@ -1,7 +1,7 @@
 // Writing a run's bundle into a region's store and reading its results back, in the worker's layout.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { MANIFEST_FILE, STATUS_FILE, bundlePrefix, regionResultsPrefix } from "cable-infra/worker/layout";
+import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix } from "cable-infra/worker/layout";
 import type { TaskStatus } from "cable-infra/worker/status";
 import type { Store } from "cable-infra/worker/store";
 import type { DownloadedResults } from "./backend.js";
@@ -26,6 +26,8 @@ export async function downloadRegionResults(store: Store, runId: string, region:
       statuses.push(JSON.parse(await store.getText(key)) as TaskStatus);
       continue;
     }
+    // Ready markers coordinate the run; they are not results.
+    if (parts.length === 2 && MARKER_FILES.includes(parts[1])) continue;
     const target = path.join(dir, ...parts);
     await mkdir(path.dirname(target), { recursive: true });
     await store.getToFile(key, target);

@@ -1,9 +1,8 @@
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
-import { S3Client } from "@aws-sdk/client-s3";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { AwsRegion, AWS_TIMING } from "../src/aws/aws-backend";
+import { AwsRegion, AWS_TIMING, defaultClients } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import type { StartOptions } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
@@ -30,7 +29,7 @@ let n: number;
 
 const arn = (i: number) => `arn:aws:ecs:eu-west-2:123456789012:task/c/task${i}`;
 const region = () =>
-  new AwsRegion(STACK, { ecs: new ECSClient({ region: "eu-west-2" }), s3: new S3Client({ region: "eu-west-2" }), cloudFormation: new CloudFormationClient({ region: "eu-west-2" }) }, { group: "logs", streamPrefix: "loadgen" }, {
+  new AwsRegion(STACK, defaultClients("eu-west-2"), { logging: { group: "logs", streamPrefix: "loadgen" }, cpu: 4096 }, {
     sleep: async (ms) => void sleeps.push(ms),
     log: (l) => logs.push(l),
   });

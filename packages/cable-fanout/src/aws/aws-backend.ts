@@ -1,16 +1,35 @@
 // Fargate tasks in each region's CableLoadtest-<region> stack; the bundle and results in its bucket.
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient, type Task, RunTaskCommand, StopTaskCommand, paginateListTasks, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
-import { S3Client } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { SSMClient } from "@aws-sdk/client-ssm";
+import { RUNS_PREFIX } from "cable-infra/worker/layout";
 import { S3Store } from "cable-infra/worker/store";
-import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
-import { startInBatches, type RetryDeps } from "../retry.js";
+import { isThrottling, startInBatches, type RetryDeps } from "../retry.js";
+import { backoffDelay, STOP_TASK_BACKOFF } from "../schedule.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
-import { describeLogging, describeRegionStack, type RegionStack } from "./discovery.js";
+import { describeRegionStack, describeTaskDefinition, type RegionStack, type TaskDefinitionFacts } from "./discovery.js";
+import { checkFargateQuota, checkSecrets } from "./preflight.js";
 
-/** Fargate needs a minute or two to pull a large image; the start time leaves room for it. */
-export const AWS_TIMING: Timing = { startDelayMs: 120_000, startTimeoutMs: 600_000, marginMs: 600_000, pollMs: 10_000, stopGraceMs: 120_000 };
+/**
+ * Fargate needs a minute or two to pull a large image: the ready barrier waits up to 10 minutes for
+ * it, then the common start lies 10 s after the go marker (tasks look for it every second).
+ */
+export const AWS_TIMING: Timing = {
+  startDelayMs: 10_000,
+  startTimeoutMs: 600_000,
+  readyTimeoutMs: 600_000,
+  marginMs: 600_000,
+  pollMs: 10_000,
+  stopGraceMs: 120_000,
+  goPollMs: 1_000,
+  heartbeatMs: 15_000,
+  heartbeatStaleMs: 90_000,
+};
 
 /** DescribeTasks takes at most 100 tasks per call. */
 const DESCRIBE_MAX = 100;
@@ -19,6 +38,9 @@ export interface AwsClients {
   cloudFormation: CloudFormationClient;
   ecs: ECSClient;
   s3: S3Client;
+  ssm: SSMClient;
+  secretsManager: SecretsManagerClient;
+  serviceQuotas: ServiceQuotasClient;
 }
 
 export interface AwsBackendOptions {
@@ -32,6 +54,9 @@ export const defaultClients = (region: string): AwsClients => ({
   cloudFormation: new CloudFormationClient({ region }),
   ecs: new ECSClient({ region }),
   s3: new S3Client({ region }),
+  ssm: new SSMClient({ region }),
+  secretsManager: new SecretsManagerClient({ region }),
+  serviceQuotas: new ServiceQuotasClient({ region }),
 });
 
 export class AwsBackend implements Backend {
@@ -45,21 +70,50 @@ export class AwsBackend implements Backend {
   async openRegion(name: string): Promise<Region> {
     const clients = (this.options.clients ?? defaultClients)(name);
     const stack = await describeRegionStack(clients.cloudFormation, name);
-    const logging = await describeLogging(clients.ecs, stack);
-    return new AwsRegion(stack, clients, logging, this.options.retry);
+    const facts = await describeTaskDefinition(clients.ecs, stack);
+    return new AwsRegion(stack, clients, facts, this.options.retry);
   }
 }
 
 export class AwsRegion implements Region {
-  private readonly store: S3Store;
+  readonly store: S3Store;
+  private readonly logging: TaskDefinitionFacts["logging"];
 
   constructor(
     private readonly stack: RegionStack,
     private readonly clients: AwsClients,
-    private readonly logging: { group: string; streamPrefix?: string },
+    private readonly taskDefinition: TaskDefinitionFacts,
     private readonly retry: Omit<RetryDeps, "abort">,
   ) {
     this.store = new S3Store(clients.s3, stack.bucketName);
+    this.logging = taskDefinition.logging;
+  }
+
+  /** S3's `Date` response header (1 s resolution): the clock every task of the run agrees on. */
+  async serverTime(): Promise<number> {
+    let date: string | undefined;
+    const command = new ListObjectsV2Command({ Bucket: this.stack.bucketName, Prefix: `${RUNS_PREFIX}/`, MaxKeys: 1 });
+    command.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const headers = (result.response as { headers?: Record<string, string> }).headers;
+        date = headers?.date ?? headers?.Date;
+        return result;
+      },
+      { step: "deserialize", name: "cableServerDate" },
+    );
+    await this.clients.s3.send(command);
+    const ms = date ? Date.parse(date) : NaN;
+    if (!Number.isFinite(ms)) throw new Error(`S3 in ${this.name} sent no Date header`);
+    return ms;
+  }
+
+  async preflight(plan: Preflight): Promise<string[]> {
+    const [secrets, quota] = await Promise.all([
+      checkSecrets(this.clients, this.name, plan.secretRefs, this.retry.log),
+      checkFargateQuota(this.clients.serviceQuotas, this.name, plan, this.taskDefinition.cpu, this.retry.log),
+    ]);
+    return [...secrets, ...quota];
   }
 
   get name(): string {
@@ -130,13 +184,22 @@ export class AwsRegion implements Region {
     return out;
   }
 
+  /** StopTask for each task, retrying throttling with backoff; the watch loop re-sends it until DescribeTasks says STOPPED. */
   async stopTasks(refs: string[], reason: string): Promise<void> {
     const errors: string[] = [];
     for (const ref of refs) {
-      try {
-        await this.clients.ecs.send(new StopTaskCommand({ cluster: this.stack.clusterArn, task: ref, reason: reason.slice(0, 255) }));
-      } catch (err) {
-        errors.push(`${taskIdOf(ref)}: ${(err as Error).name}: ${(err as Error).message}`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.clients.ecs.send(new StopTaskCommand({ cluster: this.stack.clusterArn, task: ref, reason: reason.slice(0, 255) }));
+          break;
+        } catch (err) {
+          if (isThrottling(err) && attempt < STOP_TASK_BACKOFF.attempts) {
+            await this.retry.sleep(backoffDelay(attempt, STOP_TASK_BACKOFF), new AbortController().signal);
+            continue;
+          }
+          errors.push(`${taskIdOf(ref)}: ${(err as Error).name}: ${(err as Error).message}`);
+          break;
+        }
       }
     }
     if (errors.length > 0) throw new Error(`StopTask failed in ${this.name} for ${errors.join("; ")}`);

@@ -52,10 +52,17 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
   };
 }
 
-/** `awslogs-group` and `awslogs-stream-prefix` of the container, to name each task's log stream. */
-export async function describeLogging(ecs: ECSClient, stack: RegionStack): Promise<{ group: string; streamPrefix?: string }> {
+export interface TaskDefinitionFacts {
+  /** `awslogs-group` and `awslogs-stream-prefix` of the container, to name each task's log stream. */
+  logging: { group: string; streamPrefix?: string };
+  /** Task CPU units, for the Fargate vCPU quota check. */
+  cpu?: number;
+}
+
+export async function describeTaskDefinition(ecs: ECSClient, stack: RegionStack): Promise<TaskDefinitionFacts> {
   const { taskDefinition } = await ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: stack.taskDefinitionArn }));
   const container = taskDefinition?.containerDefinitions?.find((c) => c.name === stack.containerName);
   const options = container?.logConfiguration?.options ?? {};
-  return { group: options["awslogs-group"] ?? stack.logGroupName, streamPrefix: options["awslogs-stream-prefix"] };
+  const cpu = Number(taskDefinition?.cpu);
+  return { logging: { group: options["awslogs-group"] ?? stack.logGroupName, streamPrefix: options["awslogs-stream-prefix"] }, ...(Number.isFinite(cpu) && cpu > 0 ? { cpu } : {}) };
 }

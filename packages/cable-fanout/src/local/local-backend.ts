@@ -3,14 +3,24 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { SEGMENT_PATTERN } from "cable-infra/worker/layout";
+import { RESERVED_SEGMENTS, SEGMENT_PATTERN } from "cable-infra/worker/layout";
 import { LocalStore } from "cable-infra/worker/store";
-import type { Backend, DownloadedResults, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
 
-export const LOCAL_TIMING: Timing = { startDelayMs: 5_000, startTimeoutMs: 60_000, marginMs: 120_000, pollMs: 500, stopGraceMs: 20_000 };
+export const LOCAL_TIMING: Timing = {
+  startDelayMs: 2_000,
+  startTimeoutMs: 60_000,
+  readyTimeoutMs: 60_000,
+  marginMs: 120_000,
+  pollMs: 500,
+  stopGraceMs: 20_000,
+  goPollMs: 250,
+  heartbeatMs: 1_000,
+  heartbeatStaleMs: 30_000,
+};
 
 export function workerEntrypoint(): string {
   return require.resolve("cable-infra/worker/main");
@@ -33,6 +43,7 @@ export class LocalBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
+    if (RESERVED_SEGMENTS.includes(name)) throw new FanoutInputError(`--regions: "${name}" is reserved for the run's own folders (${RESERVED_SEGMENTS.join(", ")}); pick another local region name`);
     if (!SEGMENT_PATTERN.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
     const worker = workerEntrypoint();
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-infra)`);
@@ -46,7 +57,7 @@ interface LocalTask {
 }
 
 class LocalRegion implements Region {
-  private readonly store: LocalStore;
+  readonly store: LocalStore;
   private readonly tasks = new Map<string, LocalTask>();
 
   constructor(
@@ -60,6 +71,16 @@ class LocalRegion implements Region {
 
   get location(): string {
     return this.storeDir;
+  }
+
+  /** Every local task shares this machine's clock. */
+  async serverTime(): Promise<number> {
+    return Date.now();
+  }
+
+  /** Local secrets come from this environment (checked when parsed); there is no quota. */
+  async preflight(_plan: Preflight): Promise<string[]> {
+    return [];
   }
 
   uploadBundle(runId: string, bundle: Bundle): Promise<void> {

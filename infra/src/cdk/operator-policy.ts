@@ -1,0 +1,76 @@
+/**
+ * What `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
+ * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket,
+ * check secrets and the Fargate quota. Every statement is proven against the calls the runner makes
+ * (infra/test/operator-policy.test.ts and cable-fanout's test/operator-policy.test.ts, with an IAM
+ * policy simulator).
+ */
+import { ArnFormat, type Stack } from "aws-cdk-lib";
+import type * as ecs from "aws-cdk-lib/aws-ecs";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as s3 from "aws-cdk-lib/aws-s3";
+import { FARGATE_VCPU_QUOTA, SECRETS_PATH, stackNameFor } from "../contract.js";
+import { RUNS_PREFIX } from "../worker/layout.js";
+
+export interface OperatorResources {
+  cluster: ecs.ICluster;
+  taskDefinition: ecs.TaskDefinition;
+  bucket: s3.IBucket;
+}
+
+export function operatorStatements(stack: Stack, r: OperatorResources): iam.PolicyStatement[] {
+  const onCluster = { ArnEquals: { "ecs:cluster": r.cluster.clusterArn } };
+  const family = r.taskDefinition.family;
+  return [
+    new iam.PolicyStatement({
+      sid: "FindStack",
+      actions: ["cloudformation:DescribeStacks"],
+      resources: [stack.formatArn({ service: "cloudformation", resource: "stack", resourceName: `${stackNameFor(stack.region)}/*` })],
+    }),
+    // DescribeTaskDefinition has no resource-level permissions: "*" is the only resource it takes.
+    new iam.PolicyStatement({ sid: "ReadTaskDefinition", actions: ["ecs:DescribeTaskDefinition"], resources: ["*"] }),
+    new iam.PolicyStatement({
+      sid: "RunTasks",
+      actions: ["ecs:RunTask"],
+      resources: [stack.formatArn({ service: "ecs", resource: "task-definition", resourceName: `${family}:*` })],
+      conditions: onCluster,
+    }),
+    new iam.PolicyStatement({
+      sid: "WatchAndStopTasks",
+      actions: ["ecs:DescribeTasks", "ecs:StopTask"],
+      resources: [stack.formatArn({ service: "ecs", resource: "task", resourceName: `${r.cluster.clusterName}/*` })],
+      conditions: onCluster,
+    }),
+    new iam.PolicyStatement({
+      sid: "FindRunTasks",
+      actions: ["ecs:ListTasks"],
+      resources: [stack.formatArn({ service: "ecs", resource: "container-instance", resourceName: `${r.cluster.clusterName}/*` })],
+      conditions: onCluster,
+    }),
+    new iam.PolicyStatement({
+      sid: "PassTaskRoles",
+      actions: ["iam:PassRole"],
+      resources: [r.taskDefinition.taskRole.roleArn, r.taskDefinition.obtainExecutionRole().roleArn],
+      conditions: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } },
+    }),
+    new iam.PolicyStatement({
+      sid: "ListRuns",
+      actions: ["s3:ListBucket"],
+      resources: [r.bucket.bucketArn],
+      conditions: { StringLike: { "s3:prefix": `${RUNS_PREFIX}/*` } },
+    }),
+    new iam.PolicyStatement({ sid: "ReadWriteRuns", actions: ["s3:GetObject", "s3:PutObject"], resources: [r.bucket.arnForObjects(`${RUNS_PREFIX}/*`)] }),
+    // DescribeParameters has no resource-level permissions; it returns names and metadata, never values.
+    new iam.PolicyStatement({ sid: "CheckSecretParameters", actions: ["ssm:DescribeParameters"], resources: ["*"] }),
+    new iam.PolicyStatement({
+      sid: "CheckSecrets",
+      actions: ["secretsmanager:DescribeSecret"],
+      resources: [stack.formatArn({ service: "secretsmanager", resource: "secret", resourceName: `${SECRETS_PATH}/*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+    }),
+    new iam.PolicyStatement({
+      sid: "CheckFargateQuota",
+      actions: ["servicequotas:GetServiceQuota"],
+      resources: Object.values(FARGATE_VCPU_QUOTA).map((code) => stack.formatArn({ service: "servicequotas", resource: "fargate", resourceName: code, arnFormat: ArnFormat.SLASH_RESOURCE_NAME })),
+    }),
+  ];
+}
