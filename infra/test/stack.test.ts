@@ -43,6 +43,8 @@ describe("a region's stack", () => {
     london.resourceCountIs("AWS::EC2::NatGateway", 0);
     london.resourceCountIs("AWS::EC2::Subnet", 2);
     london.allResourcesProperties("AWS::EC2::Subnet", { MapPublicIpOnLaunch: true });
+    // Room for thousands of tasks (one address each), not the ~500 of two /24s.
+    for (const subnet of Object.values(london.findResources("AWS::EC2::Subnet"))) expect(subnet.Properties.CidrBlock).toMatch(/\/20$/);
     london.hasOutput("AssignPublicIp", { Value: "ENABLED" });
   });
 
@@ -72,6 +74,10 @@ describe("a region's stack", () => {
           Secrets: Match.absent(),
           LogConfiguration: Match.objectLike({ LogDriver: "awslogs" }),
           Ulimits: [{ Name: "nofile", SoftLimit: 65535, HardLimit: 65535 }],
+          SystemControls: [
+            { Namespace: "net.ipv4.ip_local_port_range", Value: "1024 65535" },
+            { Namespace: "net.ipv4.tcp_tw_reuse", Value: "1" },
+          ],
           LinuxParameters: { InitProcessEnabled: true },
         }),
       ],
@@ -97,7 +103,7 @@ describe("a region's stack", () => {
     });
   });
 
-  it("gives the task role exactly: list+read bundles, write this region's results but never bundles, read /cable-loadtest/* secrets", () => {
+  it("gives the task role exactly: list+read bundles and the runner's markers, write this region's results but never bundles, read /cable-loadtest/* secrets", () => {
     const taskRole = Object.keys(london.findResources("AWS::IAM::Role", { Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: "ecs-tasks.amazonaws.com" } })] } } }));
     const policies = Object.values(london.findResources("AWS::IAM::Policy")).filter((p) =>
       (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref.startsWith("TaskDefinitionTaskRole")),
@@ -111,10 +117,10 @@ describe("a region's stack", () => {
       "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:${service}:eu-west-2:`, { Ref: "AWS::AccountId" }, `:${sep}${name}`]],
     });
     expect(policies[0].Properties.PolicyDocument.Statement).toEqual([
-      { Sid: "ListRunBundles", Effect: "Allow", Action: "s3:ListBucket", Resource: bucketArn, Condition: { StringLike: { "s3:prefix": "runs/*/bundle/*" } } },
-      { Sid: "ReadRunBundles", Effect: "Allow", Action: "s3:GetObject", Resource: objects("runs/*/bundle/*") },
+      { Sid: "ListRunBundles", Effect: "Allow", Action: "s3:ListBucket", Resource: bucketArn, Condition: { StringLike: { "s3:prefix": ["runs/*/bundle/*", "runs/*/control/*"] } } },
+      { Sid: "ReadRunBundles", Effect: "Allow", Action: "s3:GetObject", Resource: [objects("runs/*/bundle/*"), objects("runs/*/control/*")] },
       { Sid: "WriteRegionResults", Effect: "Allow", Action: "s3:PutObject", Resource: objects("runs/*/eu-west-2/*") },
-      { Sid: "NeverWriteBundles", Effect: "Deny", Action: "s3:PutObject", Resource: objects("runs/*/bundle/*") },
+      { Sid: "NeverWriteBundles", Effect: "Deny", Action: "s3:PutObject", Resource: [objects("runs/*/bundle/*"), objects("runs/*/control/*")] },
       { Sid: "ReadSecretParameters", Effect: "Allow", Action: "ssm:GetParameter", Resource: account("ssm", "parameter/", "cable-loadtest/*") },
       { Sid: "ReadSecrets", Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: account("secretsmanager", "secret:", "cable-loadtest/*") },
     ]);
@@ -135,7 +141,7 @@ describe("a region's stack", () => {
 
   it("outputs what the runner needs, under stable keys and without exports", () => {
     const outputs = london.findOutputs("*");
-    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS].sort());
+    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, "OperatorPolicyArn"].sort());
     for (const output of Object.values(outputs)) expect(output.Export).toBeUndefined();
     london.hasOutput("ContainerName", { Value: "loadgen" });
     london.hasOutput("SubnetIds", { Value: { "Fn::Join": ["", [{ Ref: Match.stringLikeRegexp("Subnet1") }, ",", { Ref: Match.stringLikeRegexp("Subnet2") }]] } });
@@ -200,5 +206,69 @@ describe("context options", () => {
     } finally {
       if (previous !== undefined) process.env.CDK_DEFAULT_ACCOUNT = previous;
     }
+  });
+});
+
+describe("the operator policy and the GitHub Actions role", () => {
+  it("gives whoever runs cable-fanout one managed policy per region, named for it, scoped to the stack's resources", () => {
+    const [policy] = Object.values(london.findResources("AWS::IAM::ManagedPolicy"));
+    expect(policy.Properties.ManagedPolicyName).toBe("CableLoadtestOperator-eu-west-2");
+    const statements = policy.Properties.PolicyDocument.Statement as Array<{ Sid: string; Action: string | string[]; Resource: unknown; Condition?: unknown }>;
+    expect(statements.map((s) => [s.Sid, s.Action])).toEqual([
+      ["FindStack", "cloudformation:DescribeStacks"],
+      ["ReadTaskDefinition", "ecs:DescribeTaskDefinition"],
+      ["RunTasks", "ecs:RunTask"],
+      ["WatchAndStopTasks", ["ecs:DescribeTasks", "ecs:StopTask"]],
+      ["FindRunTasks", "ecs:ListTasks"],
+      ["PassTaskRoles", "iam:PassRole"],
+      ["ListRuns", "s3:ListBucket"],
+      ["ReadWriteRuns", ["s3:GetObject", "s3:PutObject"]],
+      ["CheckSecretParameters", "ssm:DescribeParameters"],
+      ["CheckSecrets", "secretsmanager:DescribeSecret"],
+      ["CheckFargateQuota", "servicequotas:GetServiceQuota"],
+    ]);
+    // "*" only where the action has no resource-level permissions, or a condition scopes it to the cluster.
+    const star = statements.filter((s) => s.Resource === "*").map((s) => s.Sid);
+    expect(star).toEqual(["ReadTaskDefinition", "FindRunTasks", "CheckSecretParameters"]);
+    const passRole = statements.find((s) => s.Sid === "PassTaskRoles")!;
+    expect(passRole.Resource).toEqual([{ "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionTaskRole/), "Arn"] }, { "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionExecutionRole/), "Arn"] }]);
+    expect(passRole.Condition).toEqual({ StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } });
+    london.hasOutput("OperatorPolicyArn", { Value: { Ref: Match.stringLikeRegexp("^OperatorPolicy") } });
+  });
+
+  it("without -c githubRepo makes no GitHub stack; with it, an OIDC role only that repository can assume, holding every region's operator policy", () => {
+    const app = new App({ context: { regions: "eu-west-2,us-east-1", githubRepo: "acme/chat" } });
+    const regional = buildApp(app, imageDir);
+    const github = app.node.findChild("CableLoadtest-github") as import("aws-cdk-lib").Stack;
+    expect(github.region).toBe("eu-west-2");
+    expect(github.dependencies.map((d) => d.stackName).sort()).toEqual(regional.map((s) => s.stackName).sort());
+    const t = Template.fromStack(github);
+    t.hasResourceProperties("Custom::AWSCDKOpenIdConnectProvider", { Url: "https://token.actions.githubusercontent.com", ClientIDList: ["sts.amazonaws.com"] });
+    t.hasResourceProperties("AWS::IAM::Role", {
+      RoleName: "CableLoadtestGitHubActions",
+      MaxSessionDuration: 21600,
+      AssumeRolePolicyDocument: {
+        Statement: [
+          Match.objectLike({
+            Action: "sts:AssumeRoleWithWebIdentity",
+            Condition: {
+              StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com" },
+              StringLike: { "token.actions.githubusercontent.com:sub": "repo:acme/chat:*" },
+            },
+          }),
+        ],
+      },
+      ManagedPolicyArns: [
+        { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":iam::", { Ref: "AWS::AccountId" }, ":policy/CableLoadtestOperator-eu-west-2"]] },
+        { "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":iam::", { Ref: "AWS::AccountId" }, ":policy/CableLoadtestOperator-us-east-1"]] },
+      ],
+    });
+    expect(stacks.some((s) => s.stackName === "CableLoadtest-github")).toBe(false);
+
+    // An account that already has GitHub's OIDC provider reuses it.
+    const reuse = new App({ context: { regions: "eu-west-2", githubRepo: "acme/chat", githubOidcProviderArn: "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com" } });
+    buildApp(reuse, imageDir);
+    Template.fromStack(reuse.node.findChild("CableLoadtest-github") as import("aws-cdk-lib").Stack).resourceCountIs("Custom::AWSCDKOpenIdConnectProvider", 0);
+    expect(() => buildApp(new App({ context: { regions: "eu-west-2", githubRepo: "not a repo" } }), imageDir)).toThrow("invalid CDK context: githubRepo: must be owner/name, e.g. -c githubRepo=acme/chat");
   });
 });

@@ -122,11 +122,12 @@ export class LoadtestStack extends Stack {
 
   /**
    * Public subnets only and no NAT gateway (the idle stack costs nothing); tasks get public IPs.
-   * Every task takes one address: three /20 subnets hold about 12,000 tasks, far beyond any quota.
+   * Every task takes one address (awsvpc): two /20 subnets hold about 8,000 tasks, far beyond the
+   * Fargate quota of a new account (a /24 would stop at about 500).
    */
   private ownNetwork(): Network {
     const vpc = new ec2.Vpc(this, "Vpc", {
-      maxAzs: 3,
+      maxAzs: 2,
       natGateways: 0,
       subnetConfiguration: [{ name: "public", subnetType: ec2.SubnetType.PUBLIC, cidrMask: 20 }],
       // Free, and keeps bundle/results traffic to S3 off the internet gateway.

@@ -41,12 +41,9 @@ export function operatorStatements(stack: Stack, r: OperatorResources): iam.Poli
       resources: [stack.formatArn({ service: "ecs", resource: "task", resourceName: `${r.cluster.clusterName}/*` })],
       conditions: onCluster,
     }),
-    new iam.PolicyStatement({
-      sid: "FindRunTasks",
-      actions: ["ecs:ListTasks"],
-      resources: [stack.formatArn({ service: "ecs", resource: "container-instance", resourceName: `${r.cluster.clusterName}/*` })],
-      conditions: onCluster,
-    }),
+    // ListTasks is authorized against container instances, which Fargate tasks have none of; the
+    // cluster condition is what scopes it.
+    new iam.PolicyStatement({ sid: "FindRunTasks", actions: ["ecs:ListTasks"], resources: ["*"], conditions: onCluster }),
     new iam.PolicyStatement({
       sid: "PassTaskRoles",
       actions: ["iam:PassRole"],
