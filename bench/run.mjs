@@ -14,9 +14,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { evaluateGoals } from "./lib/stats.mjs";
-import { artilleryWs, bare, cableEngine } from "./lib/subjects.mjs";
+import { measureArrivals, measureReplay } from "./lib/arrivals.mjs";
+import { artilleryWs, bare, cableEngine, cableEnginePrecise } from "./lib/subjects.mjs";
 import { startTarget } from "./lib/target.mjs";
-import { measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
+import { measureConnect, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
 import { engineRevision, machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -24,13 +25,14 @@ const { values: flags } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     "no-scale": { type: "boolean", default: false },
+    only: { type: "string" },
     render: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, scale (default: all of the mode)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
 }
@@ -43,16 +45,28 @@ if (flags.render) {
 }
 
 const MODES = {
-  quick: { listen: { n0: 10, n: 1_000, broadcasts: 50, ratePerSecond: 500 }, latency: { n: 10, iterations: 50, thinkMs: 20 }, scale: null },
+  quick: {
+    listen: { n0: 10, n: 1_000, broadcasts: 50, ratePerSecond: 500 },
+    latency: { n: 10, iterations: 50, thinkMs: 20 },
+    connect: { few: 200, many: 2_000, seconds: 2, precise: false },
+    arrivals: { rates: [100, 1_000], seconds: 3, precise: false },
+    replay: null,
+    scale: null,
+  },
   full: {
     listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
     latency: { n: 10, iterations: 200, thinkMs: 20 },
+    connect: { few: 200, many: 2_000, seconds: 2, precise: true },
+    arrivals: { rates: [100, 1_000], seconds: 5, precise: true },
+    replay: { precise: true },
     scale: { n: 20_000, ratePerSecond: 500, holdMs: 10_000, localAddresses: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
   },
 };
 const modeName = flags.quick ? "quick" : "full";
 const mode = MODES[modeName];
 if (flags["no-scale"]) mode.scale = null;
+const only = flags.only ? new Set(flags.only.split(",")) : undefined;
+const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section));
 
 // The whole invocation is bounded: a run that hangs past this is a failure, not a wait.
 const RUN_LIMIT_MS = flags.quick ? 5 * 60_000 : 30 * 60_000;
@@ -65,20 +79,50 @@ const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 
 const startedAt = new Date();
 const target = await startTarget();
 log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
-const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, scale: {} };
+const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], replay: {}, scale: {} };
 
 try {
-  for (const subject of [bare, cableEngine, artilleryWs]) {
+  for (const subject of wanted("listen") ? [bare, cableEngine, artilleryWs] : []) {
     log(`listen: ${subject.label}, N=${mode.listen.n}, 3 × ${mode.listen.broadcasts} broadcasts`);
     results.listen[subject.name] = await measureListen(target, subject, mode.listen);
     log(`  ${JSON.stringify(results.listen[subject.name])}`);
   }
-  for (const subject of [bare, cableEngine]) {
+  for (const subject of wanted("latency") ? [bare, cableEngine] : []) {
     log(`latency: ${subject.label}, ${mode.latency.n} clients × ${mode.latency.iterations} echoes`);
     results.latency[subject.name] = await measureLatency(target, subject, mode.latency);
     log(`  ${JSON.stringify(results.latency[subject.name])}`);
   }
-  if (mode.scale) {
+  // Connect + subscribe as users run it: Artillery's arrival timer included (no preload), two
+  // ramps of equal length (few and many VUs over the same seconds); per VU = CPU of the window ÷ VUs
+  // for the engine (what a user pays), and the marginal (many − few) for every subject.
+  const c = mode.connect;
+  for (const subject of wanted("connect") ? [bare, cableEngine, ...(c.precise ? [cableEnginePrecise] : [])] : []) {
+    log(`connect: ${subject.label}, ${c.few} and ${c.many} VUs, each over ${c.seconds} s`);
+    const few = await measureConnect(target, subject, { n0: 10, n: 10 + c.few, ratePerSecond: c.few / c.seconds });
+    const many = await measureConnect(target, subject, { n0: 10, n: 10 + c.many, ratePerSecond: c.many / c.seconds });
+    results.connect[subject.name] = {
+      cpuMsPerVuFew: few.cpuMsPerVu,
+      cpuMsPerVuMany: many.cpuMsPerVu,
+      marginalCpuMsPerVu: Math.round(((many.cpuSeconds - few.cpuSeconds) * 1e6) / (c.many - c.few)) / 1000,
+    };
+    log(`  ${JSON.stringify(results.connect[subject.name])}`);
+  }
+  for (const precise of !wanted("arrivals") ? [] : mode.arrivals.precise ? [false, true] : [false]) {
+    for (const rate of mode.arrivals.rates) {
+      log(`arrivals: ${rate}/s for ${mode.arrivals.seconds} s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
+      const a = await measureArrivals(target, { rate, seconds: mode.arrivals.seconds, precise });
+      results.arrivals.push(a);
+      log(`  ${JSON.stringify(a)}`);
+    }
+  }
+  if (wanted("replay")) {
+    for (const precise of mode.replay.precise ? [false, true] : [false]) {
+      log(`replay: RelayBox (seeds/004), ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
+      results.replay[precise ? "precise" : "default"] = await measureReplay(target, { precise });
+      log(`  ${JSON.stringify(results.replay[precise ? "precise" : "default"])}`);
+    }
+  }
+  if (wanted("scale")) {
     for (const subject of [bare, cableEngine, artilleryWs]) {
       // Artillery's ws engine has no per-connection source address: it gets one address.
       const localAddresses = subject === artilleryWs ? undefined : mode.scale.localAddresses;
@@ -96,21 +140,31 @@ const { listen, latency, scale } = results;
 // absorbs the allocations of the first thousand VUs in Artillery's 300 MB process and so flatters
 // a small-N figure); the listen runs' otherwise.
 const perVu = (name) => scale[name]?.bytesPerIdleVu ?? listen[name].bytesPerIdleVu;
+const ourArrivals = results.arrivals.filter((a) => !a.precise);
 results.ratios = {
-  throughput: listen["cable-engine"].framesPerCpuSecond / listen["bare-ws"].framesPerCpuSecond,
-  memory: perVu("cable-engine") / perVu("bare-ws"),
-  latency: latency["cable-engine"].p50 - latency["bare-ws"].p50,
-  delivery: listen["cable-engine"].delivery ?? NaN,
+  ...(listen["cable-engine"]
+    ? {
+        throughput: listen["cable-engine"].framesPerCpuSecond / listen["bare-ws"].framesPerCpuSecond,
+        memory: perVu("cable-engine") / perVu("bare-ws"),
+        delivery: listen["cable-engine"].delivery ?? NaN,
+      }
+    : {}),
+  ...(latency["cable-engine"] ? { latency: latency["cable-engine"].p50 - latency["bare-ws"].p50 } : {}),
   ...(scale["cable-engine"] ? { scale: scale["cable-engine"].heldPeak / 20_000 } : {}),
+  // What a user pays per VU in a 1,000/s ramp, arrival timer included, against the bare client's marginal.
+  ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
+  ...(ourArrivals.length ? { arrivals: Math.max(...ourArrivals.map((a) => a.latenessMs.p99)) } : {}),
+  ...(results.replay.default ? { replay: results.replay.default.eventLoopLagMs?.p99 ?? NaN } : {}),
 };
 results.goals = evaluateGoals(results.ratios);
 
 mkdirSync(path.join(here, "results"), { recursive: true });
-const file = path.join(here, "results", modeName === "quick" ? "quick.json" : `full-${startedAt.toISOString().slice(0, 10)}.json`);
+// A partial run (--only) never replaces the full run's file or the doc's table.
+const file = path.join(here, "results", only ? `${modeName}-only-${[...only].join("-")}.json` : modeName === "quick" ? "quick.json" : `full-${startedAt.toISOString().slice(0, 10)}.json`);
 writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 console.log(renderTable(results));
 console.log(`\nresults: ${path.relative(process.cwd(), file)}`);
-if (modeName === "full") {
+if (modeName === "full" && !only) {
   writeDocTable(docPath, renderMarkdown(results, path.relative(path.join(here, ".."), file)));
   console.log(`table: ${path.relative(process.cwd(), docPath)}`);
 }

@@ -8,4 +8,9 @@ module.exports = {
     context.vars.listenForMs = Math.round(seconds * 1000);
     done();
   },
+  /** The RelayBox replay's rooms (seeds/004): one of `rooms` at random, private so that each subscription is signed. */
+  pickPrivateRoom(context, _events, done) {
+    context.vars.room = `private-room-${1 + Math.floor(Math.random() * (Number(context.vars.rooms) || 100))}`;
+    done();
+  },
 };

@@ -83,7 +83,49 @@ export function renderTable(results) {
   const widths = HEADERS.map((_, i) => Math.max(...all.map((row) => String(row[i]).length)));
   const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ");
   const goals = results.goals.map((g) => `  ${g.status.padEnd(9)} ${g.id}: ${num(g.value, 3)} (goal ${g.direction === "higher" ? "≥" : "≤"} ${g.limit}, fails past ${g.failAt}) — ${g.what}`);
-  return [line(HEADERS), ...rows.map(line), "", "goals:", ...goals].join("\n");
+  return [line(HEADERS), ...rows.map(line), "", ...arrivalSections(results).map((l) => l.replace(/^\| /, "").replace(/ \|$/, "").replaceAll(" | ", "  ")), "", "goals:", ...goals].join("\n");
+}
+
+const TIMER = (precise) => (precise ? "Artillery's (preciseArrivals)" : "the engine's (default)");
+
+/** Connect cost, arrival accuracy and the RelayBox replay (issue 17), as markdown tables; none for older results. */
+function arrivalSections(results) {
+  const lines = [];
+  const connect = Object.entries(results.connect ?? {});
+  if (connect.length) {
+    const s = results.settings.connect;
+    lines.push(
+      `Connect + subscribe, as users run it (arrival timer included): ${num(s.few)} and ${num(s.many)} VUs, each over ${s.seconds} s; CPU of the window ÷ VUs, and the marginal (${num(s.many)} − ${num(s.few)}).`,
+      "",
+      "| subject | CPU ms per VU, " + num(s.few / s.seconds) + "/s | CPU ms per VU, " + num(s.many / s.seconds) + "/s | marginal ms per VU |",
+      "|---|---|---|---|",
+      ...connect.map(([name, c]) => `| ${LABELS[name] ?? name} | ${num(c.cpuMsPerVuFew, 3)} | ${num(c.cpuMsPerVuMany, 3)} | ${num(c.marginalCpuMsPerVu, 3)} |`),
+      "",
+    );
+  }
+  if (results.arrivals?.length) {
+    lines.push(
+      "Arrival accuracy: VUs that only record when they started (`function` step), lateness against the uniform schedule; generator CPU per second in the middle of the phase.",
+      "",
+      "| arrival timer | rate | arrivals | lateness p50 / p99 / max ms | CPU-s per s |",
+      "|---|---|---|---|---|",
+      ...results.arrivals.map((a) => `| ${TIMER(a.precise)} | ${num(a.rate)}/s | ${num(a.arrivals)} / ${num(a.expected)} | ${num(a.latenessMs.p50, 2)} / ${num(a.latenessMs.p99, 2)} / ${num(a.latenessMs.max, 2)} | ${num(a.cpuPerSecond, 3)} |`),
+      "",
+    );
+  }
+  const replay = Object.values(results.replay ?? {});
+  if (replay.length) {
+    const ms = (d) => (d ? `${num(d.p50, 1)} / ${num(d.p95, 1)} / ${num(d.p99, 1)} / ${num(d.max, 1)}` : "–");
+    lines.push(
+      "RelayBox replay (seeds/004: 5/25/100/20 arrivals/s for 10/10/60/10 s, 100 private rooms, 10 publishes 2 s apart then 20 s listening) against the local target's Pusher endpoint.",
+      "",
+      "| arrival timer | VUs created / failed | peak connections | generator lag p50 / p95 / p99 / max ms | broadcast latency p50 / p95 / p99 / max ms | CPU-s | errors |",
+      "|---|---|---|---|---|---|---|",
+      ...replay.map((r) => `| ${TIMER(r.precise)} | ${num(r.vusers.created)} / ${num(r.vusers.failed)} | ${num(r.peakConnections)} | ${ms(r.eventLoopLagMs)} | ${ms(r.broadcastLatencyMs)} | ${num(r.cpuSeconds, 1)} | ${Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(", ") || "none"} |`),
+      "",
+    );
+  }
+  return lines;
 }
 
 export function renderMarkdown(results, resultFile) {
@@ -109,6 +151,7 @@ export function renderMarkdown(results, resultFile) {
     `|${HEADERS.map(() => "---").join("|")}|`,
     ...rows,
     "",
+    ...arrivalSections(results),
     "| goal | measure | value | goal | fails past | status |",
     "|---|---|---|---|---|---|",
     ...goals,

@@ -30,7 +30,22 @@ export const GOALS = [
   { id: "latency", what: "rtt p50 minus bare client's rtt p50 (ms)", direction: "lower", limit: 1, failAt: 1.25 },
   { id: "delivery", what: "frames received ÷ frames sent (listen workload)", direction: "higher", limit: 1, failAt: 1 },
   { id: "scale", what: "connections held ÷ 20,000", direction: "higher", limit: 1, failAt: 0.75 },
+  { id: "connect", what: "connect + subscribe CPU per VU, arrival timer included, vs bare ws's marginal", direction: "lower", limit: 3, failAt: 3.75 },
+  { id: "arrivals", what: "arrival lateness p99 vs schedule, worst of 100/s and 1,000/s (ms)", direction: "lower", limit: 5, failAt: 6.25 },
+  { id: "replay", what: "RelayBox replay: generator event-loop lag p99 (ms)", direction: "lower", limit: 50, failAt: 62.5 },
 ];
+
+/**
+ * How late each arrival came against a uniform schedule of `tickMs`: arrival i (in order) is due
+ * at t0 + i × tick, with t0 the schedule's best start (the one no arrival precedes). Returns the
+ * lateness of every arrival in ms (≥ 0).
+ */
+export function arrivalLateness(times, tickMs) {
+  const sorted = [...times].sort((a, b) => a - b);
+  const offsets = sorted.map((t, i) => t - i * tickMs);
+  const t0 = Math.min(...offsets);
+  return offsets.map((o) => o - t0);
+}
 
 /**
  * Checks the measured values ({throughput, memory, latency, delivery, scale}; a missing one is

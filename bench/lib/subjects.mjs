@@ -33,7 +33,7 @@ function withGc(extra) {
   return [process.env.NODE_OPTIONS, GC_NODE_OPTIONS, extra].filter(Boolean).join(" ");
 }
 
-function startArtillery(name, script, { deadline, env = {} }) {
+export function startArtillery(name, script, { deadline, env = {} }) {
   const id = `${name}-${++runs}`;
   const scriptPath = path.join(workDir, `${id}.json`);
   const reportPath = path.join(workDir, `${id}.report.json`);
@@ -137,6 +137,16 @@ export const cableEngine = {
   scale(target, p) {
     const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline });
     return { ...run, errors: () => errorCounters(run.collect()) };
+  },
+};
+
+/** The cable engine with Artillery's own, spinning arrival timer (`preciseArrivals: true`): the "before". */
+export const cableEnginePrecise = {
+  name: "cable-engine-precise-arrivals",
+  label: "Artillery + cable engine, preciseArrivals",
+  listen(target, p, env) {
+    const run = startArtillery("cable-listen-precise", { config: cableConfig(target, p, { preciseArrivals: true }), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
+    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
   },
 };
 
