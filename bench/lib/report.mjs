@@ -83,7 +83,7 @@ export function renderTable(results) {
   const widths = HEADERS.map((_, i) => Math.max(...all.map((row) => String(row[i]).length)));
   const line = (row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ");
   const goals = results.goals.map((g) => `  ${g.status.padEnd(9)} ${g.id}: ${num(g.value, 3)} (goal ${g.direction === "higher" ? "≥" : "≤"} ${g.limit}, fails past ${g.failAt}) — ${g.what}`);
-  return [line(HEADERS), ...rows.map(line), "", ...arrivalSections(results).map((l) => l.replace(/^\| /, "").replace(/ \|$/, "").replaceAll(" | ", "  ")), "", "goals:", ...goals].join("\n");
+  return [line(HEADERS), ...rows.map(line), "", ...arrivalSections(results).filter((l) => !l.startsWith("|---")).map((l) => l.replace(/^\| /, "").replace(/ \|$/, "").replaceAll(" | ", "  ")), "", "goals:", ...goals].join("\n");
 }
 
 const TIMER = (precise) => (precise ? "Artillery's (preciseArrivals)" : "the engine's (default)");

@@ -248,6 +248,8 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   // Measured: what the VUs do until the deadline (listen) is not this workload's.
   run.child.kill("SIGKILL");
   const code = await exitWithin(run.child, 10_000);
+  // The next run counts from the target's open connections: wait until these are gone.
+  await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 20_000 });
   return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), threads, window, exitCode: code };
 }
 
