@@ -196,7 +196,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       steps.push(result);
       judged++;
       deps.log(`capacity: ${step.level} users ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
-      next = decideNext(result, allLevels);
+      next = decideNext(result, steps.slice(0, -1), allLevels);
       if (next.kind !== "continue") break;
     }
 

@@ -62,7 +62,7 @@ function addCounters(target: Record<string, number>, periods: LivePeriod[]): voi
 export interface TaskHealth {
   taskId: string;
   region: string;
-  /** p99 of the generator's event-loop lag during the hold, ms; null without samples. */
+  /** p99 of the generator's event-loop lag during the step, ms; null without samples. */
   lagP99: number | null;
   saturated: boolean;
   reasons: string[];
@@ -91,8 +91,10 @@ export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: numbe
     mergeInto(figures.hold, parts.hold);
     mergeInto(figures.climb, parts.climb);
     addCounters(figures.counters, parts.step);
+    // The generator's health over the whole step, climb included: a saturated thread samples its
+    // lag rarely (the sampler waits on the same loop), so a hold alone may hold few samples of it.
     const lag: Record<string, DDSketch> = {};
-    mergeInto(lag, parts.hold);
+    mergeInto(lag, parts.step);
     const sketch = lag[LAG_METRIC];
     const lagP99 = sketch && sketch.count > 0 ? Math.round(sketch.getValueAtQuantile(0.99)) : null;
     const reasons = lagP99 !== null && lagP99 > LAG_P99_LIMIT_MS ? [`event-loop lag p99 ${lagP99} ms > ${LAG_P99_LIMIT_MS} ms`] : [];

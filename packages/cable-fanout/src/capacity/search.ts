@@ -63,15 +63,30 @@ export type Next =
   | { kind: "resume"; levels: number[] }
   | { kind: "done" };
 
-export function decideNext(step: StepResult, allLevels: number[]): Next {
+/** Attempts at one level before the search gives up on it (a breach, then data lost, then…). */
+export const MAX_ATTEMPTS = 3;
+
+/**
+ * What to run after `step`, given the steps judged before it. One noisy hold is never a verdict: a
+ * breach counts once a fresh run of the level breaches again; a hold with no whole period of data
+ * (Artillery drops one now and then) is run again too. A saturated generator ends the search: a
+ * higher level would only saturate it more.
+ */
+export function decideNext(step: StepResult, before: StepResult[], allLevels: number[]): Next {
   const later = allLevels.filter((l) => l > step.level);
+  const earlier = before.filter((s) => s.level === step.level);
+  const attempts = earlier.length + 1;
   switch (step.verdict) {
     case "held":
       if (later.length === 0) return { kind: "done" };
       // A repeat that held means the stair's breach was one noisy hold: climb on from there.
       return step.attempt === "repeat" ? { kind: "resume", levels: later } : { kind: "continue" };
     case "breached":
-      return step.attempt === "stair" ? { kind: "repeat", level: step.level } : { kind: "done" };
+      if (earlier.some((s) => s.verdict === "breached") || attempts >= MAX_ATTEMPTS) return { kind: "done" };
+      return { kind: "repeat", level: step.level };
+    case "incomplete":
+      if (earlier.some((s) => s.verdict === "incomplete") || attempts >= MAX_ATTEMPTS) return { kind: "done" };
+      return { kind: "repeat", level: step.level };
     default:
       return { kind: "done" };
   }
@@ -110,8 +125,10 @@ export interface Answer {
 }
 
 export function buildAnswer(steps: StepResult[], max: number, advice: string): Answer {
-  const confirmed = steps.find((s, i) => s.verdict === "breached" && s.attempt === "repeat" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"));
-  const stopped = steps.find((s) => s.verdict === "generator-bound" || s.verdict === "incomplete");
+  const confirmed = steps.find((s, i) => s.verdict === "breached" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"));
+  // Only the last step can end the search without a verdict; an incomplete hold that a repeat judged is history.
+  const last = steps[steps.length - 1];
+  const stopped = !confirmed && last && (last.verdict === "generator-bound" || last.verdict === "incomplete") ? last : undefined;
   const ceiling = Math.min(confirmed?.level ?? Infinity, stopped?.level ?? Infinity);
   const heldLevels = steps.filter((s) => s.verdict === "held" && s.level < ceiling).map((s) => s.level);
   const held = heldLevels.length > 0 ? Math.max(...heldLevels) : null;
@@ -125,7 +142,7 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
   for (const name of regionNames) {
     const mine = steps.filter((s) => s.regions[name]);
     const failing = confirmed && !confirmed.regions[name]?.passed ? confirmed.level : null;
-    const passedLevels = mine.filter((s) => s.regions[name].passed && s.verdict !== "generator-bound" && s.verdict !== "incomplete" && s.level < (failing ?? ceiling)).map((s) => s.level);
+    const passedLevels = mine.filter((s) => s.regions[name].passed && s.verdict !== "generator-bound" && s.verdict !== "incomplete" && (failing === null || s.level < failing)).map((s) => s.level);
     regions[name] = {
       held: passedLevels.length > 0 ? Math.max(...passedLevels) : null,
       firstFailing: failing,

@@ -1,0 +1,104 @@
+// The capacity search through the real CLI, the real worker entrypoint and the real Artillery, against
+// the local target given a known capacity (above N open connections it delivers every broadcast
+// 800 ms late): the search must find N within one step, stop soon after, repeat the breach, and
+// end every user once; an SLO that holds to --max says so; a saturated generator is no verdict.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTarget, type LocalTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./cli";
+
+const ROOT = path.resolve(__dirname, "../../..");
+const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
+const BURN = path.join(__dirname, "fixtures/capacity-burn.yml");
+const CAPACITY = 50;
+const SLOS = ["--slo", "cable.broadcast_latency.p95<250", "--slo", "errors<1%", "--slo", "vusers.failed=0"];
+// The shortest stair that still judges whole periods: 2 s climbs, 20 s holds.
+const STAIR = ["--start", "20", "--step", "20", "--hold", "20", "--climb", "2", "--start-delay", "2"];
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Capacity = Record<string, any>;
+const json = (file: string): Capacity => JSON.parse(readFileSync(file, "utf8"));
+
+describe("cable-fanout capacity --local", () => {
+  let target: LocalTarget;
+  let work: string;
+
+  beforeAll(async () => {
+    target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: 800 } });
+    work = mkdtempSync(path.join(os.tmpdir(), "cable-capacity-"));
+  });
+  afterAll(async () => {
+    await target?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  const search = async (args: string[]) => {
+    const out = path.join(work, `out-${Math.random().toString(36).slice(2)}`);
+    const result = await runCli(["capacity", ...args, "--local", "--out", out], { cwd: work, timeoutMs: 300_000 });
+    const markdown = path.resolve(work, result.stdout.trim());
+    const answer = existsSync(markdown) ? json(path.join(path.dirname(markdown), "capacity.json")) : undefined;
+    return { ...result, markdown, answer };
+  };
+
+  const everyUserEndedOnce = (answer: Capacity) => {
+    for (const run of answer.runs) {
+      expect(run.users, JSON.stringify(run)).not.toBeNull();
+      expect(run.users.created).toBeGreaterThan(0);
+      expect(run.users.completed + run.users.failed).toBe(run.users.created);
+    }
+    expect(target.counters().connectionsOpen).toBe(0);
+  };
+
+  it("finds the known capacity within one step from two regions in one stair, stops early, confirms the breach, and fails --min-capacity", async () => {
+    const r = await search([RAILS, "--target", target.cableUrl, "--regions", "east,west", ...SLOS, ...STAIR, "--max", "200", "--min-capacity", "60"]);
+    expect(r.code, r.stderr).toBe(1);
+    const a = r.answer!;
+    // 40 users sit below the capacity of 50 connections, 60 above it.
+    expect(a).toMatchObject({ held: 40, firstFailing: 60, mostTried: false, generatorBound: null, minCapacity: 60 });
+    expect(a.held).toBeGreaterThanOrEqual(CAPACITY - 20);
+    expect(a.held).toBeLessThanOrEqual(CAPACITY);
+    expect(a.breached.map((b: Capacity) => b.slo)).toEqual(["cable.broadcast_latency.p95<250", "cable.broadcast_latency.p95<250"]);
+    expect(a.breached.map((b: Capacity) => b.region).sort()).toEqual(["east", "west"]);
+    // A hold that Artillery left without a whole period is run again ("incomplete"): not a verdict.
+    const judged = a.steps.filter((s: Capacity) => s.verdict !== "incomplete");
+    expect(judged.map((s: Capacity) => `${s.level} ${s.verdict}`)).toEqual(["20 held", "40 held", "60 breached", "60 breached"]);
+    expect(judged.slice(-1)[0].attempt).toBe("repeat");
+    // Early stop: the stair ended during the climb to 80 at the latest, far from --max 200.
+    expect(Math.max(...a.steps.map((s: Capacity) => s.level))).toBe(60);
+    const stair = a.runs.find((run: Capacity) => run.attempt === "stair" && run.levels.includes(60));
+    expect(stair.stoppedEarly).toBe(true);
+    expect(stair.users.created).toBeLessThanOrEqual(80);
+    // Each region added its share of every step; the server saw the sum.
+    expect(a.regions.east.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
+    expect(a.regions.west.held).toBe(40);
+    everyUserEndedOnce(a);
+    const md = readFileSync(r.markdown, "utf8");
+    expect(md).toContain("**held 40; 60 breached twice");
+    expect(md).toContain("### east");
+    expect(md).toContain("xychart-beta");
+    expect(r.stderr).toMatch(/capacity: level 40, hold \d+\/20 s/);
+    expect(r.stderr).toContain("capacity: 60 users breached (repeat)");
+  }, 360_000);
+
+  it("says so when the SLO holds up to --max (no false alarm), and passes --min-capacity", async () => {
+    const r = await search([RAILS, "--target", target.cableUrl, "--regions", "local", ...SLOS, ...STAIR, "--max", "40", "--min-capacity", "40"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.answer).toMatchObject({ held: 40, firstFailing: null, mostTried: true, headline: "held 40, the most tried" });
+    everyUserEndedOnce(r.answer!);
+  }, 300_000);
+
+  it("gives 'generator-bound', never a server figure, when the generator saturates", async () => {
+    // The generator blocks its event loop once more than 30 users are on: level 20 is clean, 40 is not.
+    const r = await search([BURN, "--target", target.cableUrl, "--regions", "local", ...SLOS, ...STAIR, "--max", "100", "--min-capacity", "60", "-v", JSON.stringify({ burn_above: 30 })]);
+    expect(r.code, r.stderr).toBe(6);
+    const a = r.answer!;
+    expect(a).toMatchObject({ held: 20, firstFailing: null, mostTried: false, generatorBound: { at: 40, atLeast: 20 } });
+    expect(a.headline).toMatch(/^at least 20, generator-bound at 40: add processes \(--count 2\)/);
+    expect(a.generatorBound.tasks[0]).toMatch(/task-1: event-loop lag p99 \d+ ms > 100 ms/);
+    expect(a.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.verdict)).toEqual(["held", "generator-bound"]);
+    everyUserEndedOnce(a);
+    expect(readFileSync(r.markdown, "utf8")).toContain("**Generator-bound** at 40 users");
+  }, 300_000);
+});
