@@ -1,0 +1,60 @@
+// The checks preflight.ts adds to the schema's (the CLI tests in cli-errors.test.ts show how a run
+// stops on them): target and connect URLs, environment references, "did you mean".
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, test } from "vitest";
+import { findProblems, type ScriptLike } from "../src/preflight.js";
+
+const script = (over: Partial<ScriptLike> & { flow?: unknown[]; target?: unknown; cable?: unknown } = {}): ScriptLike => ({
+  config: { target: "target" in over ? over.target : "ws://127.0.0.1:3000/cable", engines: { cable: {} }, cable: over.cable ?? {} },
+  scenarios: [{ name: "s", engine: "cable", flow: over.flow ?? [{ connect: null }, { subscribe: { channel: "ChatChannel", as: "chat" } }] }],
+  ...(over._scriptPath ? { _scriptPath: over._scriptPath } : {}),
+});
+
+describe("findProblems", () => {
+  test("a correct script has none", () => {
+    expect(findProblems(script(), {}).problems).toEqual([]);
+  });
+
+  test("targets: not a URL, a wrong scheme, none at all; a templated one is left to run time", () => {
+    expect(findProblems(script({ target: "example.com/cable" }), {}).problems.join("\n")).toContain('config.target: "example.com/cable" is not a URL');
+    expect(findProblems(script({ target: "mailto:x@y" }), {}).problems.join("\n")).toContain("scheme mailto");
+    expect(findProblems(script({ target: undefined }), {}).problems.join("\n")).toContain('scenario "s", step 1 (connect): no "url" and config.target is not set');
+    expect(findProblems(script({ target: "{{ target }}" }), {}).problems).toEqual([]);
+    expect(findProblems(script({ target: "https://app.example.com/cable" }), {}).problems).toEqual([]);
+  });
+
+  test("a connect url inside a loop is checked too", () => {
+    const flow = [{ loop: [{ connect: { url: "htp//nope" } }, { disconnect: null }], count: 2 }];
+    expect(findProblems(script({ flow }), {}).problems.join("\n")).toContain('scenario "s", step 1 loop step 1 (connect): field "url"');
+  });
+
+  test("environment references: in steps (with the step), once per name, and set ones pass", () => {
+    const flow = [{ connect: { headers: { a: "{{ $env.TOKEN }}", b: "{{ $processEnvironment.TOKEN }}" } } }, { loop: [{ think: "{{ $env.PAUSE }}" }], count: 1 }];
+    const problems = findProblems(script({ flow }), {}).problems;
+    expect(problems.filter((p) => p.includes("TOKEN"))).toEqual(['scenario "s", step 1: refers to the environment variable TOKEN ({{ $env.TOKEN }}), which is not set']);
+    expect(problems.join("\n")).toContain('scenario "s", step 2 loop step 1: refers to the environment variable PAUSE');
+    expect(findProblems(script({ flow }), { TOKEN: "t", PAUSE: "1" }).problems).toEqual([]);
+  });
+
+  test("environment references in config, which Artillery renders before the engine sees it, are read from the file", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "preflight-"));
+    const file = path.join(dir, "s.yml");
+    writeFileSync(file, "# {{ $env.IN_A_COMMENT }}\nconfig:\n  cable:\n    headers: { Authorization: \"Bearer {{ $env.API_KEY }}\" }\n");
+    const problems = findProblems(script({ _scriptPath: file }), {}).problems;
+    expect(problems).toEqual([`${file}: refers to the environment variable API_KEY ({{ $env.API_KEY }}), which is not set`]);
+  });
+
+  test("did you mean: config options and step fields within two edits", () => {
+    expect(findProblems(script({ cable: { stampFeild: "t" } }), {}).problems).toEqual(['config.cable: unknown field "stampFeild"; did you mean "stampField"?']);
+    const flow = [{ connect: { cookie: "a=b" } }];
+    expect(findProblems(script({ flow }), {}).problems.join("\n")).toContain('unknown field "cookie"; did you mean "cookies"?');
+    expect(findProblems(script({ cable: { zzzzzz: 1 } }), {}).problems).toEqual(['config.cable: unknown field "zzzzzz"']);
+  });
+
+  test("a script without cable scenarios is not the engine's to check", () => {
+    const s: ScriptLike = { config: { target: "not a url", engines: { cable: {} } }, scenarios: [{ engine: "http", flow: [{ get: { url: "{{ $env.NOPE }}" } }] }] };
+    expect(findProblems(s, {}).problems).toEqual([]);
+  });
+});
