@@ -34,6 +34,10 @@ const smoke: Record<string, Smoke> = {
   // Weights pick senders at random (1 in 5): with 40 users, none is picked once in ~7,000 runs.
   "pusher-broadcast.yml": { users: 40, variables: { lifetime: 2, sends: 8 }, histograms: ["cable.handshake_latency"], pusher: true },
   "pubsub-rooms.yml": { users: 4, variables: { messages: 2, stay: 1 }, histograms: ["cable.publish_latency", "cable.broadcast_latency"], pusher: true },
+  // The capacity scenarios loop until `cable-fanout capacity` says stop, or for capacity_max_s.
+  "capacity-rails.yml": { users: 10, variables: { capacity_max_s: 2 }, histograms: ["cable.handshake_latency", "cable.subscription_latency"] },
+  "capacity-anycable.yml": { users: 10, variables: { capacity_max_s: 2 }, histograms: ["cable.handshake_latency", "cable.subscription_latency"] },
+  "capacity-pusher.yml": { users: 10, variables: { capacity_max_s: 2 }, histograms: ["cable.handshake_latency"], pusher: true },
 };
 
 test("every scenario in scenarios/ has a smoke test", () => {
