@@ -16,7 +16,8 @@ Options:
   --out <file>                  write the markdown here (default: stdout)
   --json <file>                 also write the merged result as JSON (usable as a --baseline)
   --baseline <file|dir>         a --json output or a results directory to compare with
-  --fail-on-regression <pct>    exit 1 when a cell is worse than the baseline by more (e.g. 10%)
+  --fail-on-regression <pct>    exit 1 when a server metric is worse than the baseline by at least
+                                this much (e.g. 10%), significantly and above an absolute floor
   --title <text>                heading of the markdown
   --expect-regions <a,b,…>      regions that must report; absent ones are marked missing
   --expect-tasks <n>            tasks per region (default: the most any region ran)
@@ -80,7 +81,7 @@ function run(argv: string[]): number {
     const regressions = findRegressions(merged, baseline, threshold);
     for (const r of regressions) {
       const change = Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new";
-      process.stderr.write(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${change})\n`);
+      process.stderr.write(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${change}): ${r.reason}\n`);
     }
     if (regressions.length > 0) return EXIT_REGRESSION;
   }

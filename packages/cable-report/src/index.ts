@@ -3,10 +3,11 @@
 export { Plugin, LEGACY_METRICS_FORMAT } from "./plugin.js";
 export { mergeResults, mergeRegions, loadResultsDir, loadBaseline, type Expectations, type RegionTasks } from "./results.js";
 export { renderMarkdown, DEFAULT_MAX_BYTES, type RenderOptions } from "./markdown.js";
-export { findRegressions, type Regression } from "./compare.js";
+export { findRegressions, gateCell, onlyInBaseline, quantileInterval, GATE, type Regression, type GateVerdict } from "./compare.js";
+export { detectSaturation, SATURATION_THRESHOLDS, type GeneratorHealth, type SaturationVerdict } from "./saturation.js";
 export { loadTask, type TaskResult, type HistogramSummary } from "./task.js";
 export { ResultsInputError } from "./input.js";
-export { mergeColumn, mergeDistribution, mergeSketches, approximateDistribution, summarizeSketch } from "./merge.js";
-export { mergedSchema, ALL_REGIONS, type MergedResults, type Column, type RegionColumn, type Distribution } from "./model.js";
+export { mergeColumn, mergeDistribution, mergeSketches, approximateDistribution, summarizeSketch, generatorHealth, EVENT_LOOP_LAG } from "./merge.js";
+export { mergedSchema, ALL_REGIONS, type MergedResults, type Column, type RegionColumn, type Distribution, type GeneratorTask, type RejectedFile } from "./model.js";
 export { sidecarPathFor, sidecarSchema, SIDECAR_SUFFIX, type Sidecar } from "./sidecar.js";
 export { writeFileAtomic } from "./atomic-write.js";

@@ -1,8 +1,9 @@
 // Markdown for a pull-request comment, pure: merged results in, text out,
 // always under the comment size limit.
-import { changeOf, baselineColumn, findRegressions } from "./compare.js";
+import { baselineColumn, changeOf, findRegressions, gateCell, GATE, onlyInBaseline, type Regression } from "./compare.js";
 import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
+import { SATURATION_THRESHOLDS } from "./saturation.js";
 
 export interface RenderOptions {
   title?: string;
@@ -38,8 +39,7 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
     attempts.push({ maxRegions: n, maxErrorRows: 5, charts: false });
   }
   const threshold = options.regressionThreshold;
-  const regressions =
-    options.baseline && threshold !== undefined ? findRegressions(merged, options.baseline, threshold).length : undefined;
+  const regressions = options.baseline && threshold !== undefined ? findRegressions(merged, options.baseline, threshold) : undefined;
   let text = "";
   for (const limits of attempts) {
     text = render(merged, options, limits, regressions);
@@ -48,17 +48,20 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
   throw new Error(`the report does not fit in ${maxBytes} bytes even with one region column`);
 }
 
-/** `regressions`: how many cells regressed beyond the threshold, if one was given. */
-function render(merged: MergedResults, options: RenderOptions, limits: Limits, regressions?: number): string {
+/** `regressions`: the cells that failed the gate, if a threshold was given. */
+function render(merged: MergedResults, options: RenderOptions, limits: Limits, regressions?: Regression[]): string {
   const shown = pickRegions(merged.regions, limits.maxRegions);
   const view: MergedResults = { ...merged, regions: shown };
   const columns: Column[] = [...shown, merged.all];
   const out: string[] = [];
 
   out.push(`## ${inline(options.title ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`)}`, "");
-  out.push(...header(merged, options, regressions));
+  out.push(...header(merged, options, regressions?.length));
+  out.push(...regressionList(regressions ?? [], options.regressionThreshold));
+  out.push(...saturationBanner(merged));
   out.push("", ...table(view, columns, options, limits));
   out.push(...regionMarks(merged.regions));
+  if (options.baseline) out.push(...vanished(merged, options.baseline));
   if (shown.length < merged.regions.length) {
     const left = merged.regions.filter((r) => !shown.includes(r)).map((r) => r.name);
     out.push(
@@ -81,7 +84,41 @@ function pickRegions(regions: RegionColumn[], max: number): RegionColumn[] {
 }
 
 function isFlagged(r: RegionColumn): boolean {
-  return r.tasks < r.expectedTasks;
+  return r.tasks < r.expectedTasks || r.rejected.length > 0;
+}
+
+/** Per failed cell: the change, its interval and the three conditions it met. */
+function regressionList(regressions: Regression[], threshold?: number): string[] {
+  if (regressions.length === 0) return [];
+  const shown = regressions.slice(0, 30).map((r) => `- **${inline(truncate(r.row, 120))}**, ${inline(truncate(r.column, 40))}: ${inline(r.reason)}`);
+  if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more (listed on stderr)`);
+  return ["", `### ❌ Regressions (≥ ${threshold}%, significant, above the floor)`, "", ...shown];
+}
+
+/**
+ * A saturated generator's latencies include its own delay: say so above the
+ * table, naming the tasks, before anyone reads them as the server's.
+ */
+function saturationBanner(merged: MergedResults): string[] {
+  const saturated = merged.regions.flatMap((r) => r.generator.filter((t) => t.saturated));
+  if (saturated.length === 0) return [];
+  const named = saturated.slice(0, 10).map((t) => `\`${inline(truncate(t.file, 100))}\` (${t.reasons.join(", ")})`);
+  const more = saturated.length > 10 ? `, and ${saturated.length - 10} more` : "";
+  return [
+    "",
+    `> ⚠️ **The load generator was saturated** in ${saturated.length} task${saturated.length === 1 ? "" : "s"}: ${named.join("; ")}${more}. ` +
+      "Their latencies include the generator's own delay, so they describe the generator, not the server. " +
+      `Limits: event-loop lag p99 ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms, CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
+      "run fewer virtual users per task, or more tasks.",
+  ];
+}
+
+function vanished(merged: MergedResults, baseline: MergedResults): string[] {
+  const gone = onlyInBaseline(merged, baseline);
+  if (gone.length === 0) return [];
+  const names = gone.slice(0, 30).map((m) => `\`${inline(truncate(m, 80))}\``);
+  const more = gone.length > 30 ? `, … ${gone.length - 30} more` : "";
+  return ["", `- Only in the baseline (not recorded by this run): ${names.join(", ")}${more}`];
 }
 
 function header(merged: MergedResults, options: RenderOptions, regressions?: number): string[] {
@@ -106,7 +143,7 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
         ? ""
         : regressions === 0
           ? ` — no regression beyond ${threshold}%`
-          : ` — ❌ **${regressions} regression${regressions === 1 ? "" : "s"} beyond ${threshold}%** (bold cells)`;
+          : ` — ❌ **${regressions} regression${regressions === 1 ? "" : "s"} beyond ${threshold}%** (bold cells, listed below)`;
     lines.push(`- **Baseline:** ${inline(options.baselineLabel ?? "given")}${verdict}`);
   }
   return lines;
@@ -135,59 +172,145 @@ function cellText(row: Row, column: Column, options: RenderOptions): string {
   const shown = `${row.approximate?.(column) ? "≈" : ""}${format(value, row.unit)}`;
   const before = baselineColumn(options.baseline, column.name);
   const previous = before ? row.value(before) : null;
-  if (previous === null) return shown;
-  return withChange(row, shown, value, previous, options.regressionThreshold);
+  if (previous === null || !before) return shown;
+  const threshold = options.regressionThreshold;
+  const failed = threshold !== undefined && row.gate !== undefined && gateFails(row, column, before, threshold);
+  return withChange(row, shown, value, previous, failed);
 }
 
-function withChange(row: NumericRow, shown: string, value: number, previous: number, threshold?: number): string {
-  const change = changeOf(row, value, previous, threshold);
+function gateFails(row: NumericRow, column: Column, before: Column, threshold: number): boolean {
+  const verdict = gateCell(row, column, before, threshold);
+  return verdict.gated && verdict.regression;
+}
+
+function withChange(row: NumericRow, shown: string, value: number, previous: number, failed: boolean): string {
+  const change = changeOf(row, value, previous);
   const arrow = change.percent > 0 ? "▲" : change.percent < 0 ? "▼" : "";
   const amount = !Number.isFinite(change.percent)
     ? "▲ new"
     : arrow
       ? `${arrow} ${Math.abs(change.percent).toFixed(1)}%`
       : "±0%";
-  return change.regression ? `**${shown} ${amount}**` : `${shown} ${amount}`;
+  return failed ? `**${shown} ${amount}**` : `${shown} ${amount}`;
 }
 
 function regionMark(column: RegionColumn): string {
   if (column.tasks === 0) return " ❌";
-  return column.tasks < column.expectedTasks ? " ⚠️" : "";
+  return isFlagged(column) ? " ⚠️" : "";
 }
 
 function regionMarks(regions: RegionColumn[]): string[] {
-  const lines = regions.filter(isFlagged).map((r) =>
-    r.tasks === 0
-      ? `- ❌ **${inline(r.name)}**: no reports (expected ${r.expectedTasks} task${r.expectedTasks === 1 ? "" : "s"})`
-      : `- ⚠️ **${inline(r.name)}**: ${r.tasks} of ${r.expectedTasks} tasks reported`,
-  );
+  const lines = regions.filter(isFlagged).map((r) => {
+    const files = r.rejected
+      .slice(0, 5)
+      .map((f) => `${f.kind === "corrupt" ? "corrupt" : "duplicate"} \`${inline(truncate(f.file, 100))}\` (${inline(truncate(f.reason, 160))})`);
+    if (r.rejected.length > 5) files.push(`${r.rejected.length - 5} more`);
+    const detail = files.length > 0 ? `; ${files.join("; ")}` : "";
+    return r.tasks === 0
+      ? `- ❌ **${inline(r.name)}**: no reports (expected ${r.expectedTasks} task${r.expectedTasks === 1 ? "" : "s"})${detail}`
+      : `- ⚠️ **${inline(r.name)}**: ${r.tasks} of ${r.expectedTasks} tasks reported${detail}`;
+  });
   return lines.length > 0 ? ["", ...lines.slice(0, 50)] : [];
 }
 
 /**
- * One xychart per latency metric. Mermaid draws bar series on top of each
- * other, so p99, p95 and p50 drawn in that order read as nested bars.
+ * Charts that do not mislead: the y-axis starts at 0; a column without data
+ * gets no bar (it is named under the chart instead of drawn as 0); p99 and
+ * p50 share a chart only when they are within 10× of each other (else one
+ * chart each), and columns more than 10× apart go to separate charts, so a
+ * small series is never crushed. Mermaid's xychart has no legend and draws bar
+ * series on top of each other, so the colours are fixed and named under each
+ * chart. The first metric's charts are shown; the rest fold into <details>.
  */
 function charts(view: MergedResults, columns: Column[]): string[] {
-  const out: string[] = [];
-  const labels = columns.map((c) => `"${chartLabel(c.name)}"`).join(", ");
-  for (const { metric, title } of latencyMetrics(view)) {
-    const series = (stat: "p50" | "p95" | "p99") =>
-      `[${columns.map((c) => c.histograms[metric]?.[stat] ?? 0).join(", ")}]`;
-    out.push(
-      "",
-      "```mermaid",
-      "xychart-beta",
-      `    title "${chartLabel(title)} (ms): p99, p95, p50 bars back to front"`,
-      `    x-axis [${labels}]`,
-      '    y-axis "ms"',
-      `    bar ${series("p99")}`,
-      `    bar ${series("p95")}`,
-      `    bar ${series("p50")}`,
-      "```",
-    );
+  const metrics = latencyMetrics(view);
+  const blocks = metrics.map(({ metric, title }) => metricCharts(metric, title, columns));
+  const [first, ...rest] = blocks;
+  if (!first) return [];
+  const out = ["", "### Latency charts", ...first];
+  if (rest.length > 0) {
+    out.push("", `<details><summary>${rest.length} more latency chart${rest.length === 1 ? "" : "s"}</summary>`, ...rest.flat(), "", "</details>");
   }
   return out;
+}
+
+/** Mermaid's default palette is not fixed across themes; these match the legend's squares. */
+const P99_COLOUR = "#4e79a7";
+const P50_COLOUR = "#f28e2b";
+const RANGE_LIMIT = 10;
+
+interface ChartSeries {
+  label: string;
+  colour: string;
+  square: string;
+  values: number[];
+}
+
+function metricCharts(metric: string, title: string, columns: Column[]): string[] {
+  const withData = columns.filter((c) => c.tasks > 0 && c.histograms[metric]);
+  const missing = columns.filter((c) => !withData.includes(c));
+  const p99 = withData.map((c) => c.histograms[metric].p99);
+  const p50 = withData.map((c) => c.histograms[metric].p50);
+  const out: string[] = ["", `**${inline(title)} (ms)**`];
+  const together = spread([...p99, ...p50]) <= RANGE_LIMIT;
+  const seriesSets: ChartSeries[][] = together
+    ? [[{ label: "p99", colour: P99_COLOUR, square: "🟦", values: p99 }, { label: "p50", colour: P50_COLOUR, square: "🟧", values: p50 }]]
+    : [[{ label: "p99", colour: P99_COLOUR, square: "🟦", values: p99 }], [{ label: "p50", colour: P50_COLOUR, square: "🟧", values: p50 }]];
+  for (const series of seriesSets) {
+    for (const band of bands(withData.map((_, i) => i), (i) => Math.max(...series.map((s) => s.values[i])))) {
+      out.push(...xychart(title, band.map((i) => withData[i].name), series.map((s) => ({ ...s, values: band.map((i) => s.values[i]) }))));
+    }
+  }
+  if (missing.length > 0) out.push("", `No data (no bar): ${missing.map((c) => inline(c.name)).join(", ")}`);
+  return out;
+}
+
+/** Largest over smallest positive value (1 when there is nothing to compare). */
+function spread(values: number[]): number {
+  const positive = values.filter((v) => v > 0);
+  return positive.length < 2 ? 1 : Math.max(...positive) / Math.min(...positive);
+}
+
+/** Columns grouped so that within a group the largest value is at most 10× the smallest, in column order. */
+function bands(indices: number[], value: (i: number) => number): number[][] {
+  const sorted = [...indices].sort((a, b) => value(a) - value(b));
+  const groups: number[][] = [];
+  for (const i of sorted) {
+    const group = groups[groups.length - 1];
+    const floor = group ? Math.max(value(group[0]), Number.MIN_VALUE) : 0;
+    if (group && value(i) <= floor * RANGE_LIMIT) group.push(i);
+    else groups.push([i]);
+  }
+  return groups.map((g) => g.sort((a, b) => a - b));
+}
+
+function xychart(title: string, labels: string[], series: ChartSeries[]): string[] {
+  const top = niceCeiling(Math.max(...series.flatMap((s) => s.values), 0));
+  const palette = series.map((s) => s.colour).join(", ");
+  return [
+    "",
+    "```mermaid",
+    `%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "${palette}"}}}}%%`,
+    "xychart-beta",
+    `    title "${chartLabel(`${title}: ${series.map((s) => s.label).join(" and ")}`)}"`,
+    `    x-axis [${labels.map((l) => `"${chartLabel(l)}"`).join(", ")}]`,
+    `    y-axis "ms" 0 --> ${top}`,
+    ...series.map((s) => `    bar [${s.values.join(", ")}]`),
+    "```",
+    "",
+    series.length > 1
+      ? `${series.map((s) => `${s.square} ${s.label}`).join(" · ")} (${series[series.length - 1].label} drawn in front); one bar per region`
+      : `${series[0].square} ${series[0].label}; one bar per region`,
+  ];
+}
+
+/** A round axis top a little above the largest value: 1, 2 or 5 × 10ⁿ. */
+function niceCeiling(max: number): number {
+  if (max <= 0) return 1;
+  const target = max * 1.1;
+  const magnitude = 10 ** Math.floor(Math.log10(target));
+  const step = [1, 2, 5, 10].find((m) => m * magnitude >= target)!;
+  return Number((step * magnitude).toPrecision(12));
 }
 
 function notes(merged: MergedResults, options: RenderOptions): string[] {
@@ -197,7 +320,19 @@ function notes(merged: MergedResults, options: RenderOptions): string[] {
     "- Percentiles are merged from the tasks' DDSketch histograms (1% relative accuracy), as Artillery merges its workers; " +
       "peaks are the highest 10 s period after summing the tasks' periods by timestamp.",
   );
-  if (options.baseline) lines.push("- ▲/▼: change from the baseline; bold: a regression beyond the threshold.");
+  if (options.baseline) {
+    lines.push(
+      "- ▲/▼: change from the baseline. Bold: the cell failed the regression gate, which needs all three of: a change of at least the " +
+        "threshold; significance (the 95% intervals of the two runs' percentiles, or of the error rates per user, do not overlap); " +
+        `and more than the floor (${GATE.latencyFloorMs} ms; ${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
+        "Only server latencies (p50, p95, p99), failed and incomplete users and errors are gated: never Max, ≈ values, " +
+        `metrics with fewer than ${GATE.minSamples} samples (p99: ${GATE.minTailSamples * 100}), the generator's lag or CPU, or custom metrics.`,
+    );
+  }
+  lines.push(
+    `- Load generator: event-loop lag is the engine's worst delay per second; CPU is process CPU time over wall time, in % of Artillery's ` +
+      `worker threads. Over ${SATURATION_THRESHOLDS.lagP99Ms} ms lag p99 or ${SATURATION_THRESHOLDS.cpuPercent}% CPU, a task counts as saturated.`,
+  );
   return ["", "<details><summary>Notes</summary>", "", ...lines, "", "</details>"];
 }
 
@@ -215,7 +350,7 @@ function phase(p: Record<string, unknown>): string {
 }
 
 function format(value: number, unit: Unit): string {
-  const digits = unit === "ms" ? 1 : unit === "rate" && !Number.isInteger(value) ? 1 : 0;
+  const digits = unit === "ms" || unit === "value" ? 1 : (unit === "rate" || unit === "percent") && !Number.isInteger(value) ? 1 : 0;
   return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 

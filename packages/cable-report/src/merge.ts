@@ -1,11 +1,15 @@
 // Merge math, pure: tasks in, one column of the comparison out.
 import { DDSketch } from "@artilleryio/sketches-js";
-import type { CheckTally, Column, Distribution } from "./model.js";
-import { RELATIVE_ACCURACY } from "./sidecar.js";
+import type { CheckTally, Column, Distribution, GeneratorTask } from "./model.js";
+import { detectSaturation } from "./saturation.js";
+import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
 /** Per-period, per-process peak of open connections; its sum over periods means nothing. */
 export const OPEN_PEAK_COUNTER = "cable.connections_open_peak";
+
+/** The engine's per-second worst event-loop delay (artillery-engine-cable lag.ts): the generator's, not the server's. */
+export const EVENT_LOOP_LAG = "cable.event_loop_lag";
 
 export function mergeColumn(name: string, tasks: TaskResult[], files: string[]): Column {
   const histogramNames = new Set(tasks.flatMap((t) => Object.keys(t.summaries)));
@@ -30,7 +34,18 @@ export function mergeColumn(name: string, tasks: TaskResult[], files: string[]):
     tasksWithChecks: tasks.filter((t) => t.checks !== null).length,
     firstMetricAt: extreme(tasks.map((t) => t.firstMetricAt), Math.min),
     lastMetricAt: extreme(tasks.map((t) => t.lastMetricAt), Math.max),
+    generator: tasks.map((t, i) => generatorHealth(t, files[i] ?? t.reportFile)),
+    rejected: [],
   };
+}
+
+/** One task's generator health: its own lag p99 (a merged p99 would hide one saturated task among idle ones) and CPU. */
+export function generatorHealth(task: TaskResult, file: string): GeneratorTask {
+  const sketch = task.sketches?.[EVENT_LOOP_LAG];
+  const summary = task.summaries[EVENT_LOOP_LAG];
+  const lagP99 = sketch && sketch.count > 0 ? summarizeSketch(sketch).p99 : summary ? summary.p99 : null;
+  const health = { lagP99, cpuMean: task.generator?.cpuMean ?? null, cpuPeak: task.generator?.cpuPeak ?? null };
+  return { file, ...health, ...detectSaturation(health) };
 }
 
 /**
@@ -41,10 +56,11 @@ export function mergeColumn(name: string, tasks: TaskResult[], files: string[]):
 export function mergeDistribution(tasks: TaskResult[], metric: string): Distribution {
   if (tasks.length === 0) throw new Error(`no task recorded histogram "${metric}"`);
   if (tasks.every((t) => t.sketches?.[metric])) {
-    return { ...summarizeSketch(mergeSketches(tasks.map((t) => t.sketches![metric]))), approximate: false };
+    const sketch = mergeSketches(tasks.map((t) => t.sketches![metric]));
+    return { ...summarizeSketch(sketch), approximate: false, sketch: encodeSketch(sketch) };
   }
   const summaries = tasks.map((t) => t.summaries[metric]);
-  if (summaries.length === 1) return { ...withoutMedian(summaries[0]), approximate: false };
+  if (summaries.length === 1) return { ...clampPercentiles(withoutMedian(summaries[0])), approximate: false };
   return approximateDistribution(summaries);
 }
 
@@ -54,10 +70,17 @@ export function mergeSketches(sketches: DDSketch[]): DDSketch {
   return merged;
 }
 
-/** The same numbers Artillery reports for a sketch (ssms.ts summarizeHistogram). */
-export function summarizeSketch(sketch: DDSketch): Omit<Distribution, "approximate"> {
+/**
+ * The numbers Artillery reports for a sketch (ssms.ts summarizeHistogram),
+ * except that percentiles are kept within [min, max]: a sketch's bucket value
+ * can sit up to 1% past the extremes it actually saw.
+ */
+export function summarizeSketch(sketch: DDSketch): Omit<Distribution, "approximate" | "sketch"> {
+  if (sketch.count === 0) {
+    return { count: 0, min: 0, max: 0, mean: 0, p50: 0, p75: 0, p90: 0, p95: 0, p99: 0, p999: 0 };
+  }
   const at = (q: number) => round1(sketch.getValueAtQuantile(q));
-  return {
+  return clampPercentiles({
     count: sketch.count,
     min: round1(sketch.min),
     max: round1(sketch.max),
@@ -68,7 +91,13 @@ export function summarizeSketch(sketch: DDSketch): Omit<Distribution, "approxima
     p95: at(0.95),
     p99: at(0.99),
     p999: at(0.999),
-  };
+  });
+}
+
+/** Percentiles inside [min, max] (rounding and sketch buckets can put them a hair outside). */
+export function clampPercentiles<T extends Omit<Distribution, "approximate" | "sketch">>(d: T): T {
+  const clamp = (x: number) => Math.min(Math.max(x, d.min), d.max);
+  return { ...d, p50: clamp(d.p50), p75: clamp(d.p75), p90: clamp(d.p90), p95: clamp(d.p95), p99: clamp(d.p99), p999: clamp(d.p999) };
 }
 
 const QUANTILE_KEYS = ["p50", "p75", "p90", "p95", "p99", "p999"] as const;
@@ -99,7 +128,7 @@ export function approximateDistribution(summaries: HistogramSummary[]): Distribu
     { x, q: mixtureAt(x, "after") },
   ]);
   const quantile = (q: number) => round1(invert(mixture, q));
-  return {
+  return clampPercentiles({
     count,
     min: Math.min(...summaries.map((s) => s.min)),
     max: Math.max(...summaries.map((s) => s.max)),
@@ -111,7 +140,7 @@ export function approximateDistribution(summaries: HistogramSummary[]): Distribu
     p99: quantile(0.99),
     p999: quantile(0.999),
     approximate: true,
-  };
+  });
 }
 
 interface Knot {
@@ -158,7 +187,7 @@ function invert(points: Knot[], q: number): number {
   return points[points.length - 1].x;
 }
 
-function withoutMedian(s: HistogramSummary): Omit<Distribution, "approximate"> {
+function withoutMedian(s: HistogramSummary): Omit<Distribution, "approximate" | "sketch"> {
   const { median: _median, ...rest } = s;
   return rest;
 }

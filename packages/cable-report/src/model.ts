@@ -3,7 +3,8 @@
 import { z } from "zod";
 
 export const MERGED_FORMAT = "cable-report-merged";
-export const MERGED_VERSION = 1;
+/** 2 added the merged sketches, the generator's health and the tasks left out; version 1 files still load. */
+export const MERGED_VERSION = 2;
 export const ALL_REGIONS = "all regions";
 
 const distributionSchema = z.object({
@@ -19,6 +20,29 @@ const distributionSchema = z.object({
   p999: z.number(),
   /** Percentiles interpolated from Artillery's summaries because some task had no sidecar. */
   approximate: z.boolean(),
+  /** base64 of the merged `DDSketch.toProto()` when exact: what the regression gate tests. */
+  sketch: z.string().optional(),
+});
+
+/** The load generator's own health in one task (see saturation.ts). */
+const generatorTaskSchema = z.object({
+  /** Report file, relative to the results directory. */
+  file: z.string(),
+  /** p99 of `cable.event_loop_lag` (ms); null when the engine recorded none. */
+  lagP99: z.number().nullable(),
+  /** Process CPU time over wall time, in % of the worker threads' capacity: whole run, and busiest period. */
+  cpuMean: z.number().nullable(),
+  cpuPeak: z.number().nullable(),
+  saturated: z.boolean(),
+  /** Why it counts as saturated, e.g. "event-loop lag p99 424 ms > 100 ms". */
+  reasons: z.array(z.string()),
+});
+
+/** A task file that could not be used, and why. */
+const rejectedSchema = z.object({
+  file: z.string(),
+  kind: z.enum(["corrupt", "duplicate"]),
+  reason: z.string(),
 });
 
 const checkTallySchema = z.object({
@@ -44,6 +68,9 @@ const columnSchema = z.object({
   tasksWithChecks: z.number(),
   firstMetricAt: z.number().nullable(),
   lastMetricAt: z.number().nullable(),
+  generator: z.array(generatorTaskSchema).default([]),
+  /** Task files that were corrupt or truncated (left out) or duplicates (counted once). */
+  rejected: z.array(rejectedSchema).default([]),
 });
 
 const regionSchema = columnSchema.extend({
@@ -52,7 +79,7 @@ const regionSchema = columnSchema.extend({
 
 export const mergedSchema = z.object({
   format: z.literal(MERGED_FORMAT),
-  version: z.literal(MERGED_VERSION),
+  version: z.union([z.literal(1), z.literal(MERGED_VERSION)]),
   test: z.object({
     /** "" when no task had a sidecar to name it. */
     name: z.string(),
@@ -65,6 +92,8 @@ export const mergedSchema = z.object({
 });
 
 export type Distribution = z.infer<typeof distributionSchema>;
+export type GeneratorTask = z.infer<typeof generatorTaskSchema>;
+export type RejectedFile = z.infer<typeof rejectedSchema>;
 export type CheckTally = z.infer<typeof checkTallySchema>;
 export type Column = z.infer<typeof columnSchema>;
 export type RegionColumn = z.infer<typeof regionSchema>;

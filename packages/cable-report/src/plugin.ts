@@ -5,6 +5,7 @@
 // plugin event bus with the live DDSketch objects), so the workers do nothing.
 import type { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
+import { cpus } from "node:os";
 import { isMainThread } from "node:worker_threads";
 import type { DDSketch } from "@artilleryio/sketches-js";
 import { writeFileAtomic } from "./atomic-write.js";
@@ -56,8 +57,49 @@ declare global {
 /** Artillery hands v2 plugins the new metrics format (with DDSketch objects) only when this is false. */
 export const LEGACY_METRICS_FORMAT = false;
 
+/**
+ * CPU use of the whole process (every worker thread, the main thread, GC) over
+ * wall time, in % of Artillery's worker threads (launch-platform: one per core
+ * but one), from the first phase's start: before it, loading the script and
+ * starting the workers would count as load. Windows end at each period report;
+ * a window under a second is too short to mean anything.
+ */
+class CpuMeter {
+  private readonly workers = Math.max(1, cpus().length - 1);
+  private start?: { usage: NodeJS.CpuUsage; at: number };
+  private last?: { usage: NodeJS.CpuUsage; at: number };
+  private peak: number | null = null;
+
+  begin(): void {
+    if (this.start) return;
+    this.start = this.last = { usage: process.cpuUsage(), at: performance.now() };
+  }
+
+  /** Closes a window (at a period report, or at the end). */
+  mark(): void {
+    if (!this.last) return;
+    const now = { usage: process.cpuUsage(), at: performance.now() };
+    const percent = this.percent(this.last, now);
+    if (percent !== null) this.peak = Math.max(this.peak ?? 0, percent);
+    this.last = now;
+  }
+
+  summary(): NonNullable<Sidecar["generator"]> {
+    const mean = this.start && this.last ? this.percent(this.start, this.last) : null;
+    return { workers: this.workers, cpuMean: mean, cpuPeak: this.peak };
+  }
+
+  private percent(from: { usage: NodeJS.CpuUsage; at: number }, to: { usage: NodeJS.CpuUsage; at: number }): number | null {
+    const wallMs = to.at - from.at;
+    if (wallMs < 1_000) return null;
+    const cpuMs = (to.usage.user - from.usage.user + to.usage.system - from.usage.system) / 1_000;
+    return Math.round((cpuMs / wallMs / this.workers) * 1_000) / 10;
+  }
+}
+
 export class Plugin {
   private readonly periods: Sidecar["periods"] = [];
+  private readonly cpu = new CpuMeter();
   private checks: CheckOutcome[] | null = null;
   private sidecar: Sidecar | undefined;
 
@@ -79,7 +121,9 @@ export class Plugin {
 
     // Serialize each period as it arrives: Artillery later deletes the
     // histograms from these same objects when it writes the report.
+    events.on("phaseStarted", () => this.cpu.begin());
     events.on("stats", (stats: PeriodStats) => {
+      this.cpu.mark();
       this.periods.push({
         period: Number(stats.period),
         counters: { ...stats.counters },
@@ -88,6 +132,7 @@ export class Plugin {
     });
 
     events.on("done", (stats: PeriodStats) => {
+      this.cpu.mark();
       this.sidecar = {
         format: SIDECAR_FORMAT,
         version: SIDECAR_VERSION,
@@ -108,6 +153,7 @@ export class Plugin {
         },
         periods: [...this.periods].sort((a, b) => a.period - b.period),
         checks: null,
+        generator: this.cpu.summary(),
       };
       this.write(sidecarPath);
     });

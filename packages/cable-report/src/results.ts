@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { mergeColumn } from "./merge.js";
-import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, type MergedResults, type RegionColumn } from "./model.js";
+import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, type MergedResults, type RegionColumn, type RejectedFile } from "./model.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
 import { loadTask, type TaskResult } from "./task.js";
@@ -20,6 +20,8 @@ export interface RegionTasks {
   tasks: TaskResult[];
   /** Report paths relative to the results directory, in the order of `tasks`. */
   files: string[];
+  /** Files left out: corrupt or truncated reports, and duplicate copies of a task. */
+  rejected?: RejectedFile[];
 }
 
 export function mergeResults(dir: string, expectations: Expectations = {}): MergedResults {
@@ -36,7 +38,8 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
     throw new ResultsInputError(dir, "holds no region folders (expected <results-dir>/<region>/<report>.json)");
   }
   const notes: string[] = [];
-  const regions = regionNames.map((name) => {
+  const seen = new Map<string, string>();
+  const regions = regionNames.map((name): RegionTasks => {
     const jsonFiles = listJsonFiles(join(dir, name));
     const reports = jsonFiles.filter((f) => !isSidecarPath(f));
     const expectedSidecars = new Set(reports.map(sidecarPathFor));
@@ -45,13 +48,49 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
         notes.push(`${relative(dir, sidecar)} has no report beside it; that task is not counted.`);
       }
     }
-    return { name, tasks: reports.map(loadTask), files: reports.map((f) => relative(dir, f)) };
+    const region: RegionTasks = { name, tasks: [], files: [], rejected: [] };
+    for (const report of reports) {
+      const file = relative(dir, report);
+      let task: TaskResult;
+      try {
+        task = loadTask(report);
+      } catch (err) {
+        // One bad task file must not cost the other tasks and regions their report.
+        if (!(err instanceof ResultsInputError)) throw err;
+        region.rejected!.push({ file, kind: "corrupt", reason: err.message.slice(report.length + 2) });
+        continue;
+      }
+      const identity = taskIdentity(task);
+      const original = seen.get(identity);
+      if (original !== undefined) {
+        region.rejected!.push({ file, kind: "duplicate", reason: `a copy of ${original} (same test run), counted once` });
+        continue;
+      }
+      seen.set(identity, file);
+      if (task.sidecarProblem) notes.push(`${file}: its sidecar was not used (${task.sidecarProblem}); percentiles from its report only.`);
+      region.tasks.push(task);
+      region.files.push(file);
+    }
+    return region;
   });
   if (regions.every((r) => r.tasks.length === 0)) {
-    throw new ResultsInputError(dir, "holds no Artillery reports (*.json) in its region folders");
+    const rejected = regions.flatMap((r) => r.rejected ?? []);
+    const why = rejected.length > 0 ? ` that could be read (${rejected.map((r) => `${r.file}: ${r.reason}`).join("; ")})` : " (*.json)";
+    throw new ResultsInputError(dir, `holds no Artillery reports${why} in its region folders`);
   }
   checkSameTest(regions.flatMap((r) => r.tasks));
   return { regions, notes };
+}
+
+/**
+ * A task copied twice (a folder synced again, a retried download) must count
+ * once. Artillery gives every run its own test run id; a report without a
+ * sidecar is identified by its timestamps and counters, which a copy shares.
+ */
+function taskIdentity(task: TaskResult): string {
+  if (task.testRunId) return `run:${task.testRunId}`;
+  if (task.firstMetricAt === undefined) return `file:${task.reportFile}`;
+  return `report:${task.firstMetricAt}:${task.lastMetricAt}:${JSON.stringify(Object.entries(task.counters).sort())}`;
 }
 
 /** A merged JSON (from --json) or a results directory, merged on the spot. */
@@ -72,11 +111,17 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     if (!byName.has(name)) byName.set(name, { name, tasks: [], files: [] });
   }
   const ordered = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
-  const expectedTasks = expectations.tasksPerRegion ?? Math.max(...ordered.map((r) => r.tasks.length));
+  // A corrupt task file still stands for a task that ran.
+  const corrupt = (r: RegionTasks) => (r.rejected ?? []).filter((f) => f.kind === "corrupt").length;
+  const expectedTasks = expectations.tasksPerRegion ?? Math.max(...ordered.map((r) => r.tasks.length + corrupt(r)));
 
-  const columns: RegionColumn[] = ordered.map((r) => ({ ...mergeColumn(r.name, r.tasks, r.files), expectedTasks }));
+  const columns: RegionColumn[] = ordered.map((r) => ({
+    ...mergeColumn(r.name, r.tasks, r.files),
+    rejected: r.rejected ?? [],
+    expectedTasks,
+  }));
   const allTasks = ordered.flatMap((r) => r.tasks);
-  const all = mergeColumn(ALL_REGIONS, allTasks, ordered.flatMap((r) => r.files));
+  const all = { ...mergeColumn(ALL_REGIONS, allTasks, ordered.flatMap((r) => r.files)), rejected: ordered.flatMap((r) => r.rejected ?? []) };
   const described = allTasks.find((t) => t.test)?.test;
 
   const merged: MergedResults = {

@@ -1,9 +1,19 @@
 // The rows of the comparison table: which number each row reads from a column,
 // how it is formatted, and which direction is a regression. Shared by the
 // markdown renderer and the baseline comparison.
-import type { Column, Distribution, MergedResults } from "./model.js";
+import { EVENT_LOOP_LAG, OPEN_PEAK_COUNTER } from "./merge.js";
+import type { Column, Distribution, MergedResults, RegionColumn } from "./model.js";
 
-export type Unit = "count" | "ms" | "rate";
+export type Unit = "count" | "ms" | "rate" | "percent" | "value";
+
+/**
+ * How the regression gate tests a row (compare.ts); rows without one show a
+ * change from the baseline but never fail the gate.
+ * - quantile: the q-quantile of a server latency histogram, from the merged sketches.
+ * - rate: events per created virtual user (`counters` summed; `complement`:
+ *   created minus them, e.g. users that did not complete).
+ */
+export type GateSpec = { kind: "quantile"; metric: string; q: number } | { kind: "rate"; counters: string[]; complement?: boolean };
 
 export interface NumericRow {
   kind: "numeric";
@@ -14,6 +24,7 @@ export interface NumericRow {
   worse: "up" | "down" | null;
   value(column: Column): number | null;
   approximate?(column: Column): boolean;
+  gate?: GateSpec;
 }
 
 export interface TextRow {
@@ -38,9 +49,12 @@ const KNOWN_LATENCIES: Array<[string, string]> = [
   ["cable.publish_latency", "Publish latency"],
 ];
 
-/** Engine latency histograms present in any column: the known ones first, then any other `cable.*`. */
+/**
+ * Engine latency histograms present in any column: the known ones first, then
+ * any other `cable.*`, except the generator's own event-loop lag.
+ */
 export function latencyMetrics(merged: MergedResults): Array<{ metric: string; title: string }> {
-  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.")));
+  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.") && name !== EVENT_LOOP_LAG));
   const known = KNOWN_LATENCIES.filter(([metric]) => present.has(metric)).map(([metric, title]) => ({ metric, title }));
   const knownNames = new Set(KNOWN_LATENCIES.map(([metric]) => metric));
   const others = [...present]
@@ -56,9 +70,10 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
   const counterRow = (section: string, label: string, counter: string, worse: NumericRow["worse"]) =>
     counterRowOf(section, label, counter, worse, seen);
   const rows: Row[] = [
+    tasksRow(merged),
     counterRow("Virtual users", "Created", "vusers.created", null),
-    counterRow("Virtual users", "Completed", "vusers.completed", "down"),
-    counterRow("Virtual users", "Failed", "vusers.failed", "up"),
+    { ...counterRow("Virtual users", "Completed", "vusers.completed", "down"), gate: { kind: "rate", counters: ["vusers.completed"], complement: true } },
+    { ...counterRow("Virtual users", "Failed", "vusers.failed", "up"), gate: { kind: "rate", counters: ["vusers.failed"] } },
     ...distributionRows("Session length (ms)", "vusers.session_length", [
       ["Min", "min"],
       ["Max", "max"],
@@ -73,14 +88,15 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
     rateRow("Messages", "Peak send rate (msg/s)", "cable.send_rate", "peak"),
     rateRow("Messages", "Average receive rate (msg/s)", "cable.receive_rate", "mean"),
     rateRow("Messages", "Peak receive rate (msg/s)", "cable.receive_rate", "peak"),
-    ...latencyMetrics(merged).flatMap(({ metric, title }) =>
-      distributionRows(`${title} (ms)`, metric, [
+    ...latencyMetrics(merged).flatMap(({ metric, title }) => [
+      samplesRow(`${title} (ms)`, metric),
+      ...distributionRows(`${title} (ms)`, metric, [
         ["p50", "p50"],
         ["p95", "p95"],
         ["p99", "p99"],
         ["Max", "max"],
       ], "up"),
-    ),
+    ]),
     {
       kind: "numeric",
       section: "Connections",
@@ -91,7 +107,10 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
     },
     counterRow("Connections", "Opened", "cable.connections", null),
     counterRow("Connections", "Subscriptions", "cable.subscriptions", null),
+    ...customHistogramRows(merged),
     ...errorRows(merged.all, limits.maxErrorRows),
+    ...otherCounterRows(merged.all, limits.maxErrorRows, seen),
+    ...generatorRows(),
     ...checkRows(columns),
   ];
   // A row no column has data for (say, rtt in a broadcast-only test) is noise.
@@ -120,24 +139,108 @@ function rateRow(section: string, label: string, rate: string, stat: "mean" | "p
   return { kind: "numeric", section, label, unit: "rate", worse: null, value: (c) => c.rates[rate]?.[stat] ?? null };
 }
 
-type DistributionStat = Exclude<keyof Distribution, "approximate" | "count">;
+type DistributionStat = Exclude<keyof Distribution, "approximate" | "count" | "sketch">;
 
+const QUANTILE_OF: Partial<Record<DistributionStat, number>> = { p50: 0.5, p95: 0.95, p99: 0.99 };
+
+/**
+ * `worse: "up"` rows are server latencies: their percentiles are gated. Max is
+ * never gated: one sample, so one hiccup of the network or the generator.
+ */
 function distributionRows(
   section: string,
   metric: string,
   stats: Array<[string, DistributionStat]>,
   worse: NumericRow["worse"],
+  unit: Unit = "ms",
 ): NumericRow[] {
-  return stats.map(([label, stat]) => ({
-    kind: "numeric",
-    section,
-    label,
-    unit: "ms",
-    worse,
-    value: (c) => c.histograms[metric]?.[stat] ?? null,
-    // min, max and mean merge exactly from summaries; only percentiles are interpolated.
-    approximate: (c) => stat.startsWith("p") && (c.histograms[metric]?.approximate ?? false),
-  }));
+  return stats.map(([label, stat]): NumericRow => {
+    const q = QUANTILE_OF[stat];
+    return {
+      kind: "numeric",
+      section,
+      label,
+      unit,
+      worse,
+      value: (c) => c.histograms[metric]?.[stat] ?? null,
+      // min, max and mean merge exactly from summaries; only percentiles are interpolated.
+      approximate: (c) => stat.startsWith("p") && (c.histograms[metric]?.approximate ?? false),
+      ...(worse === "up" && q !== undefined ? { gate: { kind: "quantile" as const, metric, q } } : {}),
+    };
+  });
+}
+
+function samplesRow(section: string, metric: string): NumericRow {
+  return { kind: "numeric", section, label: "Samples", unit: "count", worse: null, value: (c) => c.histograms[metric]?.count ?? null };
+}
+
+/** Tasks merged per column, and the files that could not be: a reviewer must see a corrupt task. */
+function tasksRow(merged: MergedResults): TextRow {
+  return {
+    kind: "text",
+    section: "Tasks",
+    label: "Merged",
+    text: (c) => {
+      const expected = c === merged.all ? merged.regions.reduce((n, r) => n + r.expectedTasks, 0) : (c as RegionColumn).expectedTasks;
+      const corrupt = c.rejected.filter((r) => r.kind === "corrupt").length;
+      const duplicates = c.rejected.length - corrupt;
+      const parts = [c.tasks < expected ? `⚠️ ${c.tasks} of ${expected}` : `${c.tasks}`];
+      if (corrupt > 0) parts.push(`${corrupt} corrupt`);
+      if (duplicates > 0) parts.push(`${duplicates} duplicate${duplicates === 1 ? "" : "s"} ignored`);
+      return parts.join(", ");
+    },
+  };
+}
+
+/** Histograms a processor recorded itself (`events.emit("histogram", …)`): shown, never gated (their direction is unknown). */
+function customHistogramRows(merged: MergedResults): NumericRow[] {
+  const custom = Object.keys(merged.all.histograms)
+    .filter((name) => !name.startsWith("cable.") && name !== "vusers.session_length")
+    .sort()
+    .slice(0, MAX_CUSTOM_HISTOGRAMS);
+  return custom.flatMap((metric) => [
+    samplesRow(metric, metric),
+    ...distributionRows(metric, metric, [["p50", "p50"], ["p95", "p95"], ["p99", "p99"], ["Max", "max"]], null, "value"),
+  ]);
+}
+
+const MAX_CUSTOM_HISTOGRAMS = 10;
+
+/** Counters shown in rows of their own (or meaningless summed), so not again under "Other counters". */
+const SHOWN_COUNTERS = new Set([
+  "vusers.created",
+  "vusers.completed",
+  "vusers.failed",
+  "cable.messages_sent",
+  "cable.messages_received",
+  "cable.connections",
+  "cable.subscriptions",
+  OPEN_PEAK_COUNTER,
+]);
+
+/** Every counter no other row shows (the engine's other counters, a processor's own), by name. */
+function otherCounterRows(all: Column, maxRows: number, seen: Set<string>): NumericRow[] {
+  const names = Object.keys(all.counters)
+    .filter((name) => !SHOWN_COUNTERS.has(name) && !name.startsWith(ERROR_PREFIX) && !name.startsWith("vusers.created_by_name."))
+    .sort()
+    .slice(0, maxRows);
+  return names.map((name) => counterRowOf("Other counters", name, name, null, seen));
+}
+
+/**
+ * The load generator's own health (saturation.ts): the merged lag, and the
+ * busiest task's CPU. Never gated, because they describe the generator.
+ */
+function generatorRows(): NumericRow[] {
+  const busiest = (c: Column, pick: "cpuMean" | "cpuPeak") => {
+    const values = c.generator.map((t) => t[pick]).filter((v): v is number => v !== null);
+    return values.length > 0 ? Math.max(...values) : null;
+  };
+  return [
+    ...distributionRows("Load generator", EVENT_LOOP_LAG, [["Event-loop lag p99 (ms)", "p99"], ["Event-loop lag max (ms)", "max"]], null),
+    { kind: "numeric", section: "Load generator", label: "CPU, whole run, busiest task (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuMean") },
+    { kind: "numeric", section: "Load generator", label: "CPU, busiest period (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuPeak") },
+  ];
 }
 
 const ERROR_PREFIX = "errors.";
@@ -155,6 +258,7 @@ function errorRows(all: Column, maxRows: number): NumericRow[] {
     unit: "count",
     worse: "up",
     value: (c) => sumOf(c, counters),
+    gate: { kind: "rate", counters },
   });
   const shown = names.length > maxRows ? names.slice(0, maxRows - 1) : names;
   const rest = names.slice(shown.length);

@@ -56,6 +56,18 @@ export const sidecarSchema = z.object({
   ),
   /** null: no `ensure` checks ran in that task. */
   checks: z.array(checkSchema).nullable(),
+  /**
+   * The generator's CPU: process CPU time (every thread) over wall time, in %
+   * of `workers` threads, over the whole run since the first phase started and
+   * in its busiest period. Absent in sidecars written before it was recorded.
+   */
+  generator: z
+    .object({
+      workers: z.number(),
+      cpuMean: z.number().nullable(),
+      cpuPeak: z.number().nullable(),
+    })
+    .optional(),
 });
 
 export type Sidecar = z.infer<typeof sidecarSchema>;

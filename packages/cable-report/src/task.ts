@@ -26,7 +26,7 @@ const numberRecord = z.record(z.string(), z.number());
 
 const periodMetricsSchema = z.object({
   // Artillery writes the period id as a string in intermediates and a number in the aggregate.
-  period: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]),
+  period: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).optional(),
   counters: numberRecord.default({}),
   rates: numberRecord.default({}),
   summaries: z.record(z.string(), summarySchema).default({}),
@@ -61,33 +61,49 @@ export interface TaskResult {
   scenariosRun: string[];
   /** null when the task recorded no `ensure` outcomes. */
   checks: CheckOutcome[] | null;
+  /** Artillery's id of the run, from the sidecar: a task copied twice has the same one. */
+  testRunId?: string;
+  /** The generator's CPU, from the sidecar (plugin versions that record it). */
+  generator?: Sidecar["generator"];
+  /** Why the sidecar beside the report was not used (corrupt, or not matching the report). */
+  sidecarProblem?: string;
 }
 
 export function loadTask(reportFile: string): TaskResult {
   const report = parseJsonFile(reportFile, reportSchema, "is not an Artillery JSON report (artillery run -o)");
   const sidecarFile = sidecarPathFor(reportFile);
-  const sidecar = existsSync(sidecarFile)
-    ? parseJsonFile(sidecarFile, sidecarSchema, "is not a cable-report sketches sidecar")
-    : undefined;
-
   const { aggregate } = report;
   const task: TaskResult = {
     reportFile,
     counters: aggregate.counters,
     summaries: aggregate.summaries,
-    periods: (sidecar?.periods ?? report.intermediate).map(({ period, counters, rates }) => ({ period, counters, rates })),
+    periods: report.intermediate.flatMap(({ period, counters, rates }) => (period === undefined ? [] : [{ period, counters, rates }])),
     firstMetricAt: aggregate.firstMetricAt,
     lastMetricAt: aggregate.lastMetricAt,
     scenariosRun: Object.keys(aggregate.counters)
       .filter((name) => name.startsWith("vusers.created_by_name."))
       .map((name) => name.slice("vusers.created_by_name.".length))
       .sort(),
-    checks: sidecar?.checks ?? null,
+    checks: null,
   };
-  if (sidecar) {
-    task.sidecarFile = sidecarFile;
-    task.test = sidecar.test;
-    task.sketches = decodeSidecarSketches(sidecarFile, sidecar, task);
+  if (!existsSync(sidecarFile)) return task;
+  // A bad sidecar costs the task its exact percentiles, not its place in the
+  // report: Artillery's own report beside it still holds every count.
+  try {
+    const sidecar = parseJsonFile(sidecarFile, sidecarSchema, "is not a cable-report sketches sidecar");
+    const sketches = decodeSidecarSketches(sidecarFile, sidecar, task);
+    Object.assign(task, {
+      sidecarFile,
+      test: sidecar.test,
+      sketches,
+      checks: sidecar.checks,
+      periods: sidecar.periods,
+      testRunId: sidecar.testRunId || undefined,
+      generator: sidecar.generator,
+    });
+  } catch (err) {
+    if (!(err instanceof ResultsInputError)) throw err;
+    task.sidecarProblem = err.message;
   }
   return task;
 }

@@ -49,18 +49,20 @@ describe("cable-report CLI", () => {
     const out = join(dir, "report.md");
     expect(main([results("slow", 30), "--out", out, "--baseline", baseline, "--fail-on-regression", "10"])).toBe(EXIT_REGRESSION);
     expect(readFileSync(out, "utf8")).toMatch(/\*\*\d+ regressions beyond 10%\*\*/);
-    expect(stderr.join("")).toMatch(/regression: Round-trip time \(rtt\) \(ms\): p95 in eu-west-2: [\d.]+ → [\d.]+ \(\d+\.\d%\)/);
+    expect(stderr.join("")).toMatch(
+      /regression: Round-trip time \(rtt\) \(ms\): p95 in eu-west-2: [\d.]+ → [\d.]+ \(\d+\.\d%\): p95 .* ms\); 95% interval of the change \+[\d.]+% … \+[\d.]+%; ≥ 10%, significant, above the 1 ms floor/,
+    );
   });
 
-  it("exits 2 naming the bad file and leaves an existing output untouched", () => {
+  it("exits 2 naming the bad file when nothing can be read, and leaves an existing output untouched", () => {
     const root = results("bad", 20);
-    writeFileSync(join(root, "us-east-1", "task-1.json.sketches.json"), "{}");
+    for (const region of ["eu-west-2", "us-east-1"]) writeFileSync(join(root, region, "task-1.json"), '{"aggregate": {');
     const out = join(dir, "report.md");
     writeFileSync(out, "previous report\n");
 
     expect(main([root, "--out", out, "--json", join(dir, "m.json")])).toBe(EXIT_BAD_INPUT);
 
-    expect(stderr.join("")).toContain(`${join(root, "us-east-1", "task-1.json.sketches.json")}: is not a cable-report sketches sidecar`);
+    expect(stderr.join("")).toContain(`${root}: holds no Artillery reports that could be read (eu-west-2/task-1.json: is not an Artillery JSON report`);
     expect(readFileSync(out, "utf8")).toBe("previous report\n");
     expect(existsSync(join(dir, "m.json"))).toBe(false);
   });

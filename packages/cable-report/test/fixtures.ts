@@ -54,6 +54,8 @@ export interface TaskSpec {
   lastMetricAt?: number;
   /** false: a task that ran without the plugin. */
   sidecar?: boolean;
+  generator?: TaskResult["generator"];
+  testRunId?: string;
 }
 
 export const TEST = { name: "chat.yml", scenarios: ["chat"], phases: [{ name: "steady", duration: 60, arrivalRate: 10 }] };
@@ -77,6 +79,8 @@ export function taskOf(spec: TaskSpec, reportFile = "report.json"): TaskResult {
     task.sidecarFile = sidecarPathFor(reportFile);
     task.sketches = sketches;
     task.test = spec.test ?? TEST;
+    task.generator = spec.generator;
+    task.testRunId = spec.testRunId;
   }
   return task;
 }
@@ -104,7 +108,7 @@ export function writeTask(file: string, spec: TaskSpec): void {
     format: SIDECAR_FORMAT,
     version: SIDECAR_VERSION,
     artilleryVersion: "2.0.34",
-    testRunId: "tfixture",
+    testRunId: spec.testRunId ?? `fixture:${file}`,
     test: task.test!,
     relativeAccuracy: RELATIVE_ACCURACY,
     aggregate: {
@@ -114,6 +118,7 @@ export function writeTask(file: string, spec: TaskSpec): void {
     },
     periods: task.periods,
     checks: task.checks,
+    ...(spec.generator ? { generator: spec.generator } : {}),
   };
   writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
 }

@@ -1,3 +1,4 @@
+import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, it } from "vitest";
 import { approximateDistribution, mergeColumn, mergeDistribution, mergeSketches, summarizeSketch } from "../src/merge.js";
 import { mergeRegions } from "../src/results.js";
@@ -35,7 +36,9 @@ describe("merging percentiles", () => {
 
     const merged = mergeDistribution(parts.map((p) => taskOf({ histograms: { [LATENCY]: p } })), LATENCY);
 
-    expect(merged).toEqual({ ...summarizeSketch(sketchOf(samples)), approximate: false });
+    const { sketch, ...summary } = merged;
+    expect(summary).toEqual({ ...summarizeSketch(sketchOf(samples)), approximate: false });
+    expect(DDSketch.fromProto(Buffer.from(sketch!, "base64")).count).toBe(samples.length);
     for (const [key, q] of Object.entries(QUANTILES)) {
       const exact = exactQuantile(samples, q);
       // DDSketch's 1% relative accuracy, plus Artillery's rounding to 0.1.
