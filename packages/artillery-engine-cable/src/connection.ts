@@ -1,11 +1,14 @@
-import WebSocket from "ws";
-import { nowMs } from "./clock.js";
+import { systemClock, type Clock, type TimerHandle } from "./clock.js";
+import type { DeliveryLedger } from "./delivery.js";
 import { CableError } from "./errors.js";
 import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
-import type { DeliveryLedger } from "./delivery.js";
-import { ACTIONCABLE_V1_EXT_JSON, PONG } from "./protocol/actioncable.js";
+import { ACTIONCABLE_V1_EXT_JSON } from "./protocol/actioncable.js";
+import { stampKey } from "./protocol/scan.js";
 import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
+import { openWebSocket, type CableSocket, type OpenOptions, type OpenSocket } from "./socket.js";
+import { trace, tracing } from "./trace.js";
 
+export type { OpenOptions } from "./socket.js";
 export type InboundMessage = Extract<Inbound, { kind: "message" }>;
 
 export interface ConnectionSettings {
@@ -15,6 +18,18 @@ export interface ConnectionSettings {
   inboxSize: number;
   /** Overrides the protocol's ping interval. */
   pingIntervalMs?: number;
+}
+
+/** What a connection runs on: injected, so that unit tests drive it with a fake socket and clock. */
+export interface ConnectionRuntime {
+  /** The thread's open connections: keepalive sweeps, peaks, batched counters. */
+  tracker: OpenConnections;
+  clock: Clock;
+  openSocket: OpenSocket;
+}
+
+export function defaultRuntime(tracker: OpenConnections): ConnectionRuntime {
+  return { tracker, clock: systemClock, openSocket: openWebSocket };
 }
 
 /**
@@ -27,15 +42,29 @@ export interface StreamMemory {
   ledger: DeliveryLedger;
 }
 
-export interface OpenOptions {
-  url: string;
-  headers: Record<string, string>;
-  subprotocols: string[];
-  timeoutMs: number;
-  localAddress?: string;
-}
+/**
+ * A connection's life. `reconnecting` is `connecting` for a `reconnect` step's new socket; a
+ * connection never goes back: a reconnect makes a new one.
+ *
+ *   idle → connecting | reconnecting → welcomed → subscribed
+ *   any open state → failed (the server or the network ended it) | closing (the VU ends it) → closed
+ */
+export type ConnectionState = "idle" | "connecting" | "reconnecting" | "welcomed" | "subscribed" | "failed" | "closing" | "closed";
+
+const TRANSITIONS: Record<ConnectionState, readonly ConnectionState[]> = {
+  idle: ["connecting", "reconnecting", "closing"],
+  connecting: ["welcomed", "failed", "closing"],
+  reconnecting: ["welcomed", "failed", "closing"],
+  welcomed: ["subscribed", "failed", "closing"],
+  subscribed: ["failed", "closing"],
+  failed: ["closing"],
+  closing: ["closed"],
+  closed: [],
+};
 
 interface Waiter {
+  /** Messages (not only control frames) may settle it: the listen path must decode them. */
+  readonly wantsMessages: boolean;
   /** Returns true when the frame settles the wait (it has then resolved or rejected it). */
   offer(ev: Inbound): boolean;
   fail(err: Error): void;
@@ -45,32 +74,29 @@ const ALL_CHANNELS = "\0all";
 /** Positions remembered by dropCopies: a bound on memory for a long replay. */
 const MAX_SEEN_SINCE_RESTORE = 16_384;
 
-// One registry per thread: Artillery's worker threads each load the engine once.
-export const registry = new OpenConnections();
-
 /**
  * One socket of one virtual user, and its inbox. A VU runs its steps one at a time, so a connection
  * has at most one step waiting on it; every frame is offered to that waiter first.
  */
 export class CableConnection implements Tracked {
-  /** When the server last pinged or ponged, in nowMs(). */
+  state: ConnectionState = "idle";
+  /** When the server last pinged or ponged, in clock time. */
   private lastPingAt = 0;
   private keepaliveSentAt = 0;
   private staleCounted = false;
   private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
-  /** When it ended so (nowMs()): a reconnect measures its restore latency from here. */
+  /** When it ended so (clock time): a reconnect measures its restore latency from here. */
   endedAt: number | undefined;
   /** Fields of the welcome frame (socket_id, sid, activity timeout, restored ids). */
   welcome: Welcome | undefined;
   /** The server accepted AnyCable's extended protocol. */
   extended = false;
 
-  private ws: WebSocket | undefined;
+  private socket: CableSocket | undefined;
   private waiter: Waiter | undefined;
   private readonly inbox = new Map<string, InboundMessage[]>();
-  private closedByUs = false;
   private registered = false;
   /** The channel a `listen` step consumes, if one runs. */
   private listening: string | undefined;
@@ -79,60 +105,69 @@ export class CableConnection implements Tracked {
   private replayed = 0;
   /** Stream positions received since a restore, until shortly after its history is in (dropCopies). */
   private seenSinceRestore: Set<string> | undefined;
+  /** Subscribed identifiers as the server writes them (JSON-escaped) → channel key, for `scan`. */
+  private readonly rawKeys = new Map<string, string>();
+  private readonly stampBytes: Buffer;
 
   constructor(
     readonly protocol: Protocol,
     private readonly events: Events,
     private readonly settings: ConnectionSettings,
     private readonly memory: StreamMemory,
+    private readonly runtime: ConnectionRuntime,
   ) {
     this.pingIntervalMs = settings.pingIntervalMs ?? protocol.pingIntervalMs;
+    this.stampBytes = stampKey(settings.stampField);
+  }
+
+  private get clock(): Clock {
+    return this.runtime.clock;
+  }
+
+  /** Moves to `to` if the state machine allows it; says whether it did. */
+  private moveTo(to: ConnectionState): boolean {
+    if (!TRANSITIONS[this.state].includes(to)) {
+      if (tracing()) trace("state %s -> %s refused", this.state, to);
+      return false;
+    }
+    if (tracing()) trace("state %s -> %s", this.state, to);
+    this.state = to;
+    return true;
   }
 
   /** Opens the socket and waits for the server's welcome; records `cable.handshake_latency`. */
-  async open(options: OpenOptions): Promise<Welcome> {
-    const startedAt = nowMs();
-    const ws = new WebSocket(options.url, options.subprotocols, {
-      headers: options.headers,
-      handshakeTimeout: options.timeoutMs,
-      perMessageDeflate: false,
-      // Every text frame is parsed as JSON, which fails on broken UTF-8 as a malformed frame anyway.
-      skipUTF8Validation: true,
-      localAddress: options.localAddress,
-      // A hostile server must not make the generator buffer an unbounded frame.
-      maxPayload: 16 * 1024 * 1024,
+  async open(options: OpenOptions, reconnecting = false): Promise<Welcome> {
+    if (!this.moveTo(reconnecting ? "reconnecting" : "connecting")) throw new CableError("connection_closed", "the connection was closed before it opened");
+    const startedAt = this.clock.now();
+    if (tracing()) trace("open %s %j", options.url.replace(/([?&]sid=)[^&]+/, "$1…"), options.subprotocols);
+    this.socket = this.runtime.openSocket(options, {
+      frame: (data, isBinary) => this.onFrame(data, isBinary),
+      close: (code, reason) => this.onClose(code, reason),
+      error: (err) => this.onSocketError(err),
     });
-    this.ws = ws;
-    ws.on("message", (data, isBinary) => this.onFrame(data as Buffer, isBinary));
-    ws.on("close", (code, reason) => this.onClose(code, reason.toString()));
-    ws.on("error", (err) => this.onSocketError(err));
-    ws.on("unexpected-response", (_req, res) => {
-      this.onSocketError(new CableError(`http_${res.statusCode}`, `the server answered the upgrade with HTTP ${res.statusCode}`));
-      res.resume();
-      ws.terminate();
-    });
-
-    const welcome = await this.wait(options.timeoutMs, "handshake_timeout", (ev) => (ev.kind === "welcome" ? ev : undefined));
-    this.extended = ws.protocol === ACTIONCABLE_V1_EXT_JSON;
+    const welcome = await this.wait(options.timeoutMs, "handshake_timeout", true, (ev) => (ev.kind === "welcome" ? ev : undefined));
+    this.extended = this.socket.protocol === ACTIONCABLE_V1_EXT_JSON;
     if (welcome.activityTimeout) this.pingIntervalMs = welcome.activityTimeout * 1000;
-    this.lastPingAt = nowMs();
+    this.lastPingAt = this.clock.now();
+    this.moveTo("welcomed");
     this.registered = true;
-    registry.add(this, this.events);
-    this.events.emit("histogram", METRICS.handshakeLatency, nowMs() - startedAt);
+    this.runtime.tracker.add(this, this.events);
+    this.events.emit("histogram", METRICS.handshakeLatency, this.clock.now() - startedAt);
     this.events.emit("counter", METRICS.connections, 1);
     return welcome;
   }
 
   send(frame: string): void {
     this.assertOpen();
-    this.ws!.send(frame);
+    if (tracing()) trace("out %s", frame);
+    this.socket!.send(frame);
   }
 
   /** Sends a subscribe frame and waits for the server's confirmation of that channel key. */
   async subscribe(key: string, frame: string, timeoutMs: number): Promise<void> {
     if (this.settings.inboxSize > 0) this.inbox.set(key, []);
     this.send(frame);
-    const answer = await this.wait(timeoutMs, "subscription_timeout", (ev) =>
+    const answer = await this.wait(timeoutMs, "subscription_timeout", false, (ev) =>
       // A rejection without a channel ("*": Pusher's pusher:error 4009) answers the pending subscribe.
       (ev.kind === "confirm" && ev.channel === key) || (ev.kind === "reject" && (ev.channel === key || ev.channel === "*")) ? ev : undefined,
     );
@@ -140,11 +175,14 @@ export class CableConnection implements Tracked {
       this.inbox.delete(key);
       throw new CableError("subscription_rejected", `the server rejected the subscription ${key} (${answer.reason})`);
     }
+    this.rawKeys.set(JSON.stringify(key).slice(1, -1), key);
+    if (this.state === "welcomed") this.moveTo("subscribed");
   }
 
   unsubscribe(key: string, frame: string): void {
     this.send(frame);
     this.inbox.delete(key);
+    this.rawKeys.delete(JSON.stringify(key).slice(1, -1));
   }
 
   /**
@@ -160,9 +198,7 @@ export class CableConnection implements Tracked {
       }
     }
     this.assertOpen();
-    return this.wait(timeoutMs, "receive_timeout", (ev) =>
-      ev.kind === "message" && ev.channel === key && accept(ev) ? ev : undefined,
-    );
+    return this.wait(timeoutMs, "receive_timeout", true, (ev) => (ev.kind === "message" && ev.channel === key && accept(ev) ? ev : undefined));
   }
 
   /**
@@ -174,7 +210,7 @@ export class CableConnection implements Tracked {
     this.replayed = 0;
     try {
       this.send(frame);
-      const answer = await this.wait(timeoutMs, "history_timeout", (ev) => (ev.kind === "history" && ev.channel === key ? ev : undefined));
+      const answer = await this.wait(timeoutMs, "history_timeout", true, (ev) => (ev.kind === "history" && ev.channel === key ? ev : undefined));
       return { ok: answer.ok, replayed: this.replayed };
     } finally {
       this.replaying = undefined;
@@ -190,21 +226,23 @@ export class CableConnection implements Tracked {
       this.seenSinceRestore = new Set();
       return;
     }
-    setTimeout(() => (this.seenSinceRestore = undefined), 1_000).unref();
+    const timer = this.clock.setTimeout(() => (this.seenSinceRestore = undefined), 1_000) as { unref?: () => void };
+    timer.unref?.();
   }
 
   /** Waits for the server to end the connection (a restart); rejects if it has not within the time. */
   waitForDrop(timeoutMs: number): Promise<void> {
-    if (this.failure || !this.ws || this.ws.readyState !== WebSocket.OPEN) return Promise.resolve();
+    if (this.failure || !this.socket?.isOpen) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         this.waiter = undefined;
         reject(new CableError("drop_timeout", `the server did not drop the connection within ${timeoutMs} ms`));
       }, timeoutMs);
       this.waiter = {
+        wantsMessages: false,
         offer: () => false,
         fail: () => {
-          clearTimeout(timer);
+          this.clock.clearTimeout(timer);
           this.waiter = undefined;
           resolve();
         },
@@ -221,7 +259,7 @@ export class CableConnection implements Tracked {
     for (const [channel, unread] of this.inbox) if (key === undefined || channel === key) unread.length = 0;
     this.listening = key ?? ALL_CHANNELS;
     try {
-      await this.wait(ms, undefined, () => undefined);
+      await this.wait(ms, undefined, false, () => undefined);
     } finally {
       this.listening = undefined;
     }
@@ -229,20 +267,22 @@ export class CableConnection implements Tracked {
 
   /** Ends the connection from the client side; it is not a failure. */
   close(): void {
-    this.closedByUs = true;
-    const ws = this.ws;
-    if (!ws) return;
-    if (ws.readyState === WebSocket.OPEN) ws.close(1000);
-    else if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+    if (this.state === "closing" || this.state === "closed") return;
+    this.moveTo("closing");
+    const socket = this.socket;
+    if (socket?.isOpen) socket.close(1000);
+    else if (socket?.isConnecting) socket.terminate();
+    if (!socket || (!socket.isOpen && !socket.isConnecting)) this.moveTo("closed");
     this.unregister();
   }
 
   tick(now: number, events: Events): void {
     const quiet = now - this.lastPingAt;
     const keepalive = this.protocol.keepalive;
-    if (keepalive && quiet > this.pingIntervalMs && this.keepaliveSentAt <= this.lastPingAt && this.ws?.readyState === WebSocket.OPEN) {
+    if (keepalive && quiet > this.pingIntervalMs && this.keepaliveSentAt <= this.lastPingAt && this.socket?.isOpen) {
       this.keepaliveSentAt = now;
-      this.ws.send(keepalive);
+      if (tracing()) trace("out %s (keepalive)", keepalive);
+      this.socket.send(keepalive);
     }
     if (!this.staleCounted && quiet > 3 * this.pingIntervalMs) {
       this.staleCounted = true;
@@ -252,26 +292,27 @@ export class CableConnection implements Tracked {
 
   private assertOpen(): void {
     if (this.failure) throw this.failure;
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) throw new CableError("connection_closed", "the connection is not open");
+    if (!this.socket?.isOpen) throw new CableError("connection_closed", "the connection is not open");
   }
 
   /**
    * Waits for a frame that `pick` accepts. On timeout it rejects with `cable.<timeoutReason>`, or
    * resolves (undefined) when no reason is given; a connection failure rejects at once.
    */
-  private wait<T>(timeoutMs: number, timeoutReason: string | undefined, pick: (ev: Inbound) => T | undefined): Promise<T> {
+  private wait<T>(timeoutMs: number, timeoutReason: string | undefined, wantsMessages: boolean, pick: (ev: Inbound) => T | undefined): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<T>((resolve, reject) => {
       const settle = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.waiter = undefined;
       };
-      const timer = setTimeout(() => {
+      const timer: TimerHandle = this.clock.setTimeout(() => {
         settle();
         if (timeoutReason) reject(new CableError(timeoutReason, `no answer within ${timeoutMs} ms`));
         else resolve(undefined as T);
       }, timeoutMs);
       this.waiter = {
+        wantsMessages,
         offer: (ev) => {
           const value = pick(ev);
           if (value === undefined) return false;
@@ -288,9 +329,12 @@ export class CableConnection implements Tracked {
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
+    if (tracing()) trace("in %s", isBinary ? `<binary ${data.length} bytes>` : data.toString());
+    // The listen path: a broadcast nobody waits for is counted from the raw frame, never parsed.
+    if (!isBinary && this.protocol.scan && this.scanned(data)) return;
     let ev: Inbound;
     try {
-      if (isBinary) throw new Error("binary frame");
+      if (isBinary) throw new CableError("malformed_frame", "binary frame");
       ev = this.protocol.decode(data.toString());
     } catch {
       this.events.emit("error", "cable.malformed_frame");
@@ -298,11 +342,7 @@ export class CableConnection implements Tracked {
     }
     switch (ev.kind) {
       case "ping":
-        this.lastPingAt = nowMs();
-        if (this.ws?.readyState === WebSocket.OPEN) {
-          if (ev.reply) this.ws.send(ev.reply);
-          else if (this.extended) this.ws.send(PONG);
-        }
+        this.onPing(ev.reply);
         return;
       case "welcome":
         this.welcome = ev;
@@ -311,12 +351,7 @@ export class CableConnection implements Tracked {
         this.onMessage(ev);
         return;
       case "disconnect":
-        this.fail(
-          ev.reason === "unauthorized"
-            ? new CableError("unauthorized", "the server refused the connection (unauthorized)")
-            : new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`),
-          true,
-        );
+        this.fail(this.protocol.disconnectError?.(ev.reason) ?? new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`), true);
         return;
       case "error":
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
@@ -325,6 +360,29 @@ export class CableConnection implements Tracked {
         break;
     }
     this.waiter?.offer(ev);
+  }
+
+  /** Handles a ping or a broadcast from its raw bytes, when no step needs it parsed; false: decode it. */
+  private scanned(data: Buffer): boolean {
+    const scan = this.protocol.scan!(data, this.stampBytes);
+    if (scan === undefined) return false;
+    if (scan === "ping") {
+      this.onPing(undefined);
+      return true;
+    }
+    if (scan.ledger || (scan.positioned && this.extended) || this.seenSinceRestore || this.replaying !== undefined || this.waiter?.wantsMessages) return false;
+    const key = this.rawKeys.get(scan.identifier);
+    if (key === undefined || this.inbox.has(key)) return false;
+    this.runtime.tracker.countReceived();
+    this.events.emit("rate", METRICS.receiveRate);
+    if (scan.stamp !== undefined) this.events.emit("histogram", METRICS.broadcastLatency, this.clock.now() - scan.stamp);
+    return true;
+  }
+
+  private onPing(reply: string | undefined): void {
+    this.lastPingAt = this.clock.now();
+    const pong = this.protocol.pong(this.extended, reply);
+    if (pong && this.socket?.isOpen) this.socket.send(pong);
   }
 
   private onMessage(msg: InboundMessage): void {
@@ -336,13 +394,13 @@ export class CableConnection implements Tracked {
       if (this.seenSinceRestore.has(id)) return;
       if (this.seenSinceRestore.size < MAX_SEEN_SINCE_RESTORE) this.seenSinceRestore.add(id);
     }
-    registry.countReceived();
+    this.runtime.tracker.countReceived();
     this.events.emit("rate", METRICS.receiveRate);
     const payload = msg.payload;
     if (payload !== null && typeof payload === "object") {
       const stamped = payload as Record<string, unknown>;
       const sentAt = stamped[this.settings.stampField];
-      if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, nowMs() - sentAt);
+      if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, this.clock.now() - sentAt);
       if (typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
     }
     if (position) {
@@ -362,15 +420,18 @@ export class CableConnection implements Tracked {
   }
 
   private onSocketError(err: Error): void {
-    if (this.closedByUs) return;
+    if (this.state === "closing" || this.state === "closed") return;
     // ws refuses an upgrade whose answer picks none of the subprotocols offered.
     if (/subprotocol/i.test(err.message)) {
       err = this.protocol.subprotocols.includes(ACTIONCABLE_V1_EXT_JSON)
         ? new CableError("ext_unsupported", `the server did not accept ${this.protocol.subprotocols.join(", ")}: ${err.message}`)
         : new CableError("subprotocol_rejected", err.message);
+    } else if (/handshake has timed out/i.test(err.message)) {
+      // ws's own handshake timer ends the upgrade with a sentence, not a code.
+      err = new CableError("handshake_timeout", err.message);
+    } else if (!(err instanceof CableError) && typeof (err as { code?: unknown }).code !== "string") {
+      err = new CableError("socket_error", err.message);
     }
-    // ws's own handshake timer ends the upgrade with a sentence, not a code.
-    if (/handshake has timed out/i.test(err.message)) err = new CableError("handshake_timeout", err.message);
     // Before the socket opens this is the handshake's failure (ECONNREFUSED, HTTP 4xx); after, a
     // close event follows with the code.
     this.fail(err);
@@ -379,13 +440,18 @@ export class CableConnection implements Tracked {
   /** Records why the connection ended (the first reason wins, unless `replace`) and fails the waiting step. */
   private fail(err: CableError | Error, replace = false): void {
     if (replace || !this.failure) this.failure = err;
-    this.endedAt ??= nowMs();
+    this.endedAt ??= this.clock.now();
+    if (this.state !== "failed") this.moveTo("failed");
+    if (tracing()) trace("failed: %s", (this.failure as { code?: string }).code ?? this.failure.message);
     this.waiter?.fail(this.failure);
   }
 
   private onClose(code: number, reason: string): void {
     this.unregister();
-    if (this.closedByUs) return;
+    if (this.state === "closing" || this.state === "closed") {
+      this.moveTo("closed");
+      return;
+    }
     this.fail(
       code >= 4000 && code < 5000 && this.protocol.closeReason
         ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
@@ -396,7 +462,7 @@ export class CableConnection implements Tracked {
   private unregister(): void {
     if (this.registered) {
       this.registered = false;
-      registry.delete(this);
+      this.runtime.tracker.delete(this);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { installArrivals } from "./arrivals.js";
-import { CableConnection, registry, type ConnectionSettings } from "./connection.js";
-import { METRICS, type Events } from "./metrics.js";
+import { CableConnection, defaultRuntime, type ConnectionRuntime, type ConnectionSettings } from "./connection.js";
+import { METRICS, OpenConnections, type Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import type { Protocol } from "./protocol/types.js";
@@ -53,6 +53,8 @@ export class CableEngine {
   private readonly config: Record<string, any>;
   private readonly protocol: Protocol;
   private readonly connectionSettings: ConnectionSettings;
+  /** This thread's connections (Artillery constructs the engine once per worker thread). */
+  private readonly runtime: ConnectionRuntime;
   /** The script is wrong and the run is being stopped (preflight.ts). */
   private readonly failed: boolean;
 
@@ -66,7 +68,9 @@ export class CableEngine {
     this.protocol = protocolFor(this.settings);
     // arrivals.ts: this thread's phases start VUs without spinning a core, unless preciseArrivals.
     if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) installArrivals(this.settings.preciseArrivals);
-    registry.lagWarningMs = this.settings.lagWarning;
+    const tracker = new OpenConnections();
+    tracker.lagWarningMs = this.settings.lagWarning;
+    this.runtime = defaultRuntime(tracker);
     this.connectionSettings = {
       stampField: this.settings.stampField,
       inboxSize: this.settings.inboxSize,
@@ -89,7 +93,7 @@ export class CableEngine {
       compile: (step) => compileStep(compiler, step),
       connect: (vu, keepChannels = false) => {
         vu.drop(keepChannels);
-        vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory);
+        vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory, this.runtime);
         return vu.connection;
       },
     };

@@ -34,7 +34,7 @@ describe("Rails Action Cable", () => {
     // Everyone in the room gets everyone's messages: at least their own 20, each stamped.
     expect(counter(r, "cable.messages_received")).toBeGreaterThanOrEqual(20);
     expect(samples(r, "cable.broadcast_latency")).toBe(counter(r, "cable.messages_received"));
-    expect(counter(r, "cable.connections_open_peak")).toBeGreaterThanOrEqual(1);
+    expect(counter(r, "cable.connections_open_period_peak")).toBeGreaterThanOrEqual(1);
     expect(r.aggregate.summaries["cable.rtt"].max).toBeLessThan(5_000);
     expect(Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors."))).toEqual([]);
   });

@@ -1,5 +1,6 @@
 import { CableError } from "../errors.js";
 import { signStreamName } from "./anycable-signatures.js";
+import { scanActionCable } from "./scan.js";
 import type { Inbound, Protocol, SubscribeRequest } from "./types.js";
 
 // Frame shapes: rails/rails actioncable/lib/action_cable/connection/{base,subscriptions}.rb and
@@ -127,6 +128,20 @@ export function subscriptionIdentifier(request: SubscribeRequest, streamsSecret:
   return buildIdentifier(request.channel!, request.params);
 }
 
+/**
+ * A `disconnect` frame's reason, by name: Rails' `unauthorized` (reject_unauthorized_connection) and
+ * AnyCable's (common.go `*_REASON`, identity/jwt.go) are the user's to read: an expired token is
+ * `cable.token_expired`. A restart or a server-side close (`server_restart`, `remote`) and unknown
+ * reasons are `cable.server_disconnect`.
+ */
+const NAMED_DISCONNECTS = new Set(["unauthorized", "token_expired", "idle_timeout", "no_pong", "too_slow"]);
+
+export function disconnectError(reason: string): CableError {
+  return NAMED_DISCONNECTS.has(reason)
+    ? new CableError(reason, `the server disconnected the client (${reason})`)
+    : new CableError("server_disconnect", `the server disconnected the client (${reason})`);
+}
+
 export interface ActionCableOptions {
   extended: "off" | "preferred" | "required";
   streamsSecret?: string;
@@ -146,6 +161,10 @@ export function createActionCableProtocol(options: ActionCableOptions = { extend
       return { key, frame: encodeSubscribe(key) };
     },
     unsubscribe: encodeUnsubscribe,
+    // AnyCable uses the extended protocol's pongs to find dead clients; plain Action Cable wants none.
+    pong: (extended) => (extended ? PONG : undefined),
+    disconnectError,
+    scan: scanActionCable,
   };
 }
 

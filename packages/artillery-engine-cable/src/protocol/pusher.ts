@@ -144,5 +144,6 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     // 4000–4099: do not reconnect; 4100–4199: back off, then reconnect; 4200–4299: reconnect now.
     closeReason: (code) => `pusher_${code}`,
     keepalive: PING,
+    pong: (_extended, reply) => reply,
   };
 }

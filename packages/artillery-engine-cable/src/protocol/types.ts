@@ -30,6 +30,9 @@ export interface SubscribeRequest {
   user?: { id: string | number; info?: unknown };
 }
 
+/** What `scan` makes of a raw frame without parsing it: a ping, a broadcast, or "decode it". */
+export type Scanned = "ping" | { identifier: string; stamp: number | undefined; ledger: boolean; positioned: boolean } | undefined;
+
 export interface Protocol {
   readonly name: string;
   /** Subprotocols offered on the upgrade. */
@@ -48,4 +51,10 @@ export interface Protocol {
   closeReason?(code: number): string;
   /** Sent when the server has been quiet for a ping interval (Pusher clients ping; Action Cable's don't). */
   keepalive?: string;
+  /** The answer to a server ping, if the protocol wants one (Pusher's pong; AnyCable's extended pong). */
+  pong(extended: boolean, reply: string | undefined): string | undefined;
+  /** The failure a `disconnect` frame means (Action Cable): named by its reason. */
+  disconnectError?(reason: string): Error;
+  /** The listen path's fast reader of raw frames (Action Cable), with the stamp field's name as bytes. */
+  scan?(data: Buffer, stampField: Buffer): Scanned;
 }

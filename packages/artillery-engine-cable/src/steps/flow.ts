@@ -1,3 +1,4 @@
+import { CableError } from "../errors.js";
 import type { Events } from "../metrics.js";
 import { asyncStep, type StepFn, type VuContext } from "../vu.js";
 import type { Compiler } from "./compiler.js";
@@ -28,13 +29,19 @@ export function compileFunction(compiler: Compiler, name: string): StepFn {
   const { events } = compiler;
   return asyncStep((_vu, context) => {
     const fn = compiler.processor[name] as CallbackProcessor | PromiseProcessor | undefined;
-    if (typeof fn !== "function") throw new Error(`the processor has no function "${name}"`);
+    if (typeof fn !== "function") throw new CableError("function_missing", `the processor has no function "${name}"`);
+    // A processor's own failure keeps its code when it has one (Artillery's convention); otherwise
+    // it is named for the step, never by its message.
+    const failed = (err: unknown) => {
+      const code = (err as { code?: unknown } | undefined)?.code;
+      throw typeof code === "string" && code ? err : new CableError("function_failed", `function "${name}" failed: ${(err as Error)?.message ?? String(err)}`);
+    };
     if (fn.length >= 3) {
       return new Promise<void>((resolve, reject) => {
         (fn as CallbackProcessor)(context, events, (err) => (err ? reject(err) : resolve()));
-      });
+      }).catch(failed);
     }
-    return Promise.resolve((fn as PromiseProcessor)(context, events)).then(() => undefined);
+    return new Promise<unknown>((resolve) => resolve((fn as PromiseProcessor)(context, events))).then(() => undefined, failed);
   });
 }
 

@@ -1,3 +1,4 @@
+import { CableError } from "../errors.js";
 import type { StepFn } from "../vu.js";
 import { compileListen, compilePerform, compileReceive, compileSubscribe, compileUnsubscribe } from "./channel.js";
 import type { Compiler } from "./compiler.js";
@@ -32,5 +33,5 @@ function compileBare(compiler: Compiler, step: Record<string, any>): StepFn {
   if ("loop" in step) return compileLoop(compiler, step);
   if ("function" in step) return compileFunction(compiler, step.function);
   if ("log" in step) return compileLog(compiler, step.log);
-  throw new Error(`unknown step ${Object.keys(step).join(", ")}`);
+  throw new CableError("invalid_scenario", `unknown step ${Object.keys(step).join(", ")}`);
 }

@@ -103,7 +103,7 @@ async function rejoin(compiler: Compiler, vu: VirtualUser, context: VuContext, o
   const within = () => Math.max(1, Math.min(settings.timeout * 1000, until - nowMs()));
   const connection = compiler.connect(vu, true);
   connection.dropCopies(history);
-  const welcome = await connection.open({ ...options, timeoutMs: within() });
+  const welcome = await connection.open({ ...options, timeoutMs: within() }, true);
   if (welcome.sid) context.vars.sid = welcome.sid;
   if (welcome.socketId) context.vars.socket_id = welcome.socketId;
   const restored = new Set(welcome.restored ? welcome.restoredIds : []);

@@ -1,0 +1,125 @@
+// The listen path without JSON.parse (docs/benchmarks.md, suggestions 2 and 3): an Action Cable
+// broadcast is `{"identifier":"…","message":…}`, with the identifier echoed byte for byte. This
+// reads it on the raw Buffer, finds the stamp among the payload's top-level fields, and checks that
+// the frame is balanced JSON; anything else goes to the full decoder. Allocates only the identifier
+// text and, when stamped, the stamp's digits.
+
+const PING_PREFIX = Buffer.from('{"type":"ping"');
+const BROADCAST_PREFIX = Buffer.from('{"identifier":"');
+const MESSAGE_KEY = Buffer.from(',"message":');
+const SENDER = Buffer.from("sender");
+const STREAM_ID = Buffer.from("stream_id");
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+
+export const PING_FRAME = "ping";
+
+export interface ScannedBroadcast {
+  /** The identifier as it is written in the frame (JSON-escaped, without its quotes). */
+  identifier: string;
+  /** The payload's top-level stamp field, when it is a number. */
+  stamp: number | undefined;
+  /** The payload has a top-level `sender`: the delivery ledger needs it parsed. */
+  ledger: boolean;
+  /** The frame carries a stream position (`stream_id`, AnyCable's reliable streams). */
+  positioned: boolean;
+}
+
+function startsWith(data: Buffer, prefix: Buffer): boolean {
+  if (data.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (data[i] !== prefix[i]) return false;
+  return true;
+}
+
+function equalsAt(data: Buffer, start: number, end: number, word: Buffer): boolean {
+  if (end - start !== word.length) return false;
+  for (let i = 0; i < word.length; i++) if (data[start + i] !== word[i]) return false;
+  return true;
+}
+
+function isSpace(b: number): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+function isNumberByte(b: number): boolean {
+  return (b >= 0x30 && b <= 0x39) || b === 0x2e || b === 0x2d || b === 0x2b || b === 0x65 || b === 0x45;
+}
+
+function numberAt(data: Buffer, from: number): number | undefined {
+  let start = from;
+  while (start < data.length && isSpace(data[start])) start++;
+  let end = start;
+  while (end < data.length && isNumberByte(data[end])) end++;
+  if (end === start) return undefined;
+  const value = Number(data.toString("latin1", start, end));
+  return Number.isFinite(value) ? value : undefined;
+}
+
+/** The JSON string key of a stamp field, as bytes (`ts`, unescaped: stamp fields are plain names). */
+export function stampKey(field: string): Buffer {
+  return Buffer.from(field);
+}
+
+/**
+ * A ping, a broadcast, or undefined for anything the full decoder must read (other frame types,
+ * other key orders, malformed frames: the decoder then counts them).
+ */
+export function scanActionCable(data: Buffer, stampField: Buffer): typeof PING_FRAME | ScannedBroadcast | undefined {
+  const last = data.length - 1;
+  if (last < 1 || data[last] !== 0x7d) return undefined;
+  if (startsWith(data, PING_PREFIX)) return PING_FRAME;
+  if (!startsWith(data, BROADCAST_PREFIX)) return undefined;
+  let i = BROADCAST_PREFIX.length;
+  const idStart = i;
+  for (; i < last; i++) {
+    const b = data[i];
+    if (b === BACKSLASH) i++;
+    else if (b === QUOTE) break;
+  }
+  if (i >= last) return undefined;
+  const idEnd = i;
+  if (!equalsAt(data, idEnd + 1, idEnd + 1 + MESSAGE_KEY.length, MESSAGE_KEY)) return undefined;
+
+  // One pass over the rest: balanced outside strings, ending with the frame's own brace; keys are
+  // the strings followed by a colon. The frame's keys are at depth 1, the payload's at depth 2.
+  let depth = 1;
+  let inString = false;
+  let stringStart = 0;
+  let stamp: number | undefined;
+  let ledger = false;
+  let positioned = false;
+  for (i = idEnd + 1 + MESSAGE_KEY.length; i <= last; i++) {
+    const b = data[i];
+    if (inString) {
+      if (b === BACKSLASH) {
+        i++;
+      } else if (b === QUOTE) {
+        inString = false;
+        let next = i + 1;
+        while (next < last && isSpace(data[next])) next++;
+        if (data[next] !== COLON) continue;
+        if (depth === 2) {
+          if (equalsAt(data, stringStart + 1, i, stampField)) stamp = numberAt(data, next + 1);
+          else if (equalsAt(data, stringStart + 1, i, SENDER)) ledger = true;
+        } else if (depth === 1 && equalsAt(data, stringStart + 1, i, STREAM_ID)) {
+          positioned = true;
+        }
+      }
+      continue;
+    }
+    if (b === QUOTE) {
+      inString = true;
+      stringStart = i;
+    } else if (b === 0x7b || b === 0x5b) {
+      depth++;
+    } else if (b === 0x7d || b === 0x5d) {
+      depth--;
+      if (depth === 0 && i !== last) return undefined;
+      if (depth < 0) return undefined;
+    }
+  }
+  if (inString || depth !== 0) return undefined;
+  return { identifier: data.toString("utf8", idStart, idEnd), stamp, ledger, positioned };
+}
