@@ -29,6 +29,10 @@ const TRANSIENT_CABLE_CODES = new Set([
   "cable.handshake_timeout",
   "cable.subscription_timeout",
   "cable.server_disconnect",
+  // AnyCable dropped a client it found dead or slow: a new connection is welcome.
+  "cable.idle_timeout",
+  "cable.no_pong",
+  "cable.too_slow",
   "cable.http_502",
   "cable.http_503",
   "cable.http_504",

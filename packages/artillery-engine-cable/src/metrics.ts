@@ -1,8 +1,12 @@
 import type { EventEmitter } from "node:events";
 import { nowMs } from "./clock.js";
-import { LagMonitor } from "./lag.js";
+import { EVENT_LOOP_LAG, LagMonitor } from "./lag.js";
 
-/** Metric names. The report and the fan-out read these: keep them stable. */
+/**
+ * Metric names, defined once: the engine emits only these (and `cable.<metric>` of a receive step);
+ * the report, the fan-out and the bench may import them (`artillery-engine-cable/metrics`). Keep
+ * them stable.
+ */
 export const METRICS = {
   handshakeLatency: "cable.handshake_latency",
   subscriptionLatency: "cable.subscription_latency",
@@ -48,6 +52,10 @@ export const METRICS = {
   subscriptionsResubscribed: "cable.subscriptions_resubscribed",
   historyLatency: "cable.history_latency",
   historyReplayed: "cable.history_replayed",
+  /** `receive … metric: true`; other names give `cable.<name>` (customMetric). */
+  rtt: "cable.rtt",
+  /** The generator's worst event-loop delay in each second (lag.ts). */
+  eventLoopLag: EVENT_LOOP_LAG,
 } as const;
 
 /** `metric: rtt` on a receive step records `cable.rtt`. */

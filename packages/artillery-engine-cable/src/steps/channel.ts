@@ -88,7 +88,7 @@ export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
   // A static pattern is compiled once; a templated one per execution.
   const staticPattern = raw.match === undefined ? undefined : JSON.stringify(raw.match).includes("{{") ? null : compilePattern(raw.match);
   const captures = ([] as { json: string; as: string }[]).concat(raw.capture ?? []).map((c) => ({ as: c.as, path: parsePath(c.json) }));
-  const metric = raw.metric === undefined ? undefined : customMetric(raw.metric === true ? "rtt" : raw.metric);
+  const metric = raw.metric === undefined ? undefined : raw.metric === true ? METRICS.rtt : customMetric(raw.metric);
   const { events, settings } = compiler;
 
   return asyncStep(async (vu, context) => {
