@@ -47,6 +47,16 @@ if [ ! -x "$ANYCABLE_BIN" ]; then
     || { tail -n 40 "$CACHE/anycable-build.log"; exit 1; }
 fi
 
+# The GitHub Action's tests: actionlint (a Go module, built once into the cache) lints the workflows
+# and the action's use; shellcheck (Debian) lints their scripts, through actionlint and directly.
+ACTIONLINT_VERSION=v1.7.7
+ACTIONLINT_BIN="$CACHE/actionlint/$ACTIONLINT_VERSION/actionlint"
+if [ ! -x "$ACTIONLINT_BIN" ]; then
+  echo "setup: building actionlint $ACTIONLINT_VERSION from the Go module proxy into $CACHE/actionlint"
+  GOBIN="$(dirname "$ACTIONLINT_BIN")" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+fi
+command -v shellcheck >/dev/null || apt_install shellcheck
+
 if ! command -v moto_server >/dev/null; then
   echo "setup: installing moto's server mode from PyPI"
   python3 -m pip install -q "moto[server]"
