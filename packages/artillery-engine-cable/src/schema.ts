@@ -1,143 +1,17 @@
 import { z } from "zod";
 import { ScenarioError } from "./errors.js";
-import { parsePath } from "./match.js";
+import type { CheckContext, StepDefinition } from "./steps/define.js";
+import { isStepName, STEPS, type StepName } from "./steps/table.js";
 
-// The scenario vocabulary, checked before any load starts. Every string may hold `{{ }}` templates,
-// so numeric fields also take a string that Artillery templates at run time.
+// The scenario vocabulary, checked before any load starts: `config.cable` here, and every step from
+// its one declaration in steps/table.ts (schema, rules, compiler).
 
-const templated = z.string().regex(/\{\{.*\}\}/s, "expected a number or a {{ template }}");
-const seconds = z.union([z.number().nonnegative(), templated]);
-const stringMap = z.record(z.union([z.string(), z.number(), z.boolean()]));
-const channelRef = z.string().min(1);
+export type { StepName } from "./steps/table.js";
 
-const capture = z
-  .object({ json: z.string().superRefine(validPath), as: z.string().min(1) })
-  .strict();
-
-function validPath(path: string, ctx: z.RefinementCtx): void {
-  try {
-    parsePath(path);
-  } catch (err) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
-  }
-}
-
-export const stepSchemas = {
-  connect: z
-    .object({
-      url: z.string().optional(),
-      headers: stringMap.optional(),
-      cookies: z.union([z.string(), stringMap]).optional(),
-      query: stringMap.optional(),
-      subprotocol: z.union([z.string(), z.array(z.string()).nonempty()]).optional(),
-    })
-    .strict()
-    .nullable(),
-  subscribe: z
-    .object({
-      channel: channelRef.optional(),
-      params: z.record(z.unknown()).optional(),
-      as: z.string().min(1).optional(),
-      user: z.object({ id: z.union([z.string(), z.number()]), info: z.unknown().optional() }).strict().optional(),
-      /** AnyCable `$pubsub`: a public stream by name, or a stream name the engine signs. */
-      stream: z.string().min(1).optional(),
-      signedStream: z.string().min(1).optional(),
-      /** AnyCable ext: ask for what the stream had in the last `since` seconds. */
-      history: z.object({ since: seconds }).strict().optional(),
-    })
-    .strict()
-    .refine((s) => s.channel !== undefined || s.stream !== undefined || s.signedStream !== undefined, {
-      message: 'give "channel", or an AnyCable "stream" or "signedStream"',
-    })
-    .refine((s) => s.stream === undefined || (s.channel === undefined && s.signedStream === undefined), {
-      message: '"stream" is a $pubsub stream: it takes no "channel" or "signedStream"',
-    }),
-  perform: z
-    .object({ channel: channelRef, action: z.string().min(1), data: z.record(z.unknown()).optional(), stamp: z.boolean().optional() })
-    .strict(),
-  receive: z
-    .object({
-      channel: channelRef,
-      event: z.string().min(1).optional(),
-      match: z.unknown().optional(),
-      timeout: seconds.optional(),
-      capture: z.union([capture, z.array(capture)]).optional(),
-      metric: z.union([z.literal(true), z.string().regex(/^[a-z][a-z0-9_]*$/, "a metric name is lower_snake_case")]).optional(),
-    })
-    .strict(),
-  trigger: z
-    .object({ channel: channelRef, event: z.string().min(1), data: z.unknown().optional(), stamp: z.boolean().optional() })
-    .strict(),
-  publish: z
-    .object({
-      // Pusher: channels and an event, through its HTTP API.
-      channel: z.string().min(1).optional(),
-      channels: z.array(z.string().min(1)).nonempty().optional(),
-      event: z.string().min(1).optional(),
-      // Action Cable: AnyCable streams, through its HTTP broadcast endpoint.
-      stream: z.string().min(1).optional(),
-      streams: z.array(z.string().min(1)).nonempty().optional(),
-      data: z.unknown().optional(),
-      stamp: z.boolean().optional(),
-    })
-    .strict(),
-  whisper: z.object({ channel: channelRef, data: z.unknown().optional(), stamp: z.boolean().optional() }).strict(),
-  join: z.object({ channel: channelRef, id: z.union([z.string().min(1), z.number()]), info: z.unknown().optional() }).strict(),
-  leave: z.object({ channel: channelRef }).strict(),
-  reconnect: z
-    .object({
-      /** "drop": wait for the server to drop the connection (a restart) before reconnecting. */
-      after: z.literal("drop").optional(),
-      /** Seconds to wait for that drop (default: config.cable.timeout). */
-      wait: seconds.optional(),
-      /** Seconds from the drop to every channel back, retries included (default: config.cable.reconnect.timeout). */
-      timeout: seconds.optional(),
-      /** Wait a random 0..jitter seconds before the first attempt. */
-      jitter: seconds.optional(),
-      /** The back-off between attempts: first and longest pause, in seconds. */
-      initialDelay: seconds.optional(),
-      maxDelay: seconds.optional(),
-      /** AnyCable: ask each channel for what it missed, from the last stream positions seen. */
-      history: z.boolean().optional(),
-    })
-    .strict()
-    .nullable(),
-  listen: z.object({ channel: channelRef.optional(), for: seconds }).strict(),
-  unsubscribe: z.object({ channel: channelRef }).strict(),
-  disconnect: z.union([z.null(), z.object({}).strict()]),
-  think: z.union([z.number().nonnegative(), z.string().min(1)]),
-  function: z.string().min(1),
-  log: z.string(),
-  loop: z.array(z.unknown()),
-} as const;
-
-export type StepName = keyof typeof stepSchemas;
-
-/** Keys allowed beside a step's own key (Artillery's modifiers). */
-const MODIFIERS: Partial<Record<StepName, readonly string[]>> = {
-  think: ["jitter"],
-  // Artillery's per-request `probability`, in percent: sends only, so that a flow's shape stays fixed.
-  perform: ["probability"],
-  trigger: ["probability"],
-  publish: ["probability"],
-  loop: ["count", "over", "whileTrue", "loopValue", "loopElement"],
+/** Each step's schema, by name (preflight.ts reads their field names for "did you mean"). */
+export const stepSchemas = Object.fromEntries(Object.entries(STEPS).map(([name, definition]) => [name, definition.schema])) as {
+  [K in StepName]: (typeof STEPS)[K]["schema"];
 };
-
-const channelSteps = new Set<StepName>(["perform", "trigger", "receive", "listen", "unsubscribe", "whisper", "join", "leave"]);
-
-/** Steps that only one protocol speaks. */
-const PROTOCOL_STEPS: Partial<Record<StepName, { protocol: Protocol; instead: string }>> = {
-  perform: { protocol: "actioncable", instead: 'Pusher has no actions: use "trigger" (a client event) or "publish" (the HTTP API)' },
-  trigger: { protocol: "pusher", instead: 'Action Cable has no client events: use "perform"' },
-  whisper: { protocol: "actioncable", instead: "whispers are AnyCable's: use a Pusher client event (trigger)" },
-  join: { protocol: "actioncable", instead: "Pusher presence is a presence- channel's subscription" },
-  leave: { protocol: "actioncable", instead: "Pusher presence ends with an unsubscribe" },
-};
-
-type Protocol = "actioncable" | "pusher";
-/** The event names AnyCable's presence frames get (protocol/actioncable.ts): the only Action Cable messages with one. */
-const PRESENCE_EVENTS = ["presence:join", "presence:leave", "presence:info"];
-const isTemplated = (s: string) => s.includes("{{");
 
 const anycableSchema = z
   .object({
@@ -215,33 +89,18 @@ function formatIssues(where: string, error: z.ZodError): string[] {
  * (`PUSHER_APP_SECRET`) instead, so that scenarios committed to a repo carry none.
  */
 export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env): CableConfig {
-  const input = { ...((raw ?? {}) as Record<string, any>) };
-  if (input.pusher && input.pusher.secret === undefined && env.PUSHER_APP_SECRET) input.pusher = { ...input.pusher, secret: env.PUSHER_APP_SECRET };
-  const anycable = { ...(input.anycable ?? {}) };
+  type Section = Record<string, unknown>;
+  const section = (value: unknown): Section | undefined => (value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Section) : undefined);
+  const input: Section = { ...section(raw) };
+  const pusher = section(input.pusher);
+  if (pusher && pusher.secret === undefined && env.PUSHER_APP_SECRET) input.pusher = { ...pusher, secret: env.PUSHER_APP_SECRET };
+  const anycable: Section = { ...section(input.anycable) };
   if (anycable.streamsSecret === undefined && env.ANYCABLE_STREAMS_SECRET) anycable.streamsSecret = env.ANYCABLE_STREAMS_SECRET;
   if (anycable.broadcastKey === undefined && env.ANYCABLE_BROADCAST_KEY) anycable.broadcastKey = env.ANYCABLE_BROADCAST_KEY;
   if (Object.keys(anycable).length) input.anycable = anycable;
   const result = configSchema.safeParse(input);
   if (!result.success) throw new ScenarioError(formatIssues("config.cable", result.error));
   return result.data;
-}
-
-function checkPublish(at: string, spec: Record<string, any>, config: CableConfig): string[] {
-  const one = (a: string, b: string) => (spec[a] === undefined) !== (spec[b] === undefined);
-  if (config.protocol === "pusher") {
-    const problems: string[] = [];
-    if (spec.stream !== undefined || spec.streams !== undefined) problems.push(`${at} (publish): Pusher publishes to "channel" or "channels", not streams`);
-    else if (!one("channel", "channels")) problems.push(`${at} (publish): give one of "channel" or "channels"`);
-    if (spec.event === undefined) problems.push(`${at} (publish): field "event": Required`);
-    if (!config.pusher?.appId || !config.pusher?.secret) {
-      problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)`);
-    }
-    return problems;
-  }
-  if (spec.channel !== undefined || spec.channels !== undefined || spec.event !== undefined) {
-    return [`${at} (publish): Action Cable publishes to AnyCable "stream" or "streams" (no channel or event)`];
-  }
-  return one("stream", "streams") ? [] : [`${at} (publish): give one of "stream" or "streams"`];
 }
 
 /** The known name within two edits of a typo, if any. */
@@ -259,8 +118,8 @@ function closest(word: string, known: string[]): string | undefined {
   return best && best[1] <= 2 ? best[0] : undefined;
 }
 
-function stepKey(step: Record<string, unknown>): StepName | string | undefined {
-  return Object.keys(step).find((k) => k in stepSchemas) ?? Object.keys(step)[0];
+function stepKey(step: Record<string, unknown>): string | undefined {
+  return Object.keys(step).find(isStepName) ?? Object.keys(step)[0];
 }
 
 interface Scope {
@@ -282,8 +141,9 @@ interface FlowContext {
 export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { connected: false, channels: new Map() }, path = "step"): string[] {
   const { where, processor, config } = ctx;
   if (!Array.isArray(flow)) return [`${where}: "flow" must be a list of steps`];
+  const known = Object.keys(STEPS);
   const problems: string[] = [];
-  flow.forEach((raw, index) => {
+  flow.forEach((raw: unknown, index) => {
     const at = `${where}, ${path} ${index + 1}`;
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
       problems.push(`${at}: a step is an object such as {subscribe: {...}}`);
@@ -291,116 +151,68 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
     }
     const step = raw as Record<string, unknown>;
     const key = stepKey(step);
-    if (!key || !(key in stepSchemas)) {
-      const guess = key ? closest(key, Object.keys(stepSchemas)) : undefined;
-      problems.push(`${at}: unknown step "${key ?? ""}"${guess ? `; did you mean "${guess}"?` : ""} (known: ${Object.keys(stepSchemas).join(", ")})`);
+    if (!key || !isStepName(key)) {
+      const guess = key ? closest(key, known) : undefined;
+      problems.push(`${at}: unknown step "${key ?? ""}"${guess ? `; did you mean "${guess}"?` : ""} (known: ${known.join(", ")})`);
       return;
     }
-    const name = key as StepName;
-    const extra = Object.keys(step).filter((k) => k !== name && !(MODIFIERS[name] ?? []).includes(k));
+    const name = key;
+    const definition: StepDefinition<z.ZodTypeAny> = STEPS[name];
+    const extra = Object.keys(step).filter((k) => k !== name && !(definition.modifiers ?? []).includes(k));
     if (extra.length) problems.push(`${at} (${name}): unknown field ${extra.map((k) => `"${k}"`).join(", ")} beside "${name}"`);
-    const parsed = stepSchemas[name].safeParse(step[name]);
+    const parsed = definition.schema.safeParse(step[name]);
     if (!parsed.success) {
       problems.push(...formatIssues(`${at} (${name})`, parsed.error));
       return;
     }
-    const spec = parsed.data as Record<string, any> | null;
-    const only = PROTOCOL_STEPS[name];
+    const spec: unknown = parsed.data;
+    const only = definition.only;
     if (only && only.protocol !== config.protocol) {
       problems.push(`${at} (${name}): not a step of protocol ${config.protocol}: ${only.instead}`);
       return;
     }
-    switch (name) {
-      case "connect":
-        scope.connected = true;
-        break;
-      case "disconnect":
-        scope.connected = false;
-        scope.channels.clear();
-        break;
-      case "subscribe":
-        if (!scope.connected) problems.push(`${at} (subscribe): no "connect" step comes before it`);
-        scope.channels.set(String(spec!.as ?? spec!.stream ?? spec!.signedStream ?? spec!.channel), String(spec!.channel ?? "$pubsub"));
-        if (config.protocol === "pusher" && (spec!.stream !== undefined || spec!.signedStream !== undefined || spec!.history !== undefined)) {
-          problems.push(`${at} (subscribe): "stream", "signedStream" and "history" are AnyCable's (protocol actioncable)`);
-        }
-        if (spec!.signedStream !== undefined && !config.anycable.streamsSecret) {
-          problems.push(`${at} (subscribe): "signedStream" needs ANYCABLE_STREAMS_SECRET or config.cable.anycable.streamsSecret`);
-        }
-        if (spec!.history !== undefined && config.anycable.extended === "off") {
-          problems.push(`${at} (subscribe): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`);
-        }
-        if (config.protocol === "pusher" && spec!.channel !== undefined && !isTemplated(spec!.channel)) {
-          const channel: string = spec!.channel;
-          if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
-            problems.push(`${at} (subscribe): "${channel}" needs auth: set PUSHER_APP_SECRET, config.cable.pusher.secret or authEndpoint`);
-          }
-          if (channel.startsWith("presence-") && !spec!.user) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info}`);
-        }
-        break;
-      case "trigger":
-        if (!isTemplated(spec!.event) && !spec!.event.startsWith("client-")) problems.push(`${at} (trigger): field "event": a client event's name starts with "client-" (got "${spec!.event}")`);
-        break;
-      case "publish":
-        problems.push(...checkPublish(at, spec!, config));
-        break;
-      case "reconnect":
-        if (!scope.connected) problems.push(`${at} (reconnect): no "connect" step comes before it`);
-        if (spec?.history && config.protocol === "pusher") problems.push(`${at} (reconnect): "history" is AnyCable's (protocol actioncable)`);
-        else if (spec?.history && config.anycable.extended === "off") problems.push(`${at} (reconnect): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`);
-        break;
-      case "receive":
-        if (config.protocol === "actioncable" && spec!.event !== undefined && !isTemplated(spec!.event) && !PRESENCE_EVENTS.includes(spec!.event)) {
-          problems.push(
-            spec!.event === "whisper"
-              ? `${at} (receive): field "event": no server sends a "whisper" frame: anycable-go relays a whisper as a plain message on the channel. Receive it with "match" on a field of its data, e.g. match: {typing: true}`
-              : `${at} (receive): field "event": Action Cable messages have no event name; only AnyCable presence events have one (${PRESENCE_EVENTS.join(", ")}). Use "match" on the payload`,
-          );
-        }
-        break;
-      case "whisper":
-      case "join":
-      case "leave":
-        if (config.anycable.extended === "off") problems.push(`${at} (${name}): needs AnyCable's extended protocol: set config.cable.anycable.extended`);
-        break;
-      case "function":
-        if (processor && typeof processor === "object" && typeof (processor as Record<string, unknown>)[step.function as string] !== "function") {
-          problems.push(`${at} (function): the processor has no function "${step.function}"`);
-        }
-        break;
-      case "loop":
-        problems.push(...checkFlow(step.loop, ctx, scope, `${path} ${index + 1} loop step`));
-        break;
+    if (definition.needsConnection && !scope.connected) problems.push(`${at} (${name}): no "connect" step comes before it`);
+    if (definition.opens) scope.connected = true;
+    if (definition.closes) {
+      scope.connected = false;
+      scope.channels.clear();
     }
-    if (channelSteps.has(name) && spec?.channel !== undefined) {
-      const channel = String(spec.channel);
-      const subscribed = scope.channels.get(channel);
-      if (subscribed === undefined) {
-        problems.push(`${at} (${name}): field "channel": "${channel}" is not subscribed by an earlier step (subscribed: ${[...scope.channels.keys()].join(", ") || "none"})`);
-      } else if (name === "trigger" && !isTemplated(subscribed) && !subscribed.startsWith("private-") && !subscribed.startsWith("presence-")) {
-        problems.push(`${at} (trigger): field "channel": client events go only on private- or presence- channels (got "${subscribed}")`);
-      }
+    if (definition.subscribes) {
+      const { as, channel } = definition.subscribes(spec);
+      scope.channels.set(as, channel);
     }
-    if (name === "listen" && !scope.connected) problems.push(`${at} (listen): no "connect" step comes before it`);
+    const context: CheckContext = { at, config, processor };
+    if (definition.check) problems.push(...definition.check(spec, context, (channel) => scope.channels.get(channel)));
+    if (definition.nested) problems.push(...checkFlow(definition.nested(step), ctx, scope, `${path} ${index + 1} loop step`));
+    const channel = definition.usesChannel ? (spec as { channel?: unknown }).channel : undefined;
+    if (typeof channel === "string" && !scope.channels.has(channel)) {
+      problems.push(`${at} (${name}): field "channel": "${channel}" is not subscribed by an earlier step (subscribed: ${[...scope.channels.keys()].join(", ") || "none"})`);
+    }
   });
   return problems;
 }
 
+interface FlowOwner {
+  engine?: unknown;
+  name?: unknown;
+  flow?: unknown;
+}
+
 interface ScriptLike {
-  config: Record<string, any>;
-  scenarios?: Record<string, any>[];
-  before?: Record<string, any>;
-  after?: Record<string, any>;
+  config: Record<string, unknown>;
+  scenarios?: FlowOwner[];
+  before?: FlowOwner;
+  after?: FlowOwner;
 }
 
 /** Every mistake in the script's cable scenarios and hooks, at once, or nothing. */
 export function validateScript(script: ScriptLike, config: CableConfig, engineName = "cable"): void {
   const problems: string[] = [];
   const processor = script.config.processor;
-  const uses = (s: Record<string, any>) => (s.engine ?? script.config.engine) === engineName;
+  const uses = (s: FlowOwner) => (s.engine ?? script.config.engine) === engineName;
   (script.scenarios ?? []).forEach((scenario, i) => {
     if (!uses(scenario)) return;
-    const where = `scenario ${scenario.name ? `"${scenario.name}"` : `#${i + 1}`}`;
+    const where = `scenario ${scenario.name ? `"${String(scenario.name)}"` : `#${i + 1}`}`;
     problems.push(...checkFlow(scenario.flow, { where, processor, config }));
   });
   for (const hook of ["before", "after"] as const) {

@@ -171,6 +171,7 @@ describe("scenario validation before any load", () => {
       inboxSize: 256,
       lagWarning: 100,
       reconnect: { initialDelay: 0.5, maxDelay: 5, timeout: 30 },
+      preciseArrivals: false,
       anycable: { extended: "off", restoreWith: "query" },
     });
     expect(parseConfig({}, { ANYCABLE_STREAMS_SECRET: "s", ANYCABLE_BROADCAST_KEY: "k" }).anycable).toMatchObject({ streamsSecret: "s", broadcastKey: "k" });

@@ -1,11 +1,12 @@
+import { z } from "zod";
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
 import { encodePresence, encodeWhisper } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
-import { templater, type Compiler } from "./compiler.js";
+import { stamped, templater, type Compiler } from "./compiler.js";
+import { channelRef, defineStep, needsExtended } from "./define.js";
 import { postJson } from "./http.js";
-import { stamped } from "./pusher.js";
 
 // AnyCable's additions to Action Cable: HTTP broadcasts, and the extended protocol's whispers and
 // presence (anycable-go docs: broadcasting.md, action_cable_protocol.md, presence.md). Session
@@ -42,7 +43,9 @@ export function compileBroadcast(compiler: Compiler, raw: BroadcastSpec): StepFn
   });
 }
 
-export function compileWhisper(compiler: Compiler, raw: { channel: string; data?: unknown; stamp?: boolean }): StepFn {
+const whisperSchema = z.object({ channel: channelRef, data: z.unknown().optional(), stamp: z.boolean().optional() }).strict();
+
+export function compileWhisper(compiler: Compiler, raw: z.output<typeof whisperSchema>): StepFn {
   const spec = templater(compiler, raw);
   const { events } = compiler;
   return asyncStep((vu, context) => {
@@ -56,7 +59,9 @@ export function compileWhisper(compiler: Compiler, raw: { channel: string; data?
   });
 }
 
-export function compileJoin(compiler: Compiler, raw: { channel: string; id: string | number; info?: unknown }): StepFn {
+const joinSchema = z.object({ channel: channelRef, id: z.union([z.string().min(1), z.number()]), info: z.unknown().optional() }).strict();
+
+export function compileJoin(compiler: Compiler, raw: z.output<typeof joinSchema>): StepFn {
   const spec = templater(compiler, raw);
   return asyncStep((vu, context) => {
     const s = spec(context);
@@ -71,3 +76,27 @@ export function compileLeave(compiler: Compiler, raw: { channel: string }): Step
     vu.openExtended().send(encodePresence("leave", vu.channel(s.channel).key, { id: "" }));
   });
 }
+
+export const whisper = defineStep({
+  schema: whisperSchema,
+  only: { protocol: "actioncable", instead: "whispers are AnyCable's: use a Pusher client event (trigger)" },
+  usesChannel: true,
+  check: (_spec, { at, config }) => needsExtended(at, "whisper", config),
+  compile: (compiler, spec) => compileWhisper(compiler, spec),
+});
+
+export const join = defineStep({
+  schema: joinSchema,
+  only: { protocol: "actioncable", instead: "Pusher presence is a presence- channel's subscription" },
+  usesChannel: true,
+  check: (_spec, { at, config }) => needsExtended(at, "join", config),
+  compile: (compiler, spec) => compileJoin(compiler, spec),
+});
+
+export const leave = defineStep({
+  schema: z.object({ channel: channelRef }).strict(),
+  only: { protocol: "actioncable", instead: "Pusher presence ends with an unsubscribe" },
+  usesChannel: true,
+  check: (_spec, { at, config }) => needsExtended(at, "leave", config),
+  compile: (compiler, spec) => compileLeave(compiler, spec),
+});

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { compilePattern, matches, parsePath, readPath, type Pattern } from "../match.js";
@@ -6,16 +7,29 @@ import type { CableConnection } from "../connection.js";
 import { encodeHistory, encodePerform } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { secondsToMs, templater, type Compiler } from "./compiler.js";
+import { capture, channelRef, defineStep, isTemplated, seconds } from "./define.js";
 
-export interface SubscribeSpec {
-  channel?: string;
-  params?: Record<string, unknown>;
-  as?: string;
-  user?: { id: string | number; info?: unknown };
-  stream?: string;
-  signedStream?: string;
-  history?: { since: number | string };
-}
+const subscribeSchema = z
+  .object({
+    channel: channelRef.optional(),
+    params: z.record(z.unknown()).optional(),
+    as: z.string().min(1).optional(),
+    user: z.object({ id: z.union([z.string(), z.number()]), info: z.unknown().optional() }).strict().optional(),
+    /** AnyCable `$pubsub`: a public stream by name, or a stream name the engine signs. */
+    stream: z.string().min(1).optional(),
+    signedStream: z.string().min(1).optional(),
+    /** AnyCable ext: ask for what the stream had in the last `since` seconds. */
+    history: z.object({ since: seconds }).strict().optional(),
+  })
+  .strict()
+  .refine((s) => s.channel !== undefined || s.stream !== undefined || s.signedStream !== undefined, {
+    message: 'give "channel", or an AnyCable "stream" or "signedStream"',
+  })
+  .refine((s) => s.stream === undefined || (s.channel === undefined && s.signedStream === undefined), {
+    message: '"stream" is a $pubsub stream: it takes no "channel" or "signedStream"',
+  });
+
+export type SubscribeSpec = z.output<typeof subscribeSchema>;
 
 export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn {
   const spec = templater(compiler, raw);
@@ -50,12 +64,11 @@ export async function requestHistory(compiler: Compiler, connection: CableConnec
   compiler.events.emit("counter", METRICS.historyReplayed, replayed);
 }
 
-export interface PerformSpec {
-  channel: string;
-  action: string;
-  data?: Record<string, unknown>;
-  stamp?: boolean;
-}
+const performSchema = z
+  .object({ channel: channelRef, action: z.string().min(1), data: z.record(z.unknown()).optional(), stamp: z.boolean().optional() })
+  .strict();
+
+export type PerformSpec = z.output<typeof performSchema>;
 
 export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
   const spec = templater(compiler, raw);
@@ -72,15 +85,22 @@ export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
   });
 }
 
-export interface ReceiveSpec {
-  channel: string;
-  /** Pusher: the event's name, e.g. `client-broadcast` or `pusher_internal:member_added`. */
-  event?: string;
-  match?: unknown;
-  timeout?: number | string;
-  capture?: { json: string; as: string } | { json: string; as: string }[];
-  metric?: string | true;
-}
+const receiveSchema = z
+  .object({
+    channel: channelRef,
+    /** Pusher: the event's name, e.g. `client-broadcast` or `pusher_internal:member_added`; AnyCable: a presence event. */
+    event: z.string().min(1).optional(),
+    match: z.unknown().optional(),
+    timeout: seconds.optional(),
+    capture: z.union([capture, z.array(capture)]).optional(),
+    metric: z.union([z.literal(true), z.string().regex(/^[a-z][a-z0-9_]*$/, "a metric name is lower_snake_case")]).optional(),
+  })
+  .strict();
+
+export type ReceiveSpec = z.output<typeof receiveSchema>;
+
+/** The event names AnyCable's presence frames get (protocol/actioncable.ts): the only Action Cable messages with one. */
+const PRESENCE_EVENTS = ["presence:join", "presence:leave", "presence:info"];
 
 export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
   const spec = templater(compiler, { channel: raw.channel, timeout: raw.timeout, event: raw.event });
@@ -109,7 +129,9 @@ export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
   });
 }
 
-export function compileListen(compiler: Compiler, raw: { channel?: string; for: number | string }): StepFn {
+const listenSchema = z.object({ channel: channelRef.optional(), for: seconds }).strict();
+
+export function compileListen(compiler: Compiler, raw: z.output<typeof listenSchema>): StepFn {
   const spec = templater(compiler, raw);
   return asyncStep(async (vu, context) => {
     const s = spec(context);
@@ -127,3 +149,61 @@ export function compileUnsubscribe(compiler: Compiler, raw: { channel: string })
     vu.channels.delete(channel);
   });
 }
+
+export const subscribe = defineStep({
+  schema: subscribeSchema,
+  needsConnection: true,
+  subscribes: (spec) => ({ as: String(spec.as ?? spec.stream ?? spec.signedStream ?? spec.channel), channel: String(spec.channel ?? "$pubsub") }),
+  check(spec, { at, config }) {
+    const problems: string[] = [];
+    if (config.protocol === "pusher" && (spec.stream !== undefined || spec.signedStream !== undefined || spec.history !== undefined)) {
+      problems.push(`${at} (subscribe): "stream", "signedStream" and "history" are AnyCable's (protocol actioncable)`);
+    }
+    if (spec.signedStream !== undefined && !config.anycable.streamsSecret) {
+      problems.push(`${at} (subscribe): "signedStream" needs ANYCABLE_STREAMS_SECRET or config.cable.anycable.streamsSecret`);
+    }
+    if (spec.history !== undefined && config.anycable.extended === "off") {
+      problems.push(`${at} (subscribe): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`);
+    }
+    if (config.protocol === "pusher" && spec.channel !== undefined && !isTemplated(spec.channel)) {
+      const channel = spec.channel;
+      if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
+        problems.push(`${at} (subscribe): "${channel}" needs auth: set PUSHER_APP_SECRET, config.cable.pusher.secret or authEndpoint`);
+      }
+      if (channel.startsWith("presence-") && !spec.user) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info}`);
+    }
+    return problems;
+  },
+  compile: (compiler, spec) => compileSubscribe(compiler, spec),
+});
+
+export const perform = defineStep({
+  schema: performSchema,
+  // Artillery's per-request `probability`, in percent: sends only, so that a flow's shape stays fixed.
+  modifiers: ["probability"],
+  only: { protocol: "actioncable", instead: 'Pusher has no actions: use "trigger" (a client event) or "publish" (the HTTP API)' },
+  usesChannel: true,
+  compile: (compiler, spec) => compilePerform(compiler, spec),
+});
+
+export const receive = defineStep({
+  schema: receiveSchema,
+  usesChannel: true,
+  check(spec, { at, config }) {
+    if (config.protocol !== "actioncable" || spec.event === undefined || isTemplated(spec.event) || PRESENCE_EVENTS.includes(spec.event)) return [];
+    return [
+      spec.event === "whisper"
+        ? `${at} (receive): field "event": no server sends a "whisper" frame: anycable-go relays a whisper as a plain message on the channel. Receive it with "match" on a field of its data, e.g. match: {typing: true}`
+        : `${at} (receive): field "event": Action Cable messages have no event name; only AnyCable presence events have one (${PRESENCE_EVENTS.join(", ")}). Use "match" on the payload`,
+    ];
+  },
+  compile: (compiler, spec) => compileReceive(compiler, spec),
+});
+
+export const listen = defineStep({ schema: listenSchema, usesChannel: true, needsConnection: true, compile: (compiler, spec) => compileListen(compiler, spec) });
+
+export const unsubscribe = defineStep({
+  schema: z.object({ channel: channelRef }).strict(),
+  usesChannel: true,
+  compile: (compiler, spec) => compileUnsubscribe(compiler, spec),
+});

@@ -3,6 +3,7 @@ import type { Events } from "../metrics.js";
 import type { Protocol } from "../protocol/types.js";
 import type { CableConnection } from "../connection.js";
 import type { StepFn, VirtualUser, VuContext } from "../vu.js";
+import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 
 /** The helpers Artillery passes to an engine's constructor (lib/commons/engine_util.ts). */
@@ -38,4 +39,11 @@ export function secondsToMs(value: unknown, field: string): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds < 0) throw new CableError("invalid_value", `"${field}" is not a number of seconds: ${String(value)}`);
   return seconds * 1000;
+}
+
+/** Stamps an event's data; data that is not an object is wrapped as `{data}` to carry the stamp. */
+export function stamped(compiler: Compiler, vu: VirtualUser, channel: string, data: unknown, stamp: boolean | undefined): unknown {
+  if (!stamp) return data;
+  const base = data !== null && typeof data === "object" ? data : data === undefined ? {} : { data };
+  return { ...base, ...vu.stamp(channel, compiler.settings.stampField, nowMs()) };
 }

@@ -1,15 +1,22 @@
+import { z } from "zod";
 import { CableError } from "../errors.js";
 import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
+import { defineStep, stringMap } from "./define.js";
 
-export interface ConnectSpec {
-  url?: string;
-  headers?: Record<string, string | number | boolean>;
-  cookies?: string | Record<string, string | number | boolean>;
-  query?: Record<string, string | number | boolean>;
-  subprotocol?: string | string[];
-}
+const connectSchema = z
+  .object({
+    url: z.string().optional(),
+    headers: stringMap.optional(),
+    cookies: z.union([z.string(), stringMap]).optional(),
+    query: stringMap.optional(),
+    subprotocol: z.union([z.string(), z.array(z.string()).nonempty()]).optional(),
+  })
+  .strict()
+  .nullable();
+
+export type ConnectSpec = NonNullable<z.output<typeof connectSchema>>;
 
 /** Browsers send an Origin, and Rails checks it against allowed origins: default to the target's. */
 export function originOf(url: string): string {
@@ -75,3 +82,11 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
 export function compileDisconnect(): StepFn {
   return asyncStep((vu) => vu.drop());
 }
+
+export const connect = defineStep({ schema: connectSchema, opens: true, compile: (compiler, spec) => compileConnect(compiler, spec) });
+
+export const disconnect = defineStep({
+  schema: z.union([z.null(), z.object({}).strict()]),
+  closes: true,
+  compile: () => compileDisconnect(),
+});

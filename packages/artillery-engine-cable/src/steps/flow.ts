@@ -1,7 +1,9 @@
+import { z } from "zod";
 import { CableError } from "../errors.js";
 import type { Events } from "../metrics.js";
 import { asyncStep, type StepFn, type VuContext } from "../vu.js";
 import type { Compiler } from "./compiler.js";
+import { defineStep } from "./define.js";
 
 type CallbackProcessor = (context: VuContext, events: Events, done: (err?: Error) => void) => void;
 type PromiseProcessor = (context: VuContext, events: Events) => unknown;
@@ -50,3 +52,31 @@ export function compileLog(compiler: Compiler, message: string): StepFn {
     console.log(compiler.helpers.template(message, context));
   });
 }
+
+// Artillery's own steps, with its semantics, through its helpers.
+
+export const think = defineStep({
+  schema: z.union([z.number().nonnegative(), z.string().min(1)]),
+  modifiers: ["jitter"],
+  compile: (compiler, _spec, step) => compileThink(compiler, step),
+});
+
+export const fn = defineStep({
+  schema: z.string().min(1),
+  check(name, { at, processor }) {
+    if (processor && typeof processor === "object" && typeof (processor as Record<string, unknown>)[name] !== "function") {
+      return [`${at} (function): the processor has no function "${name}"`];
+    }
+    return [];
+  },
+  compile: (compiler, name) => compileFunction(compiler, name),
+});
+
+export const log = defineStep({ schema: z.string(), compile: (compiler, message) => compileLog(compiler, message) });
+
+export const loop = defineStep({
+  schema: z.array(z.unknown()),
+  modifiers: ["count", "over", "whileTrue", "loopValue", "loopElement"],
+  nested: (step) => step.loop,
+  compile: (compiler, _spec, step) => compileLoop(compiler, step),
+});

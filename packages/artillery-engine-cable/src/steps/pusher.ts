@@ -1,25 +1,19 @@
+import { z } from "zod";
 import { nowMs } from "../clock.js";
+import type { CableConfig } from "../schema.js";
 import { CableError } from "../errors.js";
 import { postJson } from "./http.js";
 import { METRICS } from "../metrics.js";
 import { encodeClientEvent } from "../protocol/pusher.js";
 import { signedQuery } from "../protocol/pusher-signatures.js";
-import { asyncStep, type StepFn, type VirtualUser } from "../vu.js";
-import { templater, type Compiler } from "./compiler.js";
+import { asyncStep, type StepFn } from "../vu.js";
+import { stamped, templater, type Compiler } from "./compiler.js";
+import { compileBroadcast } from "./anycable.js";
+import { channelRef, defineStep, isTemplated } from "./define.js";
 
-/** Stamps an event's data; data that is not an object is wrapped as `{data}` to carry the stamp. */
-export function stamped(compiler: Compiler, vu: VirtualUser, channel: string, data: unknown, stamp: boolean | undefined): unknown {
-  if (!stamp) return data;
-  const base = data !== null && typeof data === "object" ? data : data === undefined ? {} : { data };
-  return { ...base, ...vu.stamp(channel, compiler.settings.stampField, nowMs()) };
-}
+const triggerSchema = z.object({ channel: channelRef, event: z.string().min(1), data: z.unknown().optional(), stamp: z.boolean().optional() }).strict();
 
-export interface TriggerSpec {
-  channel: string;
-  event: string;
-  data?: unknown;
-  stamp?: boolean;
-}
+export type TriggerSpec = z.output<typeof triggerSchema>;
 
 /** A client event on a private or presence channel the VU is subscribed to (pusher-js `channel.trigger`). */
 export function compileTrigger(compiler: Compiler, raw: TriggerSpec): StepFn {
@@ -36,13 +30,21 @@ export function compileTrigger(compiler: Compiler, raw: TriggerSpec): StepFn {
   });
 }
 
-export interface PublishSpec {
-  channel?: string;
-  channels?: string[];
-  event: string;
-  data?: unknown;
-  stamp?: boolean;
-}
+const publishSchema = z
+  .object({
+    // Pusher: channels and an event, through its HTTP API.
+    channel: z.string().min(1).optional(),
+    channels: z.array(z.string().min(1)).nonempty().optional(),
+    event: z.string().min(1).optional(),
+    // Action Cable: AnyCable streams, through its HTTP broadcast endpoint.
+    stream: z.string().min(1).optional(),
+    streams: z.array(z.string().min(1)).nonempty().optional(),
+    data: z.unknown().optional(),
+    stamp: z.boolean().optional(),
+  })
+  .strict();
+
+export type PublishSpec = z.output<typeof publishSchema>;
 
 /** The HTTP API's base: configured, or the target's origin with http(s) for ws(s). */
 export function apiBase(configured: string | undefined, target: string | undefined): string {
@@ -74,3 +76,46 @@ export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
     events.emit("rate", METRICS.sendRate);
   });
 }
+
+export const trigger = defineStep({
+  schema: triggerSchema,
+  modifiers: ["probability"],
+  only: { protocol: "pusher", instead: 'Action Cable has no client events: use "perform"' },
+  usesChannel: true,
+  check(spec, { at }, channelOf) {
+    const problems: string[] = [];
+    if (!isTemplated(spec.event) && !spec.event.startsWith("client-")) problems.push(`${at} (trigger): field "event": a client event's name starts with "client-" (got "${spec.event}")`);
+    const subscribed = channelOf(spec.channel);
+    if (subscribed !== undefined && !isTemplated(subscribed) && !subscribed.startsWith("private-") && !subscribed.startsWith("presence-")) {
+      problems.push(`${at} (trigger): field "channel": client events go only on private- or presence- channels (got "${subscribed}")`);
+    }
+    return problems;
+  },
+  compile: (compiler, spec) => compileTrigger(compiler, spec),
+});
+
+function checkPublish(at: string, spec: PublishSpec, config: CableConfig): string[] {
+  const one = (a: keyof PublishSpec, b: keyof PublishSpec) => (spec[a] === undefined) !== (spec[b] === undefined);
+  if (config.protocol === "pusher") {
+    const problems: string[] = [];
+    if (spec.stream !== undefined || spec.streams !== undefined) problems.push(`${at} (publish): Pusher publishes to "channel" or "channels", not streams`);
+    else if (!one("channel", "channels")) problems.push(`${at} (publish): give one of "channel" or "channels"`);
+    if (spec.event === undefined) problems.push(`${at} (publish): field "event": Required`);
+    if (!config.pusher?.appId || !config.pusher?.secret) {
+      problems.push(`${at} (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)`);
+    }
+    return problems;
+  }
+  if (spec.channel !== undefined || spec.channels !== undefined || spec.event !== undefined) {
+    return [`${at} (publish): Action Cable publishes to AnyCable "stream" or "streams" (no channel or event)`];
+  }
+  return one("stream", "streams") ? [] : [`${at} (publish): give one of "stream" or "streams"`];
+}
+
+/** Pusher's HTTP API, or AnyCable's broadcast endpoint on Action Cable. */
+export const publish = defineStep({
+  schema: publishSchema,
+  modifiers: ["probability"],
+  check: (spec, { at, config }) => checkPublish(at, spec, config),
+  compile: (compiler, spec) => (compiler.settings.protocol === "pusher" ? compilePublish(compiler, spec) : compileBroadcast(compiler, spec)),
+});

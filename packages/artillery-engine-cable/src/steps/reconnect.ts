@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { backoffDelay, isTransient } from "../backoff.js";
 import { nowMs } from "../clock.js";
 import type { CableConnection, OpenOptions } from "../connection.js";
@@ -8,22 +9,28 @@ import type { StreamPosition } from "../protocol/types.js";
 import { asyncStep, type StepFn, type VirtualUser, type VuContext } from "../vu.js";
 import { requestHistory } from "./channel.js";
 import { secondsToMs, templater, type Compiler } from "./compiler.js";
+import { defineStep, seconds } from "./define.js";
 
-export interface ReconnectSpec {
-  /** "drop": wait for the server to drop the connection (a restart) before reconnecting. */
-  after?: "drop";
-  /** Seconds to wait for that drop. */
-  wait?: number | string;
-  /** Seconds from the drop to every channel back, retries included; then `cable.reconnect_timeout`. */
-  timeout?: number | string;
-  /** A random 0..jitter s pause before the first attempt. */
-  jitter?: number | string;
-  /** Back-off between attempts: the first pause, and the longest, in seconds. */
-  initialDelay?: number | string;
-  maxDelay?: number | string;
-  /** AnyCable's extended protocol: ask each channel for what it missed since the last position seen. */
-  history?: boolean;
-}
+const reconnectSchema = z
+  .object({
+    /** "drop": wait for the server to drop the connection (a restart) before reconnecting. */
+    after: z.literal("drop").optional(),
+    /** Seconds to wait for that drop (default: config.cable.timeout). */
+    wait: seconds.optional(),
+    /** Seconds from the drop to every channel back, retries included (default: config.cable.reconnect.timeout); then `cable.reconnect_timeout`. */
+    timeout: seconds.optional(),
+    /** A random 0..jitter s pause before the first attempt. */
+    jitter: seconds.optional(),
+    /** The back-off between attempts: the first pause, and the longest, in seconds. */
+    initialDelay: seconds.optional(),
+    maxDelay: seconds.optional(),
+    /** AnyCable's extended protocol: ask each channel for what it missed since the last position seen. */
+    history: z.boolean().optional(),
+  })
+  .strict()
+  .nullable();
+
+export type ReconnectSpec = NonNullable<z.output<typeof reconnectSchema>>;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -140,3 +147,14 @@ async function replayMissed(compiler: Compiler, vu: VirtualUser, connection: Cab
     connection.dropCopies(false);
   }
 }
+
+export const reconnect = defineStep({
+  schema: reconnectSchema,
+  needsConnection: true,
+  check(spec, { at, config }) {
+    if (!spec?.history) return [];
+    if (config.protocol === "pusher") return [`${at} (reconnect): "history" is AnyCable's (protocol actioncable)`];
+    return config.anycable.extended === "off" ? [`${at} (reconnect): "history" needs AnyCable's extended protocol: set config.cable.anycable.extended`] : [];
+  },
+  compile: (compiler, spec) => compileReconnect(compiler, spec),
+});

@@ -1,0 +1,31 @@
+import { join, leave, whisper } from "./anycable.js";
+import { listen, perform, receive, subscribe, unsubscribe } from "./channel.js";
+import { connect, disconnect } from "./connection.js";
+import { fn, log, loop, think } from "./flow.js";
+import { publish, trigger } from "./pusher.js";
+import { reconnect } from "./reconnect.js";
+
+/** Every step the engine knows, by its key in a flow: the one place a new step is added. */
+export const STEPS = {
+  connect,
+  subscribe,
+  perform,
+  receive,
+  trigger,
+  publish,
+  whisper,
+  join,
+  leave,
+  reconnect,
+  listen,
+  unsubscribe,
+  disconnect,
+  think,
+  function: fn,
+  log,
+  loop,
+};
+
+export type StepName = keyof typeof STEPS;
+
+export const isStepName = (key: string): key is StepName => Object.prototype.hasOwnProperty.call(STEPS, key);
