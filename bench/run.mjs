@@ -117,9 +117,16 @@ try {
   }
   if (wanted("replay")) {
     for (const precise of mode.replay.precise ? [false, true] : [false]) {
+      const key = precise ? "precise" : "default";
       log(`replay: RelayBox (seeds/004), ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
-      results.replay[precise ? "precise" : "default"] = await measureReplay(target, { precise });
-      log(`  ${JSON.stringify(results.replay[precise ? "precise" : "default"])}`);
+      try {
+        results.replay[key] = await measureReplay(target, { precise });
+      } catch (err) {
+        // A replay the generator or target cannot finish is a result too (the goal is missed), not a
+        // reason to lose the other figures.
+        results.replay[key] = { precise, error: err.message };
+      }
+      log(`  ${JSON.stringify(results.replay[key])}`);
     }
   }
   if (wanted("scale")) {
@@ -154,7 +161,7 @@ results.ratios = {
   // What a user pays per VU in a 1,000/s ramp, arrival timer included, against the bare client's marginal.
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
   ...(ourArrivals.length ? { arrivals: Math.max(...ourArrivals.map((a) => a.latenessMs.p99)) } : {}),
-  ...(results.replay.default ? { replay: results.replay.default.eventLoopLagMs?.p99 ?? NaN } : {}),
+  ...(results.replay.default ? { replay: results.replay.default.error ? NaN : (results.replay.default.eventLoopLagMs?.p99 ?? NaN) } : {}),
 };
 results.goals = evaluateGoals(results.ratios);
 

@@ -91,7 +91,8 @@ export const RELAYBOX_PHASES = [
  */
 export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES, stay = 20, messages = 10 }) {
   const seconds = phases.reduce((s, p) => s + p.duration, 0);
-  const deadline = Date.now() + (seconds + messages * 2 + stay + 90) * 1000;
+  // The VUs' own timeline plus start-up, plus as much again for a saturated generator or target.
+  const deadline = Date.now() + (2 * (seconds + messages * 2 + stay) + 60) * 1000;
   const script = {
     config: {
       target: target.httpUrl.replace(/^http/, "ws"),

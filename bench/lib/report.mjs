@@ -121,7 +121,7 @@ function arrivalSections(results) {
       "",
       "| arrival timer | VUs created / failed | peak connections | generator lag p50 / p95 / p99 / max ms | broadcast latency p50 / p95 / p99 / max ms | CPU-s | errors |",
       "|---|---|---|---|---|---|---|",
-      ...replay.map((r) => `| ${TIMER(r.precise)} | ${num(r.vusers.created)} / ${num(r.vusers.failed)} | ${num(r.peakConnections)} | ${ms(r.eventLoopLagMs)} | ${ms(r.broadcastLatencyMs)} | ${num(r.cpuSeconds, 1)} | ${Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(", ") || "none"} |`),
+      ...replay.map((r) => r.error ? `| ${TIMER(r.precise)} | did not finish: ${r.error} | | | | | |` : `| ${TIMER(r.precise)} | ${num(r.vusers.created)} / ${num(r.vusers.failed)} | ${num(r.peakConnections)} | ${ms(r.eventLoopLagMs)} | ${ms(r.broadcastLatencyMs)} | ${num(r.cpuSeconds, 1)} | ${Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(", ") || "none"} |`),
       "",
     );
   }
