@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -45,10 +45,16 @@ let packed: Packed[];
 const manifest = (name: string): Manifest => JSON.parse(readFileSync(path.join(out, name, "package", "package.json"), "utf8"));
 const filesOf = (name: string): string[] => packed.find((p) => p.name === name)!.files.map((f) => f.path).sort();
 
-beforeAll(() => {
+/** npm, asynchronously: a worker blocked for long misses vitest's RPC deadline on a busy machine. */
+function npm(args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile("npm", args, { cwd, encoding: "utf8", timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => (err ? reject(new Error(`npm ${args.join(" ")}: ${stderr}`)) : resolve(stdout))),
+  );
+}
+
+beforeAll(async () => {
   out = mkdtempSync(path.join(os.tmpdir(), "cable-packaging-"));
-  const json = execFileSync("npm", ["pack", "--json", "--pack-destination", out, ...Object.keys(PUBLISHED).flatMap((w) => ["-w", w])], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  packed = JSON.parse(json) as Packed[];
+  packed = JSON.parse(await npm(["pack", "--json", "--pack-destination", out, ...Object.keys(PUBLISHED).flatMap((w) => ["-w", w])], ROOT)) as Packed[];
   for (const p of packed) {
     execFileSync("mkdir", ["-p", path.join(out, p.name)]);
     execFileSync("tar", ["-xzf", path.join(out, p.filename), "-C", path.join(out, p.name)]);
@@ -126,9 +132,9 @@ describe("the published tarballs", () => {
     expect(maps).toBeGreaterThan(50);
   });
 
-  it("npm pack --dry-run lists the same files (what npm publish sends)", () => {
+  it("npm pack --dry-run lists the same files (what npm publish sends)", async () => {
     for (const [name, dir] of Object.entries(PUBLISHED)) {
-      const [dry] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json"], { cwd: path.join(ROOT, dir), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })) as Packed[];
+      const [dry] = JSON.parse(await npm(["pack", "--dry-run", "--json"], path.join(ROOT, dir))) as Packed[];
       expect(dry.files.map((f) => f.path).sort(), name).toEqual(filesOf(name));
     }
   });

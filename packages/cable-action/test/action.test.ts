@@ -63,7 +63,9 @@ beforeAll(async () => {
   packs = path.join(work, "packs");
   toolCache = path.join(work, "toolcache");
   mkdirSync(packs);
-  execFileSync("npm", ["pack", "--pack-destination", packs, ...WORKSPACES.flatMap((w) => ["-w", w])], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  // Asynchronously: a blocked worker misses vitest's RPC deadline on a busy machine.
+  const pack = await runIn(ROOT, "npm", ["pack", "--pack-destination", packs, ...WORKSPACES.flatMap((w) => ["-w", w])], process.env);
+  if (pack.status !== 0) throw new Error(`npm pack failed: ${pack.stderr}`);
   userRepo = path.join(work, "user-app");
   mkdirSync(path.join(userRepo, "loadtest"), { recursive: true });
   writeFileSync(path.join(userRepo, "loadtest/chat.yml"), SCENARIO);
@@ -127,7 +129,7 @@ function runIn(cwd: string, command: string, args: string[], env: NodeJS.Process
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 180_000);
     child.once("close", (status) => {
       clearTimeout(timer);
       resolve({ status, stdout, stderr });
