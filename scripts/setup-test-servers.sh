@@ -20,6 +20,11 @@ if ! command -v puma >/dev/null || ! ruby -e 'require "action_cable"' 2>/dev/nul
   apt_install ruby-actioncable puma
 fi
 
+if ! command -v chromium >/dev/null; then
+  echo "setup: installing Debian's chromium (cable-report renders report.md's charts in it)"
+  apt_install chromium
+fi
+
 SOCKUDO_BIN="$CACHE/sockudo/bin/sockudo"
 if [ ! -x "$SOCKUDO_BIN" ]; then
   command -v protoc >/dev/null || apt_install protobuf-compiler
