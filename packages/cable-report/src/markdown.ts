@@ -92,7 +92,7 @@ function regressionList(regressions: Regression[], threshold?: number): string[]
   if (regressions.length === 0) return [];
   const shown = regressions.slice(0, 30).map((r) => `- **${inline(truncate(r.row, 120))}**, ${inline(truncate(r.column, 40))}: ${inline(r.reason)}`);
   if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more (listed on stderr)`);
-  return ["", `### ❌ Regressions (≥ ${threshold}%, significant, above the floor)`, "", ...shown];
+  return ["", `### ❌ Regressions (significantly ≥ ${threshold}%, above the floor)`, "", ...shown];
 }
 
 /**
@@ -107,7 +107,8 @@ function saturationBanner(merged: MergedResults): string[] {
   return [
     "",
     `> ⚠️ **The load generator was saturated** in ${saturated.length} task${saturated.length === 1 ? "" : "s"}: ${named.join("; ")}${more}. ` +
-      "Their latencies include the generator's own delay, so they describe the generator, not the server. " +
+      "Their latencies include the generator's own delay, so they describe the generator, not the server " +
+      "(the regression gate leaves their regions' latencies out). " +
       `Limits: event-loop lag p99 ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms, CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
       "run fewer virtual users per task, or more tasks.",
   ];
@@ -304,12 +305,12 @@ function xychart(title: string, labels: string[], series: ChartSeries[]): string
   ];
 }
 
-/** A round axis top a little above the largest value: 1, 2 or 5 × 10ⁿ. */
+/** A round axis top a little above the largest value: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10ⁿ. */
 function niceCeiling(max: number): number {
   if (max <= 0) return 1;
   const target = max * 1.1;
   const magnitude = 10 ** Math.floor(Math.log10(target));
-  const step = [1, 2, 5, 10].find((m) => m * magnitude >= target)!;
+  const step = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((m) => m * magnitude >= target)!;
   return Number((step * magnitude).toPrecision(12));
 }
 
@@ -322,9 +323,9 @@ function notes(merged: MergedResults, options: RenderOptions): string[] {
   );
   if (options.baseline) {
     lines.push(
-      "- ▲/▼: change from the baseline. Bold: the cell failed the regression gate, which needs all three of: a change of at least the " +
-        "threshold; significance (the 95% intervals of the two runs' percentiles, or of the error rates per user, do not overlap); " +
-        `and more than the floor (${GATE.latencyFloorMs} ms; ${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
+      "- ▲/▼: change from the baseline. Bold: the cell failed the regression gate, which needs both: the whole 95% interval of the change " +
+        "at or above the threshold (from the two runs' percentile intervals, read from the merged sketches, or the error rates per user); " +
+        `and a change above the floor (${GATE.latencyFloorMs} ms; ${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
         "Only server latencies (p50, p95, p99), failed and incomplete users and errors are gated: never Max, ≈ values, " +
         `metrics with fewer than ${GATE.minSamples} samples (p99: ${GATE.minTailSamples * 100}), the generator's lag or CPU, or custom metrics.`,
     );
