@@ -6,12 +6,11 @@
 // colour threshold, and at most 1% of the pixels may differ.
 // UPDATE_GOLDEN=1 rewrites the PNGs; the whole rendered report is saved as
 // docs/report-render/report.png for people to look at.
+/// <reference lib="dom" />
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { marked } from "marked";
-import pixelmatch from "pixelmatch";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -92,7 +91,11 @@ async function screenshot(svg: string): Promise<Buffer> {
   return page.locator("#chart").screenshot();
 }
 
-function compare(actual: Buffer, goldenFile: string): { differing: number; total: number } {
+/** pixelmatch and marked are ES modules; this package's tests are CommonJS. */
+const esm = { pixelmatch: import("pixelmatch").then((m) => m.default), marked: import("marked").then((m) => m.marked) };
+
+async function compare(actual: Buffer, goldenFile: string): Promise<{ differing: number; total: number }> {
+  const pixelmatch = await esm.pixelmatch;
   const a = PNG.sync.read(actual);
   const b = PNG.sync.read(readFileSync(goldenFile));
   expect([a.width, a.height], `${goldenFile}: size`).toEqual([b.width, b.height]);
@@ -126,7 +129,7 @@ describe("report.md rendered in headless Chromium", () => {
         writeFileSync(golden, png);
         continue;
       }
-      const { differing, total } = compare(png, golden);
+      const { differing, total } = await compare(png, golden);
       expect(differing / total, `chart ${i + 1}: ${differing} of ${total} pixels differ from ${golden}`).toBeLessThanOrEqual(0.01);
     }
   }, 120_000);
@@ -138,6 +141,7 @@ describe("report.md rendered in headless Chromium", () => {
 
   it("saves a screenshot of the whole rendered report", async () => {
     // GitHub's own look is out of reach offline; marked's HTML with the charts rendered is close enough to review.
+    const marked = await esm.marked;
     const html = await marked.parse(markdown.replace(/```mermaid\n[\s\S]*?```/g, () => `<div class="mermaid-slot"></div>`));
     const svgs: string[] = [];
     for (const [i, block] of blocks.entries()) svgs.push((await render(block, `full${i}`)).svg);
