@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,12 +75,14 @@ beforeAll(async () => {
   slowTarget = await startTarget({ port: 0, faults: { broadcastDelayMs: 150 } });
   gh = await new FakeGitHub("octo", "app").start();
   gh.comments.set(7, []);
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await Promise.all([target?.close(), slowTarget?.close(), gh?.close()]);
-  rmSync(work, { recursive: true, force: true });
-});
+  // Asynchronously: the tool cache holds Artillery's ~480 MB; a synchronous delete blocks the worker
+  // past vitest's RPC deadline on a busy machine.
+  await rm(work, { recursive: true, force: true });
+}, 300_000);
 
 type Event = { name: "push" } | { name: "pull_request"; number: number };
 
@@ -184,6 +187,8 @@ describe("the action in a user's job (local backend)", () => {
     expect(exitCode).toBe("0");
     expect(report).toBe(path.join(path.dirname(merged), "report.md"));
     expect(path.basename(path.dirname(report))).toBe(runId);
+    expect(pushRun.outputs.results).toBe(path.dirname(report));
+    expect(readdirSync(pushRun.outputs.results).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.md"]);
 
     // The summary is report.md; the artifact step uploads files that exist.
     const reportText = readFileSync(report, "utf8");
