@@ -7,9 +7,12 @@
 //     the interval combines the two runs' 95% intervals (for a percentile, the
 //     order-statistic interval read from the merged sketch; for error counts,
 //     the log rate ratio's, with an exact binomial test of the counts);
-//  2. it is larger than an absolute floor (1 ms of latency; 1 event per 100
-//     virtual users and 3 events in all for error-like counts), below which no
-//     change matters to a user however certain it is.
+//  2. it is larger than an absolute floor, below which no change matters to a
+//     user however certain it is, or could be the generator's own doing:
+//     for latency, 1 ms or the generator's event-loop lag p99 (the larger of
+//     the two runs), since a change no larger than the generator's own delay
+//     may be that delay; for error-like counts, 1 event per 100 virtual users
+//     and 3 events in all.
 // And only cells that describe the server are gated: the p50/p95/p99 of the
 // engine's latency histograms (merged sketches on both sides, enough samples
 // in the tail, no saturated generator task on either side), failed users,
@@ -25,6 +28,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import type { Column, Distribution, MergedResults } from "./model.js";
 import { tableRows, type GateSpec, type NumericRow } from "./rows.js";
+import { EVENT_LOOP_LAG } from "./merge.js";
 import { RELATIVE_ACCURACY } from "./sidecar.js";
 
 export interface Change {
@@ -82,9 +86,15 @@ export function gateCell(row: NumericRow, current: Column, baseline: Column, thr
   if (row.gate.kind === "quantile" && (isSaturated(current) || isSaturated(baseline))) {
     return { gated: false, why: "the load generator was saturated" };
   }
-  return row.gate.kind === "quantile"
-    ? gateQuantile(row.gate, current.histograms[row.gate.metric], baseline.histograms[row.gate.metric], thresholdPercent)
-    : gateRate(row.gate, current, baseline, thresholdPercent);
+  if (row.gate.kind === "quantile") {
+    const floor = Math.max(GATE.latencyFloorMs, lagP99(current), lagP99(baseline));
+    return gateQuantile(row.gate, current.histograms[row.gate.metric], baseline.histograms[row.gate.metric], thresholdPercent, floor);
+  }
+  return gateRate(row.gate, current, baseline, thresholdPercent);
+}
+
+function lagP99(column: Column): number {
+  return column.histograms[EVENT_LOOP_LAG]?.p99 ?? 0;
 }
 
 function isSaturated(column: Column): boolean {
@@ -131,6 +141,7 @@ function gateQuantile(
   current: Distribution | undefined,
   baseline: Distribution | undefined,
   threshold: number,
+  floorMs: number,
 ): GateVerdict {
   if (!current || !baseline) return { gated: false, why: "not in both runs" };
   if (current.approximate || baseline.approximate || !current.sketch || !baseline.sketch) {
@@ -146,12 +157,13 @@ function gateQuantile(
   const interval: [number, number] = [ratioPercent(b.low, a.high), ratioPercent(b.high, a.low)];
   const delta = b.value - a.value;
   const big = interval[0] >= threshold;
-  const aboveFloor = delta >= GATE.latencyFloorMs;
+  const aboveFloor = delta >= floorMs;
   const label = `p${Math.round(gate.q * 100)}`;
   const explain = () => [
     `${label} ${fmt(a.value)} → ${fmt(b.value)} ms (${signed(percent)}%, ${signed(delta)} ms)`,
     `95% interval of the change ${signed(interval[0])}% … ${signed(interval[1])}%`,
-    `${big ? "all of it ≥" : "not all ≥"} ${threshold}%, ${aboveFloor ? "above" : "under"} the ${GATE.latencyFloorMs} ms floor`,
+    `${big ? "all of it ≥" : "not all ≥"} ${threshold}%, ${aboveFloor ? "above" : "under"} the ${fmt(floorMs)} ms floor` +
+      (floorMs > GATE.latencyFloorMs ? " (the generator's event-loop lag p99)" : ""),
   ].join("; ");
   return { gated: true, regression: big && aboveFloor, percent, interval, delta, explain };
 }

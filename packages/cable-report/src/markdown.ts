@@ -325,7 +325,8 @@ function notes(merged: MergedResults, options: RenderOptions): string[] {
     lines.push(
       "- ▲/▼: change from the baseline. Bold: the cell failed the regression gate, which needs both: the whole 95% interval of the change " +
         "at or above the threshold (from the two runs' percentile intervals, read from the merged sketches, or the error rates per user); " +
-        `and a change above the floor (${GATE.latencyFloorMs} ms; ${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
+        `and a change above the floor (${GATE.latencyFloorMs} ms or the generator's event-loop lag p99, whichever is larger; ` +
+        `${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
         "Only server latencies (p50, p95, p99), failed and incomplete users and errors are gated: never Max, ≈ values, " +
         `metrics with fewer than ${GATE.minSamples} samples (p99: ${GATE.minTailSamples * 100}), the generator's lag or CPU, or custom metrics.`,
     );

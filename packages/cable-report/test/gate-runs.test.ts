@@ -22,8 +22,13 @@ import { EXIT_OK, EXIT_REGRESSION, main } from "../src/cli.js";
 const ROOT = resolve(__dirname, "../../..");
 const PACKAGE = resolve(__dirname, "..");
 const ROUNDS = Number(process.env.GATE_ROUNDS ?? 10);
-const BASE_DELAY_MS = 50;
-const SLOW_DELAY_MS = 65;
+/**
+ * Long enough that a shared 2-core machine's scheduling noise stays under the
+ * threshold (measured at 50 ms: up to +45 ms at p95 when the load average was
+ * 10), as on a cross-region run; a 30% slowdown is then 150 ms.
+ */
+const BASE_DELAY_MS = 500;
+const SLOW_DELAY_MS = 650;
 
 type LocalTarget = { cableUrl: string; close(): Promise<void> };
 let dir: string;
@@ -53,7 +58,7 @@ const scenario = (target: string) => ({
             { receive: { channel: "chat", match: { author_id: "{{ $uuid }}" }, metric: "rtt" } },
             { think: "20ms" },
           ],
-          count: 10,
+          count: 6,
         },
         { disconnect: {} },
       ],
@@ -123,7 +128,7 @@ describe("the regression gate on real runs against the local target", () => {
         }
         const verdict = gate(b, a);
         if (verdict.code !== EXIT_REGRESSION) missed.push(`round ${i}: exit ${verdict.code} ${verdict.stderr}`);
-        else expect(verdict.stderr, `round ${i}`).toMatch(/regression: Round-trip time \(rtt\) \(ms\): p(50|95) in local: .*all of it ≥ 10%, above the 1 ms floor/);
+        else expect(verdict.stderr, `round ${i}`).toMatch(/regression: Round-trip time \(rtt\) \(ms\): p(50|95) in local: .*all of it ≥ 10%, above the [\d.]+ ms floor/);
       };
       for (let i = 0; i < ROUNDS; i++) await round(i);
       console.log(
