@@ -129,7 +129,7 @@ describe("which periods a step is judged on", () => {
     expect(r.figures.climb["cable.broadcast_latency"].count).toBe(2);
     expect(r.figures.counters["errors.x"]).toBe(4);
     expect(r.health.map((h) => h.saturated)).toEqual([false, true]);
-    expect(r.health[1].reasons[0]).toMatch(/event-loop lag p99 \d+ ms > 100 ms/);
+    expect(r.health[1].reasons[0]).toMatch(/event-loop lag p90 \d+ ms > 100 ms/);
     expect(r.missing).toEqual([]);
     expect(measureRegion([{ ...task("t3", []), phases: [] }], step, 30, 20).missing).toEqual(["t3"]);
   });
@@ -137,9 +137,9 @@ describe("which periods a step is judged on", () => {
 
 describe("verdicts, decisions and the answer", () => {
   const slos = [parseSlo("cable.broadcast_latency.p95<250"), parseSlo("errors<1%")];
-  const region = (latency: number[], lagP99 = 5, users = 50) => ({
+  const region = (latency: number[], lagP90 = 5, users = 50) => ({
     figures: figures({ users, hold: { "cable.broadcast_latency": sketchOf(latency) } }),
-    health: [{ taskId: "task-1", region: "r", lagP99, saturated: lagP99 > 100, reasons: lagP99 > 100 ? [`event-loop lag p99 ${lagP99} ms > 100 ms`] : [] }],
+    health: [{ taskId: "task-1", region: "r", lagP90, saturated: lagP90 > 100, reasons: lagP90 > 100 ? [`event-loop lag p90 ${lagP90} ms > 100 ms`] : [] }],
     missing: [],
   });
   const all = [20, 40, 60, 80];

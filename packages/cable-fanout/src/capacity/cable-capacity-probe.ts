@@ -17,6 +17,10 @@ import { endedKey, periodKey, phasesKey, stopKey, type LiveEnded, type LivePerio
 export const STOP_CHANNEL = "cable-capacity";
 export const PLUGIN_NAME = "cable-capacity-probe";
 
+interface PhaseSpec {
+  pause?: number;
+}
+
 interface PluginConfig {
   /** Seconds from the first phase's start after which the stair is over and the users are told to end. */
   endAfterS?: number;
@@ -30,9 +34,12 @@ interface PeriodStats {
 
 interface ArtilleryGlobal {
   log(message: string, level?: string): void;
+  ext(extension: { ext: "beforeExit" | "onShutdown"; method: (event: unknown) => Promise<void> }): void;
 }
 
 const POLL_MS = 1_000;
+/** How long a hold must still last for the search to end the run before the next climb. */
+const QUIET_MARGIN_MS = 10_000;
 
 export class Plugin {
   private store: Store | undefined;
@@ -43,8 +50,14 @@ export class Plugin {
   private timer: NodeJS.Timeout | undefined;
   private channel: BroadcastChannel | undefined;
   private warned = false;
+  /** Writes not yet settled: Artillery exits right after `done`, so its beforeExit hook waits for them. */
+  private readonly pending = new Set<Promise<void>>();
 
-  constructor(script: { config?: { plugins?: Record<string, PluginConfig> } }, events: EventEmitter) {
+  private current: LivePhase | undefined;
+  private lastPhaseDone = false;
+  private phaseSpecs: PhaseSpec[] = [];
+
+  constructor(script: { config?: { plugins?: Record<string, PluginConfig>; phases?: PhaseSpec[] } }, events: EventEmitter) {
     if (!isMainThread) return;
     const { CABLE_RUN_ID: runId, CABLE_REGION: region, CABLE_TASK_ID: taskId, CABLE_STORE: storeUrl } = process.env;
     if (!runId || !region || !taskId || !storeUrl) {
@@ -54,12 +67,17 @@ export class Plugin {
     const store = openStore(storeUrl, { s3Client: () => new (require("@aws-sdk/client-s3") as typeof import("@aws-sdk/client-s3")).S3Client({}) });
     this.store = store;
     const endAfterMs = (script.config?.plugins?.[PLUGIN_NAME]?.endAfterS ?? Infinity) * 1000;
+    this.phaseSpecs = script.config?.phases ?? [];
     this.channel = new BroadcastChannel(STOP_CHANNEL);
     this.channel.unref();
 
     events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
-      this.phases.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
+      this.current = { index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() };
+      this.phases.push(this.current);
       this.put(phasesKey(runId, region, taskId), this.phases);
+    });
+    events.on("phaseCompleted", (phase: { index: number }) => {
+      if (phase.index === this.phaseSpecs.length - 1) this.lastPhaseDone = true;
     });
 
     events.on("stats", (stats: PeriodStats) => {
@@ -76,6 +94,8 @@ export class Plugin {
       this.maybeEnded(runId, region, taskId);
     });
 
+    // Artillery also emits `done` when it is stopped by a signal, with its users cut off: the counts
+    // written then say so (completed + failed short of created).
     events.on("done", () => {
       this.stop();
       this.maybeEnded(runId, region, taskId, true);
@@ -88,6 +108,7 @@ export class Plugin {
       if (this.stopped) {
         // Said again each second: a worker thread busy with a climb still hears it.
         this.channel?.postMessage("stop");
+        this.maybeEnded(runId, region, taskId);
         return;
       }
       store.getText(stopKey(runId, region)).then(
@@ -96,6 +117,7 @@ export class Plugin {
       );
     }, POLL_MS);
     this.timer.unref();
+    this.artillery()?.ext({ ext: "beforeExit", method: () => Promise.all(this.pending).then(() => undefined) });
   }
 
   private stop(): void {
@@ -107,22 +129,41 @@ export class Plugin {
   private maybeEnded(runId: string, region: string, taskId: string, done = false): void {
     if (!this.stopped || this.endedWritten) return;
     const { created, completed, failed } = this.totals;
-    if (!done && (created === 0 || completed + failed < created)) return;
+    if (!done && (created === 0 || completed + failed < created || !this.noMoreArrivals())) return;
     this.endedWritten = true;
     const ended: LiveEnded = { at: Date.now(), created, completed, failed };
     this.put(endedKey(runId, region, taskId), ended);
   }
 
+  /**
+   * Users keep arriving after the stop while the stair's phases run (a climb's arrivals end at
+   * their first turn). "Every user ended" is only true when none can arrive before the run is
+   * ended: after the last phase, or in a hold with time to spare for the search to end the run.
+   */
+  private noMoreArrivals(): boolean {
+    if (this.lastPhaseDone) return true;
+    const spec = this.current && this.phaseSpecs[this.current.index];
+    if (!this.current || !spec || spec.pause === undefined) return false;
+    return this.current.startTime + spec.pause * 1000 - Date.now() > QUIET_MARGIN_MS;
+  }
+
   private put(key: string, value: unknown): void {
-    this.store?.putText(key, JSON.stringify(value)).catch((err: Error) => {
+    if (!this.store) return;
+    const write = this.store.putText(key, JSON.stringify(value)).catch((err: Error) => {
       if (this.warned) return;
       this.warned = true;
       this.log(`cable-capacity-probe: could not write ${key}: ${err.message}`, "error");
     });
+    this.pending.add(write);
+    void write.finally(() => this.pending.delete(write));
+  }
+
+  private artillery(): ArtilleryGlobal | undefined {
+    return (global as unknown as { artillery?: ArtilleryGlobal }).artillery;
   }
 
   private log(message: string, level: string): void {
-    (global as unknown as { artillery?: ArtilleryGlobal }).artillery?.log(message, level);
+    this.artillery()?.log(message, level);
   }
 }
 

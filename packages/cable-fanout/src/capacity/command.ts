@@ -16,7 +16,7 @@ the later steps), then holds the level --hold seconds. The step is judged on wha
 during its hold only, never during the climb (handshake latencies, measured only while users
 arrive, on the climb into the level; counters such as errors on the whole step). A breach is run
 again from zero before it counts. The search ends the run once it has its answer: every user ends
-its flow once. A step during which a task's generator was saturated (event-loop lag p99 > 100 ms)
+its flow once. A step during which a task's generator was saturated (event-loop lag p90 over the step > 100 ms)
 is no verdict on the server: the answer is then "at least N, generator-bound".
 
 SLO: <metric>.<p50|p75|p90|p95|p99|p999|min|max|mean><op><bound> for a histogram,

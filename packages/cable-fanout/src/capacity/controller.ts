@@ -62,8 +62,8 @@ export const CAPACITY_EXIT = { ok: 0, belowMinimum: 1, usage: 2, internal: 3, in
 const POLL_MS = 2_000;
 /** How long after a hold's end its periods may take to arrive before the step is judged with what is there. */
 const LATE_PERIOD_MS = 45_000;
-/** How long the users have to end after the stop before the run is ended anyway. */
-const END_GRACE_MS = 60_000;
+/** How long the users have to end after the stop (beyond a climb and a hold) before the run is ended anyway. */
+const END_GRACE_MS = 45_000;
 
 /** Where Artillery loads the probe from: this module's compiled directory (by path, through the plugin's `scope`). */
 export function probeScope(): string {
@@ -206,7 +206,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       // every task to say they all ended, then end the run.
       stoppedEarly = judged < plan.steps.length;
       for (const region of options.regions) await deps.liveStore(region).putText(stopKey(runId, region), JSON.stringify({ at: deps.now(), reason: next.kind }));
-      const deadline = deps.now() + (stoppedEarly ? END_GRACE_MS : (options.stair.holdS + 90) * 1000);
+      // Users that arrive after the stop end at their first turn; the tasks say "all ended" in a hold
+      // with time to spare, so the wait can last a climb and a hold.
+      const longestClimbS = Math.max(...plan.steps.map((s) => s.climbS));
+      const deadline = deps.now() + END_GRACE_MS + (options.stair.holdS + longestClimbS) * 1000;
       while (!finished && deps.now() < deadline && !segmentAbort.signal.aborted) {
         const live = await readLive(runId, cache);
         const all = [...live.values()].flat();
@@ -271,7 +274,7 @@ function stepSummary(step: StepResult): string {
   return Object.entries(step.regions)
     .map(([region, o]) => {
       const parts = o.results.map((r) => `${r.slo} ${r.passed === true ? "✓" : "✗"} ${r.value ?? "no samples"}`);
-      if (o.lagP99 !== null) parts.push(`generator lag p99 ${o.lagP99} ms`);
+      if (o.lagP90 !== null) parts.push(`generator lag p90 ${o.lagP90} ms`);
       if (o.saturated.length) parts.push(`saturated: ${o.saturated.join("; ")}`);
       if (o.missing.length) parts.push(`missing: ${o.missing.join(", ")}`);
       return `${region}: ${parts.join(", ")}`;

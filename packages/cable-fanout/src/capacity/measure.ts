@@ -7,7 +7,13 @@ import type { StepFigures } from "./slo.js";
 
 export const LAG_METRIC = "cable.event_loop_lag";
 /** The saturation threshold of the report's generator flag (cable-report's SATURATION_THRESHOLDS.lagP99Ms). */
-export const LAG_P99_LIMIT_MS = 100;
+export const LAG_LIMIT_MS = 100;
+/**
+ * The report judges a whole run on the lag's p99, over hundreds of one-second samples. A step has
+ * a few dozen, so its p99 is its single worst second: one hiccup of a shared machine. The step is
+ * judged on its p90 instead: late by more than the threshold in one second out of ten, sustained.
+ */
+export const LAG_QUANTILE = 0.9;
 
 export interface TaskWindows {
   climbStart: number;
@@ -62,8 +68,8 @@ function addCounters(target: Record<string, number>, periods: LivePeriod[]): voi
 export interface TaskHealth {
   taskId: string;
   region: string;
-  /** p99 of the generator's event-loop lag during the step, ms; null without samples. */
-  lagP99: number | null;
+  /** p90 of the generator's event-loop lag during the step, ms; null without samples. */
+  lagP90: number | null;
   saturated: boolean;
   reasons: string[];
 }
@@ -96,9 +102,9 @@ export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: numbe
     const lag: Record<string, DDSketch> = {};
     mergeInto(lag, parts.step);
     const sketch = lag[LAG_METRIC];
-    const lagP99 = sketch && sketch.count > 0 ? Math.round(sketch.getValueAtQuantile(0.99)) : null;
-    const reasons = lagP99 !== null && lagP99 > LAG_P99_LIMIT_MS ? [`event-loop lag p99 ${lagP99} ms > ${LAG_P99_LIMIT_MS} ms`] : [];
-    health.push({ taskId: task.taskId, region: task.region, lagP99, saturated: reasons.length > 0, reasons });
+    const lagP90 = sketch && sketch.count > 0 ? Math.round(Math.min(sketch.max, sketch.getValueAtQuantile(LAG_QUANTILE))) : null;
+    const reasons = lagP90 !== null && lagP90 > LAG_LIMIT_MS ? [`event-loop lag p90 ${lagP90} ms > ${LAG_LIMIT_MS} ms`] : [];
+    health.push({ taskId: task.taskId, region: task.region, lagP90, saturated: reasons.length > 0, reasons });
   }
   return { figures, health, missing };
 }

@@ -48,13 +48,13 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
     lines.push(`### ${name}`, "");
     const serverKeys = [...new Set(r.steps.flatMap((s) => Object.keys(s.server ?? {})))];
     lines.push(
-      `| users (all regions) | users here | attempt | verdict | ${ctx.slos.map((s) => `\`${s.text}\``).join(" | ")} | generator lag p99 |${serverKeys.map((k) => ` server ${k} |`).join("")}`,
+      `| users (all regions) | users here | attempt | verdict | ${ctx.slos.map((s) => `\`${s.text}\``).join(" | ")} | generator lag p90 |${serverKeys.map((k) => ` server ${k} |`).join("")}`,
       `|---:|---:|---|---|${ctx.slos.map(() => "---:|").join("")}---:|${serverKeys.map(() => "---:|").join("")}`,
     );
     for (const s of r.steps) {
       const slos = s.slos.map((res) => `${res.value === null ? "no samples" : n(res.value)}${res.window === "climb" ? " (climb)" : ""} ${res.passed === true ? "✓" : "✗"}`);
       const verdict = s.verdict === "held" ? "held" : s.verdict === "breached" ? (s.passed ? "held here, breached elsewhere" : "**breached**") : s.verdict;
-      lines.push(`| ${n(s.level)} | ${n(s.users)} | ${s.attempt} | ${verdict} | ${slos.join(" | ")} | ${cell(s.lagP99, " ms")} |${serverKeys.map((k) => ` ${cell(s.server?.[k] ?? null)} |`).join("")}`);
+      lines.push(`| ${n(s.level)} | ${n(s.users)} | ${s.attempt} | ${verdict} | ${slos.join(" | ")} | ${cell(s.lagP90, " ms")} |${serverKeys.map((k) => ` ${cell(s.server?.[k] ?? null)} |`).join("")}`);
     }
     lines.push("");
   }

@@ -10,8 +10,8 @@ export interface RegionOutcome {
   users: number;
   results: SloResult[];
   passed: boolean;
-  /** Worst task's event-loop lag p99 in the hold, ms. */
-  lagP99: number | null;
+  /** Worst task's event-loop lag p90 over the step, ms. */
+  lagP90: number | null;
   saturated: string[];
   missing: string[];
 }
@@ -32,13 +32,13 @@ export function judgeStep(level: number, attempt: StepResult["attempt"], runId: 
   const outcomes: Record<string, RegionOutcome> = {};
   for (const [name, step] of Object.entries(regions)) {
     const results = slos.map((slo) => evaluateSlo(slo, step.figures));
-    const lags = step.health.map((h) => h.lagP99).filter((v): v is number => v !== null);
+    const lags = step.health.map((h) => h.lagP90).filter((v): v is number => v !== null);
     outcomes[name] = {
       users: step.figures.users,
       results,
       // No sample is no evidence that the level held (a server that delivers nothing has no latency).
       passed: results.every((r) => r.passed === true),
-      lagP99: lags.length > 0 ? Math.max(...lags) : null,
+      lagP90: lags.length > 0 ? Math.max(...lags) : null,
       saturated: step.health.filter((h) => h.saturated).map((h) => `${h.taskId}: ${h.reasons.join(", ")}`),
       missing: step.missing,
     };
@@ -104,7 +104,7 @@ export interface RegionAnswer {
   firstFailing: number | null;
   breached: Breach[];
   generatorBound: boolean;
-  steps: Array<{ level: number; users: number; attempt: string; verdict: Verdict; passed: boolean; lagP99: number | null; slos: SloResult[]; server?: Record<string, number | null> }>;
+  steps: Array<{ level: number; users: number; attempt: string; verdict: Verdict; passed: boolean; lagP90: number | null; slos: SloResult[]; server?: Record<string, number | null> }>;
 }
 
 export interface Answer {
@@ -154,7 +154,7 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
         attempt: s.attempt,
         verdict: s.verdict,
         passed: s.regions[name].passed,
-        lagP99: s.regions[name].lagP99,
+        lagP90: s.regions[name].lagP90,
         slos: s.regions[name].results,
         ...(s.server ? { server: s.server } : {}),
       })),
