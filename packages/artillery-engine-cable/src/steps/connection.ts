@@ -44,8 +44,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
   const { settings, protocol } = compiler;
   const localAddresses = ([] as string[]).concat(settings.localAddress ?? []);
   let nextAddress = 0;
-  return asyncStep(async (vu, context) => {
-    const s = spec(context);
+  const handshake = (s: ConnectSpec) => {
     const base = s.url ?? compiler.target;
     if (!base) throw new CableError("invalid_value", "connect has no url and config.target is not set");
     const url = withQuery(protocol.url(base), s.query);
@@ -53,10 +52,17 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
     const cookie = cookieHeader(s.cookies);
     if (cookie) headers.Cookie = cookie;
+    return { url, headers, subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol) };
+  };
+  // A connect step without templates opens every socket the same way: its URL and headers are
+  // worked out once, not per VU (nothing mutates them: ws and reconnect copy the headers).
+  const fixed = !JSON.stringify(raw ?? {}).includes("{{") && (raw?.url ?? compiler.target) ? handshake(raw ?? {}) : undefined;
+  return asyncStep(async (vu, context) => {
+    const { url, headers, subprotocols } = fixed ?? handshake(spec(context));
     vu.opened = {
       url,
       headers,
-      subprotocols: s.subprotocol === undefined ? protocol.subprotocols : ([] as string[]).concat(s.subprotocol),
+      subprotocols,
       timeoutMs: settings.timeout * 1000,
       localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
     };
