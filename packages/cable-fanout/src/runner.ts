@@ -146,7 +146,8 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   saveRecord();
 
   // Written before any task starts, so a task never sees a run without one.
-  const heartbeat = await startHeartbeat(regions, runId, timing.heartbeatMs, deps);
+  // Several beats per --heartbeat-timeout, so one slow write never looks like a dead runner.
+  const heartbeat = await startHeartbeat(regions, runId, Math.max(100, Math.min(timing.heartbeatMs, Math.floor(timing.heartbeatStaleMs / 4))), deps);
   let abortReason = "interrupted (signal)";
   const maxTimer = setTimeout(() => {
     abortReason = `--max-duration ${Math.round(maxDurationMs / 1000)} s reached`;
