@@ -35,7 +35,8 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
   // A subject slower than 25k frames/s (a seventh of the bare client) misses the deadline, and its
   // delivery shows it.
   const windowBudgetMs = 2_000 + Math.ceil((WINDOWS * n * broadcasts) / 25_000) * 1000 + PERIOD_MS + FLUSH_MS;
-  const startupMs = 6_000;
+  // Artillery starts in ~3 s on a quiet 2-core machine; a busy one (CI neighbours) takes 2–4× that.
+  const startupMs = 12_000;
   const deadline = Date.now() + startupMs + 1_000 + pauseMs + rampMs + 2 * SETTLE_MS + 3_000 + windowBudgetMs;
   const base = await target.health();
   const run = subject.listen(target, { n0, n, pauseMs, ratePerSecond, deadline }, env);
