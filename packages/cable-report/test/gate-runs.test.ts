@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { runArtillery, startRails, type RailsServer } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT_OK, EXIT_REGRESSION, main } from "../src/cli.js";
+import { mergeResults } from "../src/results.js";
 
 const ROOT = resolve(__dirname, "../../..");
 const PACKAGE = resolve(__dirname, "..");
@@ -42,7 +43,7 @@ const scenario = (target: string) => ({
     target,
     engines: { cable: {} },
     cable: { timeout: 5 },
-    phases: [{ name: "steady", duration: 2, arrivalRate: 15 }],
+    phases: [{ name: "steady", duration: 2, arrivalRate: 20 }],
     plugins: { "cable-report": {} },
   },
   scenarios: [
@@ -58,7 +59,7 @@ const scenario = (target: string) => ({
             { receive: { channel: "chat", match: { author_id: "{{ $uuid }}" }, metric: "rtt" } },
             { think: "20ms" },
           ],
-          count: 6,
+          count: 4,
         },
         { disconnect: {} },
       ],
@@ -116,12 +117,23 @@ describe("the regression gate on real runs against the local target", () => {
     async () => {
       const falseAlarms: string[] = [];
       const missed: string[] = [];
+      const rerun: string[] = [];
       const round = async (i: number) => {
-        const [a, a2, b] = await Promise.all([
-          task(`a${i}`, normal!.cableUrl),
-          task(`a${i}-again`, normal!.cableUrl),
-          task(`b${i}`, slow!.cableUrl),
-        ]);
+        let runs: string[] = [];
+        // The gate rightly declines to judge a saturated generator's latencies; on a
+        // busy machine a round can saturate, so it runs again (at most twice), said below.
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const suffix = attempt === 0 ? "" : `-retry${attempt}`;
+          runs = await Promise.all([
+            task(`a${i}${suffix}`, normal!.cableUrl),
+            task(`a${i}-again${suffix}`, normal!.cableUrl),
+            task(`b${i}${suffix}`, slow!.cableUrl),
+          ]);
+          const saturated = runs.filter((r) => mergeResults(r).regions[0].generator.some((t) => t.saturated));
+          if (saturated.length === 0) break;
+          rerun.push(`round ${i}: ${saturated.map((r) => r.split("/").pop()).join(", ")} saturated`);
+        }
+        const [a, a2, b] = runs;
         for (const [current, baseline] of [[a2, a], [a, a2]]) {
           const verdict = gate(current, baseline);
           if (verdict.code !== EXIT_OK) falseAlarms.push(`round ${i}: ${verdict.stderr}`);
@@ -133,12 +145,13 @@ describe("the regression gate on real runs against the local target", () => {
       for (let i = 0; i < ROUNDS; i++) await round(i);
       console.log(
         `gate on real runs: false alarms ${falseAlarms.length}/${ROUNDS * 2} A/A comparisons, ` +
-          `detected ${ROUNDS - missed.length}/${ROUNDS} A/B (broadcast delivery ${BASE_DELAY_MS} → ${SLOW_DELAY_MS} ms)`,
+          `detected ${ROUNDS - missed.length}/${ROUNDS} A/B (broadcast delivery ${BASE_DELAY_MS} → ${SLOW_DELAY_MS} ms); ` +
+          `rounds run again for a saturated generator: ${rerun.length === 0 ? "none" : rerun.join("; ")}`,
       );
       expect(falseAlarms).toEqual([]);
       expect(missed).toEqual([]);
     },
-    400_000,
+    600_000,
   );
 });
 
