@@ -161,3 +161,66 @@ describe("baselines", () => {
     expect(() => loadBaseline(join(dir, "missing.json"))).toThrow(/missing.json: baseline not found/);
   });
 });
+
+describe("a merge that survives bad input", () => {
+  it("keeps every healthy task and region when one task file is truncated, and marks it", () => {
+    writeTask(join(dir, "eu-west-2", "task-1.json"), task(3));
+    writeTask(join(dir, "eu-west-2", "task-2.json"), task(4));
+    writeTask(join(dir, "us-east-1", "task-1.json"), task(5));
+    writeTask(join(dir, "us-east-1", "task-2.json"), task(6));
+    const bad = join(dir, "eu-west-2", "task-2.json");
+    writeFileSync(bad, readFileSync(bad, "utf8").slice(0, 200));
+
+    const merged = mergeResults(dir);
+
+    expect(merged.regions.map((r) => [r.name, r.tasks, r.expectedTasks, r.counters["vusers.created"]])).toEqual([
+      ["eu-west-2", 1, 2, 3],
+      ["us-east-1", 2, 2, 11],
+    ]);
+    expect(merged.regions[0].rejected).toEqual([
+      { file: "eu-west-2/task-2.json", kind: "corrupt", reason: expect.stringMatching(/^is not an Artillery JSON report \(artillery run -o\): /) },
+    ]);
+    expect(merged.all.counters["vusers.created"]).toBe(14);
+    expect(merged.all.histograms["cable.rtt"].count).toBe(150);
+  });
+
+  it("counts a task folder copied twice once (same test run id)", () => {
+    writeTask(join(dir, "eu-west-2", "task-1", "report.json"), { ...task(3), testRunId: "t7xk2" });
+    writeTask(join(dir, "eu-west-2", "task-1-copy", "report.json"), { ...task(3), testRunId: "t7xk2" });
+    writeTask(join(dir, "eu-west-2", "task-2", "report.json"), { ...task(4), testRunId: "t9abc" });
+
+    const merged = mergeResults(dir);
+
+    expect(merged.regions[0].tasks).toBe(2);
+    expect(merged.regions[0].counters["vusers.created"]).toBe(7);
+    expect(merged.regions[0].rejected).toEqual([
+      { file: "eu-west-2/task-1-copy/report.json", kind: "duplicate", reason: "a copy of eu-west-2/task-1/report.json (same test run), counted once" },
+    ]);
+  });
+
+  it("accepts a task that ran no virtual users", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(3));
+    mkdirSync(join(dir, "us-east-1"));
+    // What Artillery writes when no user arrived: no period, no histograms.
+    writeFileSync(join(dir, "us-east-1", "a.json"), JSON.stringify({ aggregate: { counters: {}, rates: {}, summaries: {}, histograms: {} }, intermediate: [] }));
+
+    const merged = mergeResults(dir);
+
+    expect(merged.regions.map((r) => [r.name, r.tasks, r.rejected.length])).toEqual([
+      ["eu-west-2", 1, 0],
+      ["us-east-1", 1, 0],
+    ]);
+    expect(merged.regions[1].histograms).toEqual({});
+    expect(merged.all.counters["vusers.created"]).toBe(3);
+  });
+
+  it("keeps percentiles within their [min, max]", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), { histograms: { "cable.rtt": [40_000.4, 40_000.4, 40_100] } });
+    writeTask(join(dir, "eu-west-2", "b.json"), { histograms: { "cable.rtt": [40_000.4] } });
+    const rtt = mergeResults(dir).all.histograms["cable.rtt"];
+    for (const p of [rtt.p50, rtt.p75, rtt.p90, rtt.p95, rtt.p99, rtt.p999]) {
+      expect(p).toBeGreaterThanOrEqual(rtt.min);
+      expect(p).toBeLessThanOrEqual(rtt.max);
+    }
+  });
+});
