@@ -51,6 +51,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--hold <seconds>", "how long each level is held and judged (at least 20: Artillery's metrics periods are 10 s)", "30")
     .option("--climb <seconds>", "how long one step's users take to arrive", "10")
     .option("--min-capacity <n>", "exit 1 when the server held fewer users")
+    .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its vCPU, memory and connections beside every step")
     .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local); each adds its share of every step")
     .option("--count <n>", "tasks per region", "1")
     .option("--out <dir>", "results directory", "results")
@@ -116,6 +117,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             slos,
             stair,
             minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
+            serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
           },
           {
             backend,
@@ -138,3 +140,14 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
 }
 
 export { CAPACITY_EXIT };
+
+function parseHttpUrl(flag: string, text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new FanoutInputError(`${flag} wants an http(s) URL such as http://127.0.0.1:8080/metrics, not "${text}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FanoutInputError(`${flag} wants an http(s) URL, not "${text}"`);
+  return url.toString();
+}

@@ -15,6 +15,7 @@ import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } f
 import { levels, planSegment, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
 import { buildAnswer, decideNext, headline, judgeStep, type Answer, type Next, type StepResult } from "./search.js";
+import { scrape, summarizeServer, type ServerSample } from "./server-metrics.js";
 import { statOf, type Slo } from "./slo.js";
 
 type Json = Record<string, unknown>;
@@ -24,6 +25,8 @@ export interface CapacityOptions extends Omit<RunOptions, "maxDurationMs" | "bas
   slos: Slo[];
   stair: StairOptions;
   minCapacity?: number;
+  /** A Prometheus text endpoint of the server, scraped during the search (`--server-metrics`). */
+  serverMetricsUrl?: string;
 }
 
 export interface CapacityDeps {
@@ -169,12 +172,23 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     );
 
     const cache = new Map<string, LivePeriod>();
+    const serverSamples: ServerSample[] = [];
+    let scrapeErrors = 0;
+    const scrapeServer = async () => {
+      if (!options.serverMetricsUrl) return;
+      try {
+        serverSamples.push(await scrape(options.serverMetricsUrl));
+      } catch (err) {
+        if (scrapeErrors++ === 0) deps.log(`capacity: --server-metrics ${options.serverMetricsUrl}: ${(err as Error).message} (the search goes on without the server's figures where it fails)`);
+      }
+    };
     let judged = 0;
     let next: Next = { kind: "done" };
     let lastLine = "";
     let stoppedEarly = false;
     while (!finished && judged < plan.steps.length && !segmentAbort.signal.aborted) {
       await Promise.race([deps.sleep(POLL_MS, segmentAbort.signal), settled]);
+      await scrapeServer();
       if (!runId) continue;
       const live = await readLive(runId, cache);
       const step = plan.steps[judged];
@@ -193,6 +207,12 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
         regions[region] = measured;
       }
       const result = judgeStep(step.level, attempt, runId, regions, options.slos);
+      if (options.serverMetricsUrl) {
+        const windows = [...live.values()].flat().map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
+        if (windows.length > 0) {
+          result.server = { ...summarizeServer(serverSamples, Math.min(...windows.map((w) => w!.holdStart)), Math.max(...windows.map((w) => w!.holdEnd))) };
+        }
+      }
       steps.push(result);
       judged++;
       deps.log(`capacity: ${step.level} users ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
@@ -279,5 +299,6 @@ function stepSummary(step: StepResult): string {
       if (o.missing.length) parts.push(`missing: ${o.missing.join(", ")}`);
       return `${region}: ${parts.join(", ")}`;
     })
+    .concat(step.server ? [`server: ${Object.entries(step.server).map(([k, v]) => `${k} ${v ?? "–"}`).join(", ")}`] : [])
     .join(" | ");
 }
