@@ -1,5 +1,8 @@
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
+import { DescribeSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { DescribeParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { AwsRegion, AWS_TIMING, defaultClients } from "../src/aws/aws-backend";
@@ -188,6 +191,105 @@ describe("watching a region", () => {
     expect(clock.sleeps).toEqual([10_000, 20_000]);
     expect(result.failures).toEqual([]);
     expect(result.tasks.map((t) => t.exitCode)).toEqual([0, 0]);
+  });
+});
+
+describe("stopping until STOPPED", () => {
+  it("retries a throttled StopTask with backoff, then re-sends it while DescribeTasks still says RUNNING", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    let calls = 0;
+    // Throttled twice, then accepted — but the first acceptance does not take (the task keeps running).
+    ecs.on(StopTaskCommand).callsFake(() => {
+      calls++;
+      if (calls <= 2) throw throttling();
+      return {};
+    });
+    ecs.on(DescribeTasksCommand).callsFake((input) => ({
+      tasks: input.tasks.map((taskArn: string) => (calls >= 5 ? { taskArn, lastStatus: "STOPPED", stopCode: "UserInitiated", containers: [{ name: "loadgen", exitCode: 1 }] } : { taskArn, lastStatus: "RUNNING" })),
+    }));
+    const abort = new AbortController();
+    abort.abort();
+    const clock = fakeClock();
+    const progress = new RecordingProgress();
+    const result = await watchRegion(region(), {
+      runId: "run-1",
+      count: 2,
+      startOptions: options({ abort: new AbortController().signal }),
+      timing: { ...AWS_TIMING, pollMs: 10_000, stopGraceMs: 120_000 },
+      deps: { now: clock.now, sleep: clock.sleep, abort } as unknown as RunDeps,
+      progress,
+      abortReason: () => "interrupted (signal)",
+      onStarted: () => {},
+    });
+    // StopTask's own backoff on throttling (1 s, 2 s), recorded by the region's retry sleep.
+    expect(sleeps).toEqual([1_000, 2_000]);
+    expect(progress.events).toContain("eu-west-2: 2 task(s) still running after StopTask; sending it again");
+    expect(calls).toBeGreaterThanOrEqual(5);
+    expect(result.tasks.map((t) => t.phase)).toEqual(["stopped", "stopped"]);
+    expect(result.failures).toEqual([]);
+  });
+
+  it("describes more than 100 tasks 100 at a time", async () => {
+    ecs.on(DescribeTasksCommand).callsFake((input) => ({ tasks: input.tasks.map((taskArn: string) => ({ taskArn, lastStatus: "RUNNING" })) }));
+    const refs = Array.from({ length: 250 }, (_, i) => arn(i + 1));
+    const described = await region().describeTasks(refs);
+    expect(ecs.commandCalls(DescribeTasksCommand).map((c) => c.args[0].input.tasks!.length)).toEqual([100, 100, 50]);
+    expect(described.map((t) => t.ref)).toEqual(refs);
+  });
+
+  it("counts a task ECS no longer describes as stopped, with the reason", async () => {
+    ecs.on(DescribeTasksCommand).resolves({ tasks: [{ taskArn: arn(1), lastStatus: "RUNNING" }], failures: [{ arn: arn(2), reason: "MISSING" }] });
+    const described = await region().describeTasks([arn(1), arn(2)]);
+    expect(described.map((t) => [t.phase, t.stoppedReason])).toEqual([
+      ["running", undefined],
+      ["stopped", "ECS no longer describes the task (MISSING)"],
+    ]);
+  });
+});
+
+describe("preflight", () => {
+  const ssm = mockClient(SSMClient);
+  const sm = mockClient(SecretsManagerClient);
+  const quotas = mockClient(ServiceQuotasClient);
+  beforeEach(() => {
+    ssm.reset();
+    sm.reset();
+    quotas.reset();
+  });
+
+  it("names a secret missing in this region, refuses an ARN from another region, and warns about a customer KMS key", async () => {
+    ssm.on(DescribeParametersCommand).callsFake((input) =>
+      input.ParameterFilters[0].Values[0] === "/cable-loadtest/there" ? { Parameters: [{ Name: "/cable-loadtest/there", Type: "SecureString", KeyId: "alias/team-key" }] } : { Parameters: [] },
+    );
+    sm.on(DescribeSecretCommand).rejects(Object.assign(new Error("Secrets Manager can't find the specified secret."), { name: "ResourceNotFoundException" }));
+    quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 4000 } });
+    const problems = await region().preflight({
+      count: 2,
+      spot: false,
+      secretRefs: {
+        THERE: "/cable-loadtest/there",
+        GONE: "/cable-loadtest/gone",
+        COOKIE: "secretsmanager:cable-loadtest/cookie",
+        PINNED: "arn:aws:ssm:us-east-1:123456789012:parameter/cable-loadtest/x",
+      },
+    });
+    expect(problems).toEqual([
+      "region eu-west-2: secret GONE (/cable-loadtest/gone): no SSM parameter /cable-loadtest/gone in eu-west-2; create it there: aws ssm put-parameter --region eu-west-2 --name /cable-loadtest/gone --type SecureString --value …",
+      "region eu-west-2: secret COOKIE (secretsmanager:cable-loadtest/cookie): no Secrets Manager secret cable-loadtest/cookie in eu-west-2; create it there: aws secretsmanager create-secret --region eu-west-2 --name cable-loadtest/cookie --secret-string …",
+      "region eu-west-2: secret PINNED (arn:aws:ssm:us-east-1:123456789012:parameter/cable-loadtest/x) is an ARN in us-east-1, and tasks read secrets in their own region only; name it (--secret PINNED=ssm:/cable-loadtest/x) and create it in every region",
+    ]);
+    expect(logs).toEqual(['region eu-west-2: secret THERE (/cable-loadtest/there) is encrypted with KMS key alias/team-key: the task role needs kms:Decrypt on it (infra/README.md, "Secrets")']);
+  });
+
+  it("refuses a run beyond the Fargate vCPU quota with the command that raises it, and only warns when the quota cannot be read", async () => {
+    quotas.on(GetServiceQuotaCommand, { QuotaCode: "L-3032A538" }).resolves({ Quota: { Value: 6 } });
+    expect(await region().preflight({ count: 2, spot: false, secretRefs: {} })).toEqual([
+      "region eu-west-2: 2 task(s) × 4 vCPU = 8 vCPU exceed the Fargate On-Demand vCPU quota of 6 (tasks already running count too); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-3032A538 --desired-value 8, or run fewer or smaller tasks (--count, --cpu/--memory)",
+    ]);
+    expect(await region().preflight({ count: 1, spot: false, secretRefs: {} })).toEqual([]);
+    quotas.on(GetServiceQuotaCommand, { QuotaCode: "L-36FBB829" }).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
+    expect(await region().preflight({ count: 100, spot: true, cpu: 1024, secretRefs: {} })).toEqual([]);
+    expect(logs).toEqual(["region eu-west-2: could not read the Fargate Spot vCPU quota (AccessDeniedException); RunTask will say if 100 vCPU is too much"]);
   });
 });
 

@@ -18,13 +18,13 @@ const cli = (args: string[], cwd: string, onSpawn?: (child: ChildProcess) => voi
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
 const onlyRun = (out: string) => readdirSync(out).filter((d) => !d.startsWith("."));
 
-/** Waits (bounded) until the run record lists started tasks for every region. */
-async function waitForStarted(out: string, regions: string[], deadlineMs = 30_000): Promise<string> {
+/** Waits (bounded) until the run record lists started tasks for every region and their load has begun (the go's start passed). */
+async function waitForStarted(out: string, regions: string[], deadlineMs = 60_000): Promise<string> {
   const until = Date.now() + deadlineMs;
   while (Date.now() < until) {
     const [runId] = existsSync(out) ? onlyRun(out) : [];
     const record = runId && existsSync(path.join(out, runId, "fanout.json")) ? json(path.join(out, runId, "fanout.json")) : undefined;
-    if (record && regions.every((r) => (record.started[r] ?? []).length > 0)) return runId;
+    if (record && regions.every((r) => (record.started[r] ?? []).length > 0) && record.startAt !== null && Date.now() > record.startAt + 1_500) return runId;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`no run started in ${out} within ${deadlineMs} ms`);
@@ -82,8 +82,17 @@ describe("cable-fanout run --local", () => {
       "local-b/task-1:ok",
       "local-b/task-2:ok",
     ]);
-    // The common start: every task started Artillery within a second of startAt.
+    // The ready barrier let the run go once all four tasks had Artillery loaded; the start gate then
+    // released every Artillery at the common start, so the first virtual users came close together
+    // (what remains is Artillery creating its worker threads after the gate, on a busy 2-core box).
+    expect(record.barrier).toMatchObject({ outcome: "go", expected: 4, ready: 4, minReadyPct: 100, missed: {} });
     for (const t of record.tasks) expect(t.startLagMs).toBeLessThan(1_000);
+    expect(record.start.skewMs).toBeGreaterThanOrEqual(0);
+    expect(record.start.skewMs).toBeLessThan(5_000);
+    expect(report).toContain("### Start");
+    expect(report).toContain("Ready barrier: 4 of 4 task(s) ready after");
+    expect(report).toMatch(/Start skew across all tasks and regions: \*\*[\d,]+ ms\*\*/);
+    expect(report).toMatch(/\| local-a \| 2\/2 \| \+[\d,]+ ms \| \+[\d,]+ ms \| [\d,]+ ms \| – \|/);
 
     // collect fetches and merges again, and a baseline adds the deltas.
     const again = await cli(["collect", runId, "--local", "--out", out, "--baseline", path.join(runDir, "merged.json"), "--fail-on-regression", "50%"], work);
@@ -125,6 +134,25 @@ describe("cable-fanout run --local", () => {
     const record = json(path.join(out, runId, "fanout.json"));
     expect(record.tasks.every((t: { state: string }) => t.state === "failed")).toBe(true);
   }, 120_000);
+
+  it("shows the barrier's flags in run --help", async () => {
+    const help = await cli(["run", "--help"], work);
+    expect(help.code).toBe(0);
+    for (const flag of ["--min-ready <pct>", "--ready-timeout <duration>", "--heartbeat-timeout <duration>", "--run-id <id>"]) expect(help.stdout).toContain(flag);
+  });
+
+  it("calls the run off when too few tasks are ready in time, and says so", async () => {
+    const out = path.join(work, "not-ready");
+    const result = await cli(["run", CHAT, "--local", "--regions", "local-a", "--target", target.cableUrl, "--overrides", SHORT, "--ready-timeout", "0.2s", "--out", out], work);
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/local-a: the run did not start: only 0 of 1 task\(s\) were ready within --ready-timeout, 1 needed \(--min-ready\)/);
+    const [runId] = onlyRun(out);
+    const record = json(path.join(out, runId, "fanout.json"));
+    expect(record.barrier).toMatchObject({ outcome: "failed", ready: 0, expected: 1 });
+    expect(record.startAt).toBeNull();
+    // Stopped (or called off by the cancelling go marker) before any load.
+    expect(record.tasks).toEqual([expect.objectContaining({ state: "failed", reason: expect.stringMatching(/SIGTERM|called off/) })]);
+  });
 
   it("refuses an unknown scenario file with exit 2, naming it", async () => {
     const result = await cli(["run", "nope.yml", "--local", "--regions", "a", "--out", path.join(work, "none")], work);

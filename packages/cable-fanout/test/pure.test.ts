@@ -1,5 +1,9 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { TaskStatus } from "cable-infra/worker/status";
+import { decideBarrier, goMarker, tasksNeeded } from "../src/barrier";
+import { parseMinReady, parseRunId } from "../src/options";
+import { renderStartSection, summarizeStart } from "../src/start-report";
 import { buildBundle, commonDirectory } from "../src/bundle";
 import { FanoutInputError } from "../src/errors";
 import { parseDuration, parseSecrets, parseTaskSize } from "../src/options";
@@ -102,5 +106,94 @@ describe("flags", () => {
     expect(parseDuration("--max-duration", "90")).toBe(90_000);
     expect(parseDuration("--max-duration", "15m")).toBe(900_000);
     expect(() => parseDuration("--max-duration", "soon")).toThrow(/--max-duration wants a duration/);
+  });
+});
+
+describe("the ready barrier", () => {
+  const state = (over: Partial<Parameters<typeof decideBarrier>[0]>) => ({ expected: 10, needed: 10, ready: 0, pending: 10, allStarted: true, now: 0, deadline: 1_000, ...over });
+
+  it("needs --min-ready of every task asked for, rounded up, at least one", () => {
+    expect(tasksNeeded(10, 100)).toBe(10);
+    expect(tasksNeeded(10, 90)).toBe(9);
+    expect(tasksNeeded(10, 85)).toBe(9);
+    expect(tasksNeeded(3, 1)).toBe(1);
+    expect(tasksNeeded(200, 99.5)).toBe(199);
+  });
+
+  it("goes once enough are ready, waits while they can be, and fails at the deadline or when too many are lost", () => {
+    expect(decideBarrier(state({ ready: 10, pending: 0 }))).toEqual({ kind: "go" });
+    expect(decideBarrier(state({ needed: 9, ready: 9, pending: 1 }))).toEqual({ kind: "go" });
+    expect(decideBarrier(state({ ready: 4, pending: 6, now: 999 }))).toEqual({ kind: "wait" });
+    expect(decideBarrier(state({ ready: 4, pending: 6, now: 1_000 }))).toEqual({ kind: "fail", reason: "only 4 of 10 task(s) were ready within --ready-timeout, 10 needed (--min-ready)" });
+    // Two tasks stopped before they were ready: 100% can no longer be reached, so there is no point waiting.
+    expect(decideBarrier(state({ ready: 4, pending: 4 }))).toEqual({ kind: "fail", reason: "only 8 of 10 task(s) could still become ready, 10 needed (--min-ready)" });
+    // While RunTask is still starting tasks elsewhere, a shortfall is not final.
+    expect(decideBarrier(state({ ready: 4, pending: 4, allStarted: false }))).toEqual({ kind: "wait" });
+  });
+
+  it("names the ready tasks in the go marker as <region>/<taskId>", () => {
+    expect(goMarker(123, new Map([["us-east-1", ["b", "a"]], ["eu-west-2", ["c"]]]))).toEqual({ startAt: 123, tasks: ["eu-west-2/c", "us-east-1/a", "us-east-1/b"] });
+  });
+
+  it("parses --min-ready and --run-id, naming the flag", () => {
+    expect(parseMinReady("90%")).toBe(90);
+    expect(parseMinReady("100")).toBe(100);
+    expect(() => parseMinReady("0%")).toThrow("--min-ready wants a percentage above 0 and at most 100%");
+    expect(() => parseMinReady("120%")).toThrow("--min-ready wants a percentage above 0 and at most 100%");
+    expect(parseRunId("gh-123-1")).toBe("gh-123-1");
+    expect(() => parseRunId("no spaces")).toThrow("--run-id wants 1–36 letters");
+    expect(() => parseRunId("x".repeat(37))).toThrow("--run-id wants 1–36 letters");
+  });
+
+  it("takes secretsmanager:<name> references, read by name in each task's region", () => {
+    expect(parseSecrets(["COOKIE=secretsmanager:cable-loadtest/cookie"], "aws", {}).refs).toEqual({ COOKIE: "secretsmanager:cable-loadtest/cookie" });
+    expect(() => parseSecrets(["COOKIE=secretsmanager:prod/cookie"], "aws", {})).toThrow(/under cable-loadtest\//);
+  });
+});
+
+describe("the start section of report.md", () => {
+  const status = (region: string, taskId: string, firstMetricAt: number | null, loadStartedAt: number | null) =>
+    ({ runId: "r", region, taskId, exitCode: 0, reason: null, startedAt: "", endedAt: "", startLagMs: 0, artilleryExitCode: 0, firstMetricAt, loadStartedAt }) as TaskStatus;
+
+  it("gives the skew across all tasks and each region's first and last start, from the first metric (else the spawn), and marks a missed barrier", () => {
+    const summary = summarizeStart({
+      startAt: 10_000,
+      count: 2,
+      regions: ["eu-west-2", "us-east-1"],
+      statuses: new Map([
+        ["eu-west-2", [status("eu-west-2", "a", 10_040, 10_001), status("eu-west-2", "b", 10_090, 10_002)]],
+        ["us-east-1", [status("us-east-1", "c", null, 10_300), status("us-east-1", "d", null, null)]],
+      ]),
+      barrier: { outcome: "go", minReadyPct: 50, readyTimeoutMs: 600_000, expected: 4, ready: 3, waitedMs: 42_000, missed: { "us-east-1": ["d"] } },
+    });
+    expect(summary.skewMs).toBe(260);
+    expect(summary.regions).toEqual([
+      { region: "eu-west-2", started: 2, expected: 2, firstMs: 40, lastMs: 90, missed: 0 },
+      { region: "us-east-1", started: 1, expected: 2, firstMs: 300, lastMs: 300, missed: 1 },
+    ]);
+    expect(renderStartSection(summary)).toBe(
+      [
+        "",
+        "### Start",
+        "",
+        "Ready barrier: 3 of 4 task(s) ready after 42 s (--min-ready 50%, --ready-timeout 600 s).",
+        "Common start: 1970-01-01T00:00:10.000Z (go marker, S3's clock).",
+        "Start skew across all tasks and regions: **260 ms** (latest minus earliest first virtual user, by Artillery's first metric).",
+        "",
+        "| Region | Tasks started | First start | Last start | Skew | Missed the barrier |",
+        "|---|---|---|---|---|---|",
+        "| eu-west-2 | 2/2 | +40 ms | +90 ms | 50 ms | – |",
+        "| us-east-1 | 1/2 | +300 ms | +300 ms | 0 ms | **1 task(s): no load** |",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("says plainly when the run never started", () => {
+    const text = renderStartSection(
+      summarizeStart({ startAt: null, count: 1, regions: ["eu-west-2"], statuses: new Map(), barrier: { outcome: "failed", minReadyPct: 100, readyTimeoutMs: 60_000, expected: 1, ready: 0, waitedMs: 60_000, reason: "only 0 of 1 task(s) were ready within --ready-timeout, 1 needed (--min-ready)", missed: {} } }),
+    );
+    expect(text).toContain("**The run did not start:** only 0 of 1 task(s) were ready within --ready-timeout, 1 needed (--min-ready) (0 of 1 task(s) ready after 60 s");
+    expect(text).toContain("| eu-west-2 | 0/1 | – | – | – | 1 task(s) did not start |");
   });
 });
