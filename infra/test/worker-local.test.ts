@@ -96,6 +96,25 @@ describe("worker entrypoint against a local directory store", () => {
     expect(await readdir(path.join(store, "runs/stopped/eu-west-2/task-1"))).toContain("artillery.log");
   });
 
+  it("stops itself at the run's maxDurationMs, and when the runner's heartbeat goes stale, uploading what there is", async () => {
+    // A 60 s phase that the task's own limit cuts short, with no runner around to stop it.
+    const long = { overrides: { config: { target: server.url, phases: [{ duration: 60, arrivalRate: 2 }] } } };
+    await writeTree(path.join(store, "runs/capped/bundle"), httpBundle({ extraManifest: { ...long, maxDurationMs: 8_000 } }));
+    const capped = await runWorker(env("capped"));
+    expect(capped.code).toBe(1);
+    expect(capped.stderr).toContain("stopping: the run's --max-duration (8 s) passed");
+    const status = JSON.parse(await readFile(path.join(store, "runs/capped/eu-west-2/task-1/status.json"), "utf8"));
+    expect(status.reason).toMatch(/^the run's --max-duration \(8 s\) passed before artillery finished/);
+    expect(await readdir(path.join(store, "runs/capped/eu-west-2/task-1"))).toContain("artillery.log");
+
+    // A heartbeat that never changes (its runner died): the task gives up on it after staleMs.
+    await writeTree(path.join(store, "runs/orphan/bundle"), httpBundle({ extraManifest: { ...long, heartbeat: { staleMs: 3_000, pollMs: 500 } } }));
+    await writeTree(path.join(store, "runs/orphan/control"), { "heartbeat.json": JSON.stringify({ seq: 7, at: 0 }) });
+    const orphan = await runWorker(env("orphan"));
+    expect(orphan.code).toBe(1);
+    expect(orphan.stderr).toMatch(/stopping: the runner's heartbeat has not changed for \d+ s \(runner gone\?\)/);
+  }, 60_000);
+
   it("ends the wait for startAt on SIGTERM without starting artillery", async () => {
     await writeTree(path.join(store, "runs/early/bundle"), httpBundle({ startAt: Date.now() + 120_000 }));
     const worker = spawn(process.execPath, [WORKER_MAIN], { env: env("early"), stdio: ["ignore", "pipe", "pipe"] });
