@@ -134,6 +134,29 @@ describe("a real server killed and restarted on its port: every listener comes b
   });
 });
 
+describe("a server that does not come back", () => {
+  test("each listener retries until its reconnect timeout, then fails once with cable.reconnect_timeout", async () => {
+    const anycable = await startAnyCable();
+    try {
+      const flow = [{ connect: {} }, { subscribe: { stream: "gone", as: "s" } }, { reconnect: { after: "drop", wait: 60, timeout: 2 } }, listen];
+      const running = runArtillery({ script: script(anycable.url, 10, flow, { anycable: { extended: "required" } }), timeoutMs: 60_000 });
+      await waitForConnections(anycable.port, 10, { steadyMs: 1_000, timeoutMs: 60_000 });
+      await anycable.kill();
+      const run = await running;
+      const r = run.report!;
+      expect(counter(r, "vusers.created")).toBe(10);
+      expect(counter(r, "vusers.failed"), run.output).toBe(10);
+      expect(counter(r, "errors.cable.reconnect_timeout")).toBe(10);
+      expect(Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors."))).toEqual(["errors.cable.reconnect_timeout"]);
+      // 0.25 s doubling to 1 s within 2 s: a few refused attempts each, none counted as an error of its own.
+      expect(counter(r, "cable.reconnect_attempts")).toBeGreaterThanOrEqual(30);
+      expect(samples(r, "cable.restore_latency")).toBe(0);
+    } finally {
+      await anycable.stop();
+    }
+  });
+});
+
 describe("AnyCable with a memory broker: a restart forgets, a dropped network does not", () => {
   const USERS = 60;
   const flow = [
