@@ -1,4 +1,5 @@
 import { installArrivals } from "./arrivals.js";
+import { trace } from "./trace.js";
 import { CableConnection, defaultRuntime, type ConnectionRuntime, type ConnectionSettings } from "./connection.js";
 import { METRICS, OpenConnections, type Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
@@ -67,7 +68,9 @@ export class CableEngine {
     this.settings = settings ?? configSchema.parse({});
     this.protocol = protocolFor(this.settings);
     // arrivals.ts: this thread's phases start VUs without spinning a core, unless preciseArrivals.
-    if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) installArrivals(this.settings.preciseArrivals);
+    if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) {
+      trace("arrival timer: %s", installArrivals(this.settings.preciseArrivals));
+    }
     const tracker = new OpenConnections();
     tracker.lagWarningMs = this.settings.lagWarning;
     this.runtime = defaultRuntime(tracker);

@@ -172,9 +172,12 @@ describe("through the real CLI", () => {
         },
         scenarios: [{ engine: "cable", flow: [{ connect: { cookies: { uid: "a-{{ $uuid }}" } } }, { disconnect: null }] }],
       },
+      // NODE_DEBUG=cable: the engine says, from the worker thread that runs the phases, which timer it left.
+      env: { NODE_DEBUG: "cable" },
       timeoutMs: 60_000,
     });
     expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain(`arrival timer: ${precise ? "kept" : "replaced"}`);
     expect(counter(run.report!, "vusers.created")).toBe(105);
     expect(counter(run.report!, "vusers.completed")).toBe(105);
   });
