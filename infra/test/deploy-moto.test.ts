@@ -39,7 +39,7 @@ it("creates the stack from the synthesized template, and its outputs are enough 
   const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: stackNameFor(region) }));
   expect(Stacks?.[0].StackStatus).toBe("CREATE_COMPLETE");
   const outputs = Object.fromEntries((Stacks?.[0].Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue ?? ""]));
-  expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS].sort());
+  expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, "OperatorPolicyArn"].sort());
   expect(outputs.ClusterArn).toMatch(/^arn:aws:ecs:eu-west-2:\d{12}:cluster\//);
   expect(outputs.TaskDefinitionArn).toMatch(/^arn:aws:ecs:eu-west-2:\d{12}:task-definition\/CableLoadtest-eu-west-2:1$/);
   expect(outputs.SubnetIds.split(",")).toHaveLength(2);

@@ -48,7 +48,16 @@ describe("the image's build context", () => {
     });
     expect(manifest.dependencies).not.toHaveProperty("aws-cdk-lib");
     const dockerfile = readFileSync(path.join(dir, "Dockerfile"), "utf8");
-    expect(dockerfile).toMatch(/^FROM node:22-bookworm-slim$/m);
+    // Node pinned at or above what Artillery 2.0.34 needs, and the install is the lock, exactly.
+    const nodeVersion = /^ARG NODE_VERSION=(\d+)\.(\d+)\.(\d+)$/m.exec(dockerfile);
+    expect(nodeVersion).not.toBeNull();
+    expect(Number(nodeVersion![1]) > 22 || (Number(nodeVersion![1]) === 22 && Number(nodeVersion![2]) >= 18)).toBe(true);
+    expect(dockerfile).toMatch(/^FROM node:\$\{NODE_VERSION\}-bookworm-slim$/m);
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --install-links/m);
+    // The committed lock was made for exactly these dependencies (else: npm run lock-image -w cable-infra).
+    const lock = JSON.parse(readFileSync(path.join(dir, "package-lock.json"), "utf8"));
+    expect(lock.packages[""].dependencies, "infra/docker/package-lock.json is stale: npm run build -w cable-infra && npm run lock-image -w cable-infra").toEqual(manifest.dependencies);
+    expect(lock.packages["node_modules/artillery"].version).toBe(rootManifest.devDependencies.artillery);
     expect(dockerfile).toContain('ENTRYPOINT ["node", "/app/worker/main.js"]');
   });
 

@@ -66,7 +66,31 @@ export function stageImage(outDir: string = DEFAULT_IMAGE_DIR): StageResult {
     }),
   };
   writeFileSync(path.join(outDir, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
+  // The image installs exactly what this lock says (`npm ci`); `npm run lock-image` regenerates it.
+  if (existsSync(IMAGE_LOCK)) cpSync(IMAGE_LOCK, path.join(outDir, "package-lock.json"));
   return { dir: outDir, packages, workerFiles };
+}
+
+/** The image's lock file, committed beside the Dockerfile. */
+export const IMAGE_LOCK = path.join(INFRA_DIR, "docker/package-lock.json");
+
+/** The dependencies a lock file was made for (its root package's), to tell whether it is stale. */
+export function lockedDependencies(lockFile: string = IMAGE_LOCK): Record<string, string> {
+  const lock = readJson<{ packages?: Record<string, { dependencies?: Record<string, string> }> }>(lockFile);
+  return lock.packages?.[""]?.dependencies ?? {};
+}
+
+/**
+ * `npm run lock-image -w cable-infra`: stages the context in a scratch directory, lets npm resolve
+ * the image's dependencies into a lock (asks the registry; installs nothing), and keeps it as
+ * docker/package-lock.json. Run it after changing Artillery's version or the packages' dependencies.
+ */
+export function lockImage(scratch: string): string {
+  stageImage(scratch);
+  rmSync(path.join(scratch, "package-lock.json"), { force: true });
+  execFileSync("npm", ["install", "--package-lock-only", "--install-links", "--ignore-scripts", "--no-audit", "--no-fund"], { cwd: scratch, stdio: ["ignore", "ignore", "inherit"] });
+  cpSync(path.join(scratch, "package-lock.json"), IMAGE_LOCK);
+  return IMAGE_LOCK;
 }
 
 function stagePackage(name: string, target: string): StagedPackage {

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DescribeTasksCommand, ECSClient, paginateListTasks } from "@aws-sdk/client-ecs";
-import { ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { startTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
@@ -29,9 +30,13 @@ function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string
   });
 }
 
-/** Plays the worker for every task ECS lists: uploads the files and a status.json under the task's id. */
+/**
+ * Plays the worker for every task ECS lists: writes its ready marker at once, and once the runner's
+ * go marker is there, the files and a status.json under the task's id.
+ */
 function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
   const seen = new Set<string>();
+  const waiting: Array<{ stack: RegionStack; runId: string; taskId: string }> = [];
   const bundles = new Map<string, string[]>();
   const overrides: unknown[] = [];
   let stopped = false;
@@ -43,20 +48,34 @@ function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
         const arns: string[] = [];
         for await (const page of paginateListTasks({ client: ecs }, { cluster: stack.clusterArn })) arns.push(...(page.taskArns ?? []));
         const fresh = arns.filter((a) => !seen.has(a));
-        if (fresh.length === 0) continue;
-        const { tasks = [] } = await ecs.send(new DescribeTasksCommand({ cluster: stack.clusterArn, tasks: fresh }));
-        for (const task of tasks) {
-          seen.add(task.taskArn!);
-          overrides.push(task.overrides);
-          const runId = task.startedBy!;
-          const taskId = task.taskArn!.split("/").pop()!;
-          const listed = await s3.send(new ListObjectsV2Command({ Bucket: stack.bucketName, Prefix: `runs/${runId}/bundle/` }));
-          bundles.set(stack.region, (listed.Contents ?? []).map((o) => o.Key!.slice(`runs/${runId}/bundle/`.length)).sort());
-          const prefix = `runs/${runId}/${stack.region}/${taskId}/`;
-          for (const [name, body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: prefix + name, Body: body }));
-          const status = { runId, region: stack.region, taskId, exitCode: 0, reason: null, startedAt: new Date().toISOString(), endedAt: new Date().toISOString(), startLagMs: 3, artilleryExitCode: 0 };
-          await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: `${prefix}status.json`, Body: JSON.stringify(status) }));
+        if (fresh.length > 0) {
+          const { tasks = [] } = await ecs.send(new DescribeTasksCommand({ cluster: stack.clusterArn, tasks: fresh }));
+          for (const task of tasks) {
+            seen.add(task.taskArn!);
+            overrides.push(task.overrides);
+            const runId = task.startedBy!;
+            const taskId = task.taskArn!.split("/").pop()!;
+            const listed = await s3.send(new ListObjectsV2Command({ Bucket: stack.bucketName, Prefix: `runs/${runId}/bundle/` }));
+            bundles.set(stack.region, (listed.Contents ?? []).map((o) => o.Key!.slice(`runs/${runId}/bundle/`.length)).sort());
+            await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: `runs/${runId}/${stack.region}/${taskId}/ready.json`, Body: JSON.stringify({ runId, region: stack.region, taskId, readyAt: Date.now() }) }));
+            waiting.push({ stack, runId, taskId });
+          }
         }
+      }
+      for (const w of waiting.splice(0)) {
+        const s3 = new S3Client({ region: w.stack.region });
+        const go = await s3.send(new GetObjectCommand({ Bucket: w.stack.bucketName, Key: `runs/${w.runId}/control/go.json` })).then(
+          async (r) => JSON.parse(await r.Body!.transformToString()) as { startAt: number },
+          () => undefined,
+        );
+        if (!go) {
+          waiting.push(w);
+          continue;
+        }
+        const prefix = `runs/${w.runId}/${w.stack.region}/${w.taskId}/`;
+        for (const [name, body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: w.stack.bucketName, Key: prefix + name, Body: body }));
+        const status = { runId: w.runId, region: w.stack.region, taskId: w.taskId, exitCode: 0, reason: null, startedAt: new Date().toISOString(), endedAt: new Date().toISOString(), startLagMs: 3, artilleryExitCode: 0, loadStartedAt: go.startAt + 3, firstMetricAt: go.startAt + 40 };
+        await s3.send(new PutObjectCommand({ Bucket: w.stack.bucketName, Key: `${prefix}status.json`, Body: JSON.stringify(status) }));
       }
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -81,6 +100,8 @@ describe("cable-fanout run against moto", () => {
     }
     // Every resource of the synthesized template deploys into moto: nothing is left out.
     for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");
+    // The secret the run names, in every region (checked before any task starts).
+    for (const region of REGIONS) await new SSMClient({ region }).send(new PutParameterCommand({ Name: "/cable-loadtest/pusher-secret", Value: "x", Type: "SecureString", Overwrite: true }));
     stacks = await Promise.all(REGIONS.map((r) => describeRegionStack(new CloudFormationClient({ region: r }), r)));
   }, 180_000);
   afterAll(async () => {
@@ -126,6 +147,9 @@ describe("cable-fanout run against moto", () => {
     expect(report).toContain("## moto run");
     expect(report).toContain("| Metric | eu-west-2 | us-east-1 | **all regions** |");
     expect(report).toContain(`| Created | ${12 * perTask} | ${12 * perTask} | ${24 * perTask} |`);
+    // All 24 tasks passed the ready barrier; their first virtual users came 40 ms after the common start.
+    expect(report).toContain("Ready barrier: 24 of 24 task(s) ready after");
+    expect(report).toContain("| eu-west-2 | 12/12 | +40 ms | +40 ms | 0 ms | – |");
   }, 120_000);
 
   it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
