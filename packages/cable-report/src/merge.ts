@@ -6,7 +6,7 @@ import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
 /** Per-period, per-process peak of open connections; its sum over periods means nothing. */
-export const OPEN_PEAK_COUNTER = "cable.connections_open_peak";
+export const OPEN_PEAK_COUNTER = "cable.connections_open_period_peak";
 
 /** The engine's per-second worst event-loop delay (artillery-engine-cable lag.ts): the generator's, not the server's. */
 export const EVENT_LOOP_LAG = "cable.event_loop_lag";

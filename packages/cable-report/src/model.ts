@@ -61,7 +61,7 @@ const columnSchema = z.object({
   histograms: z.record(z.string(), distributionSchema),
   /** Per rate: mean and peak, over 10 s periods aligned by timestamp, of the sum over tasks. */
   rates: z.record(z.string(), z.object({ mean: z.number(), peak: z.number() })),
-  /** Max over aligned periods of the summed per-period `cable.connections_open_peak`; null if never emitted. */
+  /** Max over aligned periods of the summed per-period `cable.connections_open_period_peak`; null if never emitted. */
   peakOpenConnections: z.number().nullable(),
   checks: z.array(checkTallySchema),
   /** Tasks that recorded `ensure` outcomes (only tasks with a sidecar can). */

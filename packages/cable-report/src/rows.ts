@@ -49,12 +49,15 @@ const KNOWN_LATENCIES: Array<[string, string]> = [
   ["cable.publish_latency", "Publish latency"],
 ];
 
+/** The engine's histograms that are not latencies: the generator's lag, and per-second open connections (shown as the peak row). */
+const NOT_LATENCIES = new Set([EVENT_LOOP_LAG, "cable.open_connections_peak"]);
+
 /**
  * Engine latency histograms present in any column: the known ones first, then
  * any other `cable.*`, except the generator's own event-loop lag.
  */
 export function latencyMetrics(merged: MergedResults): Array<{ metric: string; title: string }> {
-  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.") && name !== EVENT_LOOP_LAG));
+  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.") && !NOT_LATENCIES.has(name)));
   const known = KNOWN_LATENCIES.filter(([metric]) => present.has(metric)).map(([metric, title]) => ({ metric, title }));
   const knownNames = new Set(KNOWN_LATENCIES.map(([metric]) => metric));
   const others = [...present]

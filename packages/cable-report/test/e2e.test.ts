@@ -243,7 +243,7 @@ describe("real Artillery runs through the CLI", () => {
 
   it("takes peaks over periods aligned by timestamp", () => {
     expect(table.get("Connections / Peak concurrent connections")).toEqual(
-      COLUMNS.map((c) => count(peakOverPeriods(c, (p) => p.counters["cable.connections_open_peak"]))),
+      COLUMNS.map((c) => count(peakOverPeriods(c, (p) => p.counters["cable.connections_open_period_peak"]))),
     );
     expect(table.get("Messages / Peak send rate (msg/s)")).toEqual(
       COLUMNS.map((c) => count(peakOverPeriods(c, (p) => p.rates["cable.send_rate"]))),

@@ -33,14 +33,14 @@ function chatTask(seed: number, { scale = 1, errors = 0, sidecar = true, busy = 
       "cable.subscriptions": created,
       "cable.messages_sent": created * 5,
       "cable.messages_received": created * 20,
-      "cable.connections_open_peak": 300,
+      "cable.connections_open_period_peak": 300,
       "app.cache_hits": created * 2,
       ...(errors > 0 ? { "errors.cable.receive_timeout": errors, "errors.ECONNRESET": 1 } : {}),
     },
     generator: { workers: 1, cpuMean: busy ? 97 : 35, cpuPeak: busy ? 99.5 : 41.2 },
     periods: [0, 1, 2].map((i) => ({
       period: T0 + i * 10_000,
-      counters: { "cable.connections_open_peak": 40 + 10 * i + seed },
+      counters: { "cable.connections_open_period_peak": 40 + 10 * i + seed },
       rates: { "cable.send_rate": 20 + 5 * i, "cable.receive_rate": 80 + 20 * i },
     })),
     checks: [

@@ -99,20 +99,20 @@ describe("counters, periods and checks", () => {
   const t0 = 1_700_000_000_000;
   const tasks = [
     taskOf({
-      counters: { "vusers.created": 10, "errors.ECONNREFUSED": 2, "cable.connections_open_peak": 150 },
+      counters: { "vusers.created": 10, "errors.ECONNREFUSED": 2, "cable.connections_open_period_peak": 150 },
       periods: [
-        { period: t0, counters: { "cable.connections_open_peak": 100 }, rates: { "cable.send_rate": 40 } },
-        { period: t0 + 10_000, counters: { "cable.connections_open_peak": 50 }, rates: { "cable.send_rate": 20 } },
+        { period: t0, counters: { "cable.connections_open_period_peak": 100 }, rates: { "cable.send_rate": 40 } },
+        { period: t0 + 10_000, counters: { "cable.connections_open_period_peak": 50 }, rates: { "cable.send_rate": 20 } },
       ],
       checks: [{ check: "cable.rtt.p99 < 500", strict: true, passed: true }],
       firstMetricAt: t0 + 1_000,
       lastMetricAt: t0 + 15_000,
     }),
     taskOf({
-      counters: { "vusers.created": 5, "errors.ECONNREFUSED": 1, "cable.connections_open_peak": 90 },
+      counters: { "vusers.created": 5, "errors.ECONNREFUSED": 1, "cable.connections_open_period_peak": 90 },
       periods: [
-        { period: t0 + 10_000, counters: { "cable.connections_open_peak": 80 }, rates: { "cable.send_rate": 30 } },
-        { period: t0 + 20_000, counters: { "cable.connections_open_peak": 10 }, rates: {} },
+        { period: t0 + 10_000, counters: { "cable.connections_open_period_peak": 80 }, rates: { "cable.send_rate": 30 } },
+        { period: t0 + 20_000, counters: { "cable.connections_open_period_peak": 10 }, rates: {} },
       ],
       checks: [{ check: "cable.rtt.p99 < 500", strict: true, passed: false }],
       firstMetricAt: t0 + 2_000,
@@ -125,7 +125,7 @@ describe("counters, periods and checks", () => {
   it("adds counters and never reports the meaningless sum of the open-connections peak", () => {
     expect(column.counters["vusers.created"]).toBe(16);
     expect(column.counters["errors.ECONNREFUSED"]).toBe(3);
-    expect(column.counters).not.toHaveProperty("cable.connections_open_peak");
+    expect(column.counters).not.toHaveProperty("cable.connections_open_period_peak");
   });
 
   it("takes peaks over periods aligned by timestamp, summed across tasks", () => {

@@ -86,7 +86,8 @@ describe("the saturation flag on real runs", () => {
     const idle = report(join(dir, "idle"));
     const calm = idle.merged.regions[0].generator[0];
     expect(calm.saturated).toBe(false);
-    expect(calm.lagP99).toBeLessThan(SATURATION_THRESHOLDS.lagP99Ms);
+    // The engine may record no lag at all in so quiet a run (null): not saturated either way.
+    expect(calm.lagP99 ?? 0).toBeLessThan(SATURATION_THRESHOLDS.lagP99Ms);
     // The plugin measured the generator's CPU over the run.
     expect(calm.cpuMean).not.toBeNull();
     expect(calm.cpuMean!).toBeGreaterThan(0);
