@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DescribeTasksCommand, ECSClient, paginateListTasks } from "@aws-sdk/client-ecs";
+import { DescribeTasksCommand, ECSClient, StopTaskCommand, paginateListTasks } from "@aws-sdk/client-ecs";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { startTarget } from "cable-local-target";
@@ -30,13 +30,20 @@ function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string
   });
 }
 
+/** Each task ran its own Artillery: its sidecar names its own test run (cable-report counts copies of one run once). */
+function asTask(name: string, body: Buffer, taskId: string): Buffer {
+  if (!name.endsWith(".sketches.json")) return body;
+  const sidecar = JSON.parse(body.toString()) as { testRunId: string };
+  return Buffer.from(JSON.stringify({ ...sidecar, testRunId: `${sidecar.testRunId}-${taskId}` }));
+}
+
 /**
  * Plays the worker for every task ECS lists: writes its ready marker at once, and once the runner's
  * go marker is there, the files and a status.json under the task's id.
  */
 function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
   const seen = new Set<string>();
-  const waiting: Array<{ stack: RegionStack; runId: string; taskId: string }> = [];
+  const waiting: Array<{ stack: RegionStack; runId: string; taskId: string; taskArn: string }> = [];
   const bundles = new Map<string, string[]>();
   const overrides: unknown[] = [];
   let stopped = false;
@@ -58,7 +65,7 @@ function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
             const listed = await s3.send(new ListObjectsV2Command({ Bucket: stack.bucketName, Prefix: `runs/${runId}/bundle/` }));
             bundles.set(stack.region, (listed.Contents ?? []).map((o) => o.Key!.slice(`runs/${runId}/bundle/`.length)).sort());
             await s3.send(new PutObjectCommand({ Bucket: stack.bucketName, Key: `runs/${runId}/${stack.region}/${taskId}/ready.json`, Body: JSON.stringify({ runId, region: stack.region, taskId, readyAt: Date.now() }) }));
-            waiting.push({ stack, runId, taskId });
+            waiting.push({ stack, runId, taskId, taskArn: task.taskArn! });
           }
         }
       }
@@ -73,9 +80,11 @@ function simulateWorkers(stacks: RegionStack[], files: Record<string, Buffer>) {
           continue;
         }
         const prefix = `runs/${w.runId}/${w.stack.region}/${w.taskId}/`;
-        for (const [name, body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: w.stack.bucketName, Key: prefix + name, Body: body }));
+        for (const [name, body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: w.stack.bucketName, Key: prefix + name, Body: asTask(name, body, w.taskId) }));
         const status = { runId: w.runId, region: w.stack.region, taskId: w.taskId, exitCode: 0, reason: null, startedAt: new Date().toISOString(), endedAt: new Date().toISOString(), startLagMs: 3, artilleryExitCode: 0, loadStartedAt: go.startAt + 3, firstMetricAt: go.startAt + 40 };
         await s3.send(new PutObjectCommand({ Bucket: w.stack.bucketName, Key: `${prefix}status.json`, Body: JSON.stringify(status) }));
+        // The worker exited: ECS stops the task.
+        await new ECSClient({ region: w.stack.region }).send(new StopTaskCommand({ cluster: w.stack.clusterArn, task: w.taskArn, reason: "Essential container in task exited" }));
       }
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -91,6 +100,12 @@ describe("cable-fanout run against moto", () => {
 
   beforeAll(async () => {
     moto = await startMoto();
+    // moto walks a task to STOPPED on its own as time passes; here a task runs until its worker is done (below).
+    const held = await fetch(`${moto.endpoint}/moto-api/state-manager/set-transition`, {
+      method: "POST",
+      body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 86_400 } }),
+    });
+    expect(held.ok).toBe(true);
     work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-moto-"));
     const target = await startTarget({ port: 0 });
     try {
