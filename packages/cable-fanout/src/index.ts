@@ -1,4 +1,4 @@
-export type { Backend, Region, TaskSnapshot, StartOptions, StartOutcome, Timing } from "./backend.js";
+export type { Backend, Preflight, Region, TaskSnapshot, StartOptions, StartOutcome, Timing } from "./backend.js";
 export { AwsBackend, AwsRegion, AWS_TIMING, defaultClients, taskIdOf, type AwsClients } from "./aws/aws-backend.js";
 export { describeRegionStack, deployHint, type RegionStack } from "./aws/discovery.js";
 export { LocalBackend, LOCAL_TIMING, workerEntrypoint } from "./local/local-backend.js";
@@ -6,7 +6,10 @@ export { buildBundle, commonDirectory, type Bundle } from "./bundle.js";
 export { loadScenario, phasesDurationMs, durationToMs, type Scenario } from "./scenario.js";
 export { batches, backoffDelay, backoffSchedule, RUN_TASK_BACKOFF, RUN_TASK_MAX_COUNT, type Backoff } from "./schedule.js";
 export { startInBatches, isThrottling, isRetryableFailure } from "./retry.js";
-export { runFanout, watchRegion, effectiveOverrides, newRunId, openRegions, isFailedStop, type RunOptions, type RunDeps, type RunResult } from "./runner.js";
+export { runFanout, runBarrier, watchRegion, effectiveOverrides, newRunId, openRegions, isFailedStop, type RegionControl, type RunOptions, type RunDeps, type RunResult } from "./runner.js";
+export { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded, type BarrierDecision, type BarrierState } from "./barrier.js";
+export { startHeartbeat } from "./heartbeat.js";
+export { renderStartSection, summarizeStart, type StartSummary } from "./start-report.js";
 export { collectRun, taskOutcomes, EXIT } from "./collect.js";
 export { collectCommand, stopCommand } from "./commands.js";
 export { readRecord, RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
