@@ -94,6 +94,8 @@ const WS_SCHEMES = new Set(["ws:", "wss:", "http:", "https:"]);
 /** A target, or a connect step's url, that no socket can open. Templated URLs are checked at run time. */
 function urlProblem(url: unknown, field: string): string | undefined {
   if (typeof url !== "string" || url.includes("{{")) return undefined;
+  // `localhost:3000/cable` parses as the scheme "localhost:": say what it lacks.
+  if (/^[\w.-]+:\d+(\/|$)/.test(url)) return `${field}: "${url}" has no scheme; did you mean "ws://${url}"?`;
   let parsed: URL;
   try {
     parsed = new URL(url);

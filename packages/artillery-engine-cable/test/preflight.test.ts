@@ -20,6 +20,7 @@ describe("findProblems", () => {
   test("targets: not a URL, a wrong scheme, none at all; a templated one is left to run time", () => {
     expect(findProblems(script({ target: "example.com/cable" }), {}).problems.join("\n")).toContain('config.target: "example.com/cable" is not a URL');
     expect(findProblems(script({ target: "mailto:x@y" }), {}).problems.join("\n")).toContain("scheme mailto");
+    expect(findProblems(script({ target: "localhost:3000/cable" }), {}).problems).toEqual(['config.target: "localhost:3000/cable" has no scheme; did you mean "ws://localhost:3000/cable"?']);
     expect(findProblems(script({ target: undefined }), {}).problems.join("\n")).toContain('scenario "s", step 1 (connect): no "url" and config.target is not set');
     expect(findProblems(script({ target: "{{ target }}" }), {}).problems).toEqual([]);
     expect(findProblems(script({ target: "https://app.example.com/cable" }), {}).problems).toEqual([]);
