@@ -214,6 +214,8 @@ describe("verdicts, decisions and the answer", () => {
     expect(md).toContain('x-axis "users" [20, 40]');
     expect(md).toMatch(/y-axis "cable.broadcast_latency.p95" 0 --> \d+/);
     expect(md).toContain("line [250, 250]");
+    expect(md).toContain('title "cable.broadcast_latency.p95 by concurrent users (SLO: below 250)"');
+    expect(md).toContain('"plotColorPalette":"#1f77b4, #d62728, #7f7f7f"');
     expect(md).toMatch(/line \[40(\.\d+)?, 50(\.\d+)?\]/);
   });
 });

@@ -64,11 +64,16 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
   return lines.join("\n");
 }
 
+const REGION_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
+const BOUND_COLOUR = "#7f7f7f";
+const OP_WORDS: Record<Slo["op"], string> = { "<": "below", "<=": "at most", "=": "exactly", ">=": "at least", ">": "above" };
+
 /** A mermaid xychart: the first histogram SLO's figure at each level of the stair (its first attempt), per region. */
 export function renderChart(answer: Answer, ctx: ReportContext): string | undefined {
   const index = ctx.slos.findIndex((s) => s.kind === "histogram");
   if (index === -1) return undefined;
   const slo = ctx.slos[index];
+  if (slo.kind !== "histogram") return undefined;
   const levelsSeen = [...new Set(answer.steps.filter((s) => s.verdict !== "incomplete").map((s) => s.level))].sort((a, b) => a - b);
   if (levelsSeen.length === 0) return undefined;
   const series = ctx.regions.map((name) =>
@@ -79,12 +84,17 @@ export function renderChart(answer: Answer, ctx: ReportContext): string | undefi
   );
   const top = Math.max(slo.bound, ...series.flat());
   const yMax = Math.ceil((top * 1.1) / 10) * 10 || 10;
+  // A distinct colour per region, the bound last in grey.
+  const palette = [...REGION_COLOURS.slice(0, series.length), BOUND_COLOUR].join(", ");
+  const init = { themeVariables: { xyChart: { plotColorPalette: palette } } };
   const out = [
     "```mermaid",
+    `%%{init: ${JSON.stringify(init)}}%%`,
     "xychart-beta",
-    `  title "${slo.text.replace(/"/g, "'")} by concurrent users"`,
+    // Words, not "<": mermaid prints an escaped "<" in a title as "&lt;".
+    `  title "${slo.metric}.${slo.stat} by concurrent users (SLO: ${OP_WORDS[slo.op]} ${slo.bound})"`,
     `  x-axis "users" [${levelsSeen.join(", ")}]`,
-    `  y-axis "${slo.kind === "histogram" ? `${slo.metric}.${slo.stat}` : slo.metric}" 0 --> ${yMax}`,
+    `  y-axis "${slo.metric}.${slo.stat}" 0 --> ${yMax}`,
     ...series.map((values) => `  line [${values.join(", ")}]`),
     `  line [${levelsSeen.map(() => slo.bound).join(", ")}]`,
     "```",
