@@ -68,7 +68,7 @@ const REGION_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "
 const BOUND_COLOUR = "#7f7f7f";
 const OP_WORDS: Record<Slo["op"], string> = { "<": "below", "<=": "at most", "=": "exactly", ">=": "at least", ">": "above" };
 
-/** A mermaid xychart: the first histogram SLO's figure at each level of the stair (its first attempt), per region. */
+/** A mermaid xychart: the first histogram SLO's figure at each level (its last attempt), per region. */
 export function renderChart(answer: Answer, ctx: ReportContext): string | undefined {
   const index = ctx.slos.findIndex((s) => s.kind === "histogram");
   if (index === -1) return undefined;
@@ -78,7 +78,8 @@ export function renderChart(answer: Answer, ctx: ReportContext): string | undefi
   if (levelsSeen.length === 0) return undefined;
   const series = ctx.regions.map((name) =>
     levelsSeen.map((level) => {
-      const step = answer.regions[name]?.steps.find((s) => s.level === level);
+      // The level's last attempt: the one its verdict rests on (a repeat after a noisy hold).
+      const step = answer.regions[name]?.steps.filter((s) => s.level === level && s.verdict !== "incomplete").at(-1);
       return step?.slos[index]?.value ?? 0;
     }),
   );
