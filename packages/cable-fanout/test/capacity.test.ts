@@ -124,7 +124,7 @@ describe("which periods a step is judged on", () => {
       ],
     });
     const step = { level: 20, perTask: 10, climbIndex: 0, holdIndex: 1, climbS: 5 };
-    const r = measureRegion([task("t1", [5, 6]), task("t2", [300, 400])], step, 30, 20);
+    const r = measureRegion([task("t1", [5, 6, 5, 6, 5, 6, 5, 6, 5, 6]), task("t2", [300, 400, 300, 400, 300, 400, 300, 400, 300, 400])], step, 30, 20);
     expect(r.figures.hold["cable.broadcast_latency"].count).toBe(6);
     expect(r.figures.climb["cable.broadcast_latency"].count).toBe(2);
     expect(r.figures.counters["errors.x"]).toBe(4);
@@ -132,6 +132,11 @@ describe("which periods a step is judged on", () => {
     expect(r.health[1].reasons[0]).toMatch(/event-loop lag p90 \d+ ms > 100 ms/);
     expect(r.missing).toEqual([]);
     expect(measureRegion([{ ...task("t3", []), phases: [] }], step, 30, 20).missing).toEqual(["t3"]);
+    // A starved loop samples its lag rarely, and the few samples can read low: 2 in a whole period is saturation.
+    const starved = measureRegion([task("t4", [0, 0])], step, 30, 20).health[0];
+    expect(starved).toMatchObject({ lagP90: 0, saturated: true });
+    expect(starved.reasons).toEqual(["event-loop lag sampled 2 time(s) in a 10 s period (its loop was starved)"]);
+    expect(measureRegion([task("t5", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])], step, 30, 20).health[0].saturated).toBe(false);
   });
 });
 

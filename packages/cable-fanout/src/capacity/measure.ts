@@ -104,6 +104,8 @@ export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: numbe
     const sketch = lag[LAG_METRIC];
     const lagP90 = sketch && sketch.count > 0 ? Math.round(Math.min(sketch.max, sketch.getValueAtQuantile(LAG_QUANTILE))) : null;
     const reasons = lagP90 !== null && lagP90 > LAG_LIMIT_MS ? [`event-loop lag p90 ${lagP90} ms > ${LAG_LIMIT_MS} ms`] : [];
+    const starved = starvedPeriod(parts.step, w);
+    if (starved) reasons.push(starved);
     health.push({ taskId: task.taskId, region: task.region, lagP90, saturated: reasons.length > 0, reasons });
   }
   return { figures, health, missing };
@@ -117,4 +119,26 @@ export function holdSoFar(tasks: TaskLive[], step: PlannedStep, holdS: number, m
     if (w) mergeInto(merged, task.periods.filter((p) => p.period + PERIOD_MS > w.holdStart && p.period < w.holdEnd));
   }
   return merged[metric];
+}
+
+/** Lag samples a worker thread takes in a 10 s period when its event loop keeps time (one a second). */
+const LAG_SAMPLES_PER_PERIOD = 10;
+
+/**
+ * The lag sampler runs on the same event loop it measures: a thread blocked for seconds at a time
+ * takes few samples, and those few, taken right after a reset, can read low. A whole period of the
+ * step with fewer than half the samples even one thread takes says the loop was starved, whatever
+ * the samples read. (Artillery's threads add samples, so more threads only make the bar easier.)
+ */
+export function starvedPeriod(periods: LivePeriod[], w: TaskWindows): string | undefined {
+  for (const period of periods) {
+    if (period.period < w.climbStart || period.period + PERIOD_MS > w.holdEnd) continue;
+    const base64 = period.histograms[LAG_METRIC];
+    if (!base64) continue;
+    const sketch = decodeHistograms({ ...period, histograms: { [LAG_METRIC]: base64 } })[LAG_METRIC];
+    if (sketch && sketch.count < LAG_SAMPLES_PER_PERIOD / 2) {
+      return `event-loop lag sampled ${sketch.count} time(s) in a 10 s period (its loop was starved)`;
+    }
+  }
+  return undefined;
 }
