@@ -96,7 +96,8 @@ describe("cable-fanout capacity --local", () => {
     const a = r.answer!;
     expect(a).toMatchObject({ held: 20, firstFailing: null, mostTried: false, generatorBound: { at: 40, atLeast: 20 } });
     expect(a.headline).toMatch(/^at least 20, generator-bound at 40: add processes \(--count 2\)/);
-    expect(a.generatorBound.tasks[0]).toMatch(/task-1: event-loop lag p90 \d+ ms > 100 ms/);
+    // Either the lag reads high, or the starved loop hardly sampled it at all.
+    expect(a.generatorBound.tasks[0]).toMatch(/task-1: event-loop lag (p90 \d+ ms > 100 ms|sampled \d+ time\(s\) in a 10 s period)/);
     expect(a.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.verdict)).toEqual(["held", "generator-bound"]);
     everyUserEndedOnce(a);
     expect(readFileSync(r.markdown, "utf8")).toContain("**Generator-bound** at 40 users");
