@@ -3,7 +3,7 @@ import type { DeliveryLedger } from "./delivery.js";
 import { CableError } from "./errors.js";
 import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
 import { ACTIONCABLE_V1_EXT_JSON } from "./protocol/actioncable.js";
-import { stampKey } from "./protocol/scan.js";
+import { equalsAt, rawBroadcast, stampKey } from "./protocol/scan.js";
 import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
 import { openWebSocket, type CableSocket, type OpenOptions, type OpenSocket } from "./socket.js";
 import { trace, tracing } from "./trace.js";
@@ -107,7 +107,16 @@ export class CableConnection implements Tracked {
   private seenSinceRestore: Set<string> | undefined;
   /** Subscribed identifiers as the server writes them (JSON-escaped) → channel key, for `scan`. */
   private readonly rawKeys = new Map<string, string>();
+  /**
+   * The identifier bytes `scan` matched last, and their channel key: a connection's broadcasts
+   * mostly come on one channel, whose identifier is then compared in place instead of being made
+   * into a string and looked up.
+   */
+  private lastRawKey: Buffer | undefined;
+  private lastKey = "";
   private readonly stampBytes: Buffer;
+  /** Filled by `scan` for every broadcast: no object per frame. */
+  private readonly scanOut = rawBroadcast();
 
   constructor(
     readonly protocol: Protocol,
@@ -183,6 +192,7 @@ export class CableConnection implements Tracked {
     this.send(frame);
     this.inbox.delete(key);
     this.rawKeys.delete(JSON.stringify(key).slice(1, -1));
+    if (this.lastKey === key) this.lastRawKey = undefined;
   }
 
   /**
@@ -364,19 +374,31 @@ export class CableConnection implements Tracked {
 
   /** Handles a ping or a broadcast from its raw bytes, when no step needs it parsed; false: decode it. */
   private scanned(data: Buffer): boolean {
-    const scan = this.protocol.scan!(data, this.stampBytes);
+    const scan = this.protocol.scan!(data, this.stampBytes, this.scanOut);
     if (scan === undefined) return false;
     if (scan === "ping") {
       this.onPing(undefined);
       return true;
     }
     if (scan.ledger || (scan.positioned && this.extended) || this.seenSinceRestore || this.replaying !== undefined || this.waiter?.wantsMessages) return false;
-    const key = this.rawKeys.get(scan.identifier);
+    const key = this.keyAt(data, scan.idStart, scan.idEnd);
     if (key === undefined || this.inbox.has(key)) return false;
     this.runtime.tracker.countReceived();
     this.events.emit("rate", METRICS.receiveRate);
     if (scan.stamp !== undefined) this.events.emit("histogram", METRICS.broadcastLatency, this.clock.now() - scan.stamp);
     return true;
+  }
+
+  /** The subscribed channel key whose identifier is written at data[start, end), if any. */
+  private keyAt(data: Buffer, start: number, end: number): string | undefined {
+    if (this.lastRawKey && equalsAt(data, start, end, this.lastRawKey)) return this.lastKey;
+    const raw = data.toString("utf8", start, end);
+    const key = this.rawKeys.get(raw);
+    if (key !== undefined) {
+      this.lastRawKey = Buffer.from(raw);
+      this.lastKey = key;
+    }
+    return key;
   }
 
   private onPing(reply: string | undefined): void {

@@ -1,6 +1,6 @@
 import { CableError } from "../errors.js";
 import { signStreamName } from "./anycable-signatures.js";
-import { scanActionCable } from "./scan.js";
+import { scanActionCableInto } from "./scan.js";
 import type { Inbound, Protocol, SubscribeRequest } from "./types.js";
 
 // Frame shapes: rails/rails actioncable/lib/action_cable/connection/{base,subscriptions}.rb and
@@ -164,7 +164,7 @@ export function createActionCableProtocol(options: ActionCableOptions = { extend
     // AnyCable uses the extended protocol's pongs to find dead clients; plain Action Cable wants none.
     pong: (extended) => (extended ? PONG : undefined),
     disconnectError,
-    scan: scanActionCable,
+    scan: scanActionCableInto,
   };
 }
 

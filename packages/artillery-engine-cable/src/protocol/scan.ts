@@ -1,8 +1,10 @@
 // The listen path without JSON.parse (docs/benchmarks.md, suggestions 2 and 3): an Action Cable
 // broadcast is `{"identifier":"…","message":…}`, with the identifier echoed byte for byte. This
 // reads it on the raw Buffer, finds the stamp among the payload's top-level fields, and checks that
-// the frame is balanced JSON; anything else goes to the full decoder. Allocates only the identifier
-// text and, when stamped, the stamp's digits.
+// the frame is balanced JSON; anything else goes to the full decoder. The hot path allocates
+// nothing: it fills a result the connection owns, gives the identifier as a byte range (the
+// connection compares it with the last one it matched before it makes a string), and reads an
+// integer stamp from its digits.
 
 const PING_PREFIX = Buffer.from('{"type":"ping"');
 const BROADCAST_PREFIX = Buffer.from('{"identifier":"');
@@ -33,7 +35,7 @@ function startsWith(data: Buffer, prefix: Buffer): boolean {
   return true;
 }
 
-function equalsAt(data: Buffer, start: number, end: number, word: Buffer): boolean {
+export function equalsAt(data: Buffer, start: number, end: number, word: Buffer): boolean {
   if (end - start !== word.length) return false;
   for (let i = 0; i < word.length; i++) if (data[start + i] !== word[i]) return false;
   return true;
@@ -47,14 +49,26 @@ function isNumberByte(b: number): boolean {
   return (b >= 0x30 && b <= 0x39) || b === 0x2e || b === 0x2d || b === 0x2b || b === 0x65 || b === 0x45;
 }
 
+/** Past this many digits an integer may not be exact in a double: read it as text instead. */
+const MAX_EXACT_DIGITS = 15;
+
 function numberAt(data: Buffer, from: number): number | undefined {
   let start = from;
   while (start < data.length && isSpace(data[start])) start++;
   let end = start;
-  while (end < data.length && isNumberByte(data[end])) end++;
+  // A plain integer (a Date.now() stamp) is read from its digits, without a string.
+  let value = 0;
+  let integer = true;
+  while (end < data.length && isNumberByte(data[end])) {
+    const b = data[end];
+    if (b >= 0x30 && b <= 0x39) value = value * 10 + (b - 0x30);
+    else integer = false;
+    end++;
+  }
   if (end === start) return undefined;
-  const value = Number(data.toString("latin1", start, end));
-  return Number.isFinite(value) ? value : undefined;
+  if (integer && end - start <= MAX_EXACT_DIGITS && (data[start] !== 0x30 || end - start === 1)) return value;
+  const parsed = Number(data.toString("latin1", start, end));
+  return Number.isFinite(parsed) ? parsed : undefined;
 }
 
 /** The JSON string key of a stamp field, as bytes (`ts`, unescaped: stamp fields are plain names). */
@@ -62,11 +76,33 @@ export function stampKey(field: string): Buffer {
   return Buffer.from(field);
 }
 
+/** A scanned broadcast as the listen path reads it: the identifier as a byte range of the frame. */
+export interface RawBroadcast {
+  /** The identifier's bytes in the frame: [idStart, idEnd), JSON-escaped, without its quotes. */
+  idStart: number;
+  idEnd: number;
+  stamp: number | undefined;
+  ledger: boolean;
+  positioned: boolean;
+}
+
+export function rawBroadcast(): RawBroadcast {
+  return { idStart: 0, idEnd: 0, stamp: undefined, ledger: false, positioned: false };
+}
+
 /**
  * A ping, a broadcast, or undefined for anything the full decoder must read (other frame types,
  * other key orders, malformed frames: the decoder then counts them).
  */
 export function scanActionCable(data: Buffer, stampField: Buffer): typeof PING_FRAME | ScannedBroadcast | undefined {
+  const out = rawBroadcast();
+  const scan = scanActionCableInto(data, stampField, out);
+  if (scan === undefined || scan === PING_FRAME) return scan;
+  return { identifier: data.toString("utf8", out.idStart, out.idEnd), stamp: out.stamp, ledger: out.ledger, positioned: out.positioned };
+}
+
+/** scanActionCable without allocations: a broadcast fills `out` and returns it. */
+export function scanActionCableInto(data: Buffer, stampField: Buffer, out: RawBroadcast): typeof PING_FRAME | RawBroadcast | undefined {
   const last = data.length - 1;
   if (last < 1 || data[last] !== 0x7d) return undefined;
   if (startsWith(data, PING_PREFIX)) return PING_FRAME;
@@ -121,5 +157,10 @@ export function scanActionCable(data: Buffer, stampField: Buffer): typeof PING_F
     }
   }
   if (inString || depth !== 0) return undefined;
-  return { identifier: data.toString("utf8", idStart, idEnd), stamp, ledger, positioned };
+  out.idStart = idStart;
+  out.idEnd = idEnd;
+  out.stamp = stamp;
+  out.ledger = ledger;
+  out.positioned = positioned;
+  return out;
 }

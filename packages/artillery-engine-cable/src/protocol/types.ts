@@ -1,3 +1,5 @@
+import type { RawBroadcast } from "./scan.js";
+
 /** What a server frame means to a connection, independent of the wire protocol. */
 export type Inbound =
   | { kind: "welcome"; socketId?: string; activityTimeout?: number; sid?: string; restored?: boolean; restoredIds?: string[] }
@@ -30,8 +32,11 @@ export interface SubscribeRequest {
   user?: { id: string | number; info?: unknown };
 }
 
-/** What `scan` makes of a raw frame without parsing it: a ping, a broadcast, or "decode it". */
-export type Scanned = "ping" | { identifier: string; stamp: number | undefined; ledger: boolean; positioned: boolean } | undefined;
+/**
+ * What `scan` makes of a raw frame without parsing it: a ping, a broadcast (the caller's `out`,
+ * filled), or "decode it".
+ */
+export type Scanned = "ping" | RawBroadcast | undefined;
 
 export interface Protocol {
   readonly name: string;
@@ -56,5 +61,5 @@ export interface Protocol {
   /** The failure a `disconnect` frame means (Action Cable): named by its reason. */
   disconnectError?(reason: string): Error;
   /** The listen path's fast reader of raw frames (Action Cable), with the stamp field's name as bytes. */
-  scan?(data: Buffer, stampField: Buffer): Scanned;
+  scan?(data: Buffer, stampField: Buffer, out: RawBroadcast): Scanned;
 }
