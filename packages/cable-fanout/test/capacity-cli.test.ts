@@ -98,7 +98,12 @@ describe("cable-fanout capacity --local", () => {
     expect(a.headline).toMatch(/^at least 20, generator-bound at 40: add processes \(--count 2\)/);
     // Either the lag reads high, or the starved loop hardly sampled it at all.
     expect(a.generatorBound.tasks[0]).toMatch(/task-1: event-loop lag (p90 \d+ ms > 100 ms|sampled \d+ time\(s\) in a 10 s period)/);
-    expect(a.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.verdict)).toEqual(["held", "generator-bound"]);
+    // Level 40's first hold may read as a breach before the burn starves the lag sampler; its
+    // repeat is what finds the generator out, and a breach is never the answer without a repeat.
+    const verdicts = a.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.verdict);
+    expect(verdicts[0]).toBe("held");
+    expect(verdicts.at(-1)).toBe("generator-bound");
+    expect(verdicts.slice(1, -1).every((v: string) => v === "breached")).toBe(true);
     everyUserEndedOnce(a);
     expect(readFileSync(r.markdown, "utf8")).toContain("**Generator-bound** at 40 users");
   }, 300_000);

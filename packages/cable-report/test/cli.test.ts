@@ -50,7 +50,7 @@ describe("cable-report CLI", () => {
     expect(main([results("slow", 30), "--out", out, "--baseline", baseline, "--fail-on-regression", "10"])).toBe(EXIT_REGRESSION);
     expect(readFileSync(out, "utf8")).toMatch(/\*\*\d+ regressions beyond 10%\*\*/);
     expect(stderr.join("")).toMatch(
-      /regression: Round-trip time \(rtt\) \(ms\): p95 in eu-west-2: [\d.]+ → [\d.]+ \(\d+\.\d%\): p95 .* ms\); 95% interval of the change \+[\d.]+% … \+[\d.]+%; all of it ≥ 10%, above the 1 ms floor/,
+      /regression: Round-trip time \(rtt\) \(ms\): p95 in eu-west-2: [\d.]+ → [\d.]+ \(\d+\.\d%\): p95 .* ms\); 95% interval of the change \+[\d.]+% … \+[\d.]+%; all of it ≥ 10%, above the 5 ms floor/,
     );
   });
 

@@ -232,12 +232,14 @@ describe("real Artillery runs through the CLI", () => {
         };
         expect(cells, `${metric} ${label}`).toEqual(COLUMNS.map(expected));
       }
+      // A one-task region's cells come from its sketch: Artillery's own figures, within the sketch's
+      // 1% (Artillery's JSON summary is read from its own merge of the worker threads' sketches).
       const single = reports.get("us-east-1/task-1")!.aggregate.summaries[metric];
-      expect(table.get(`${section} / p95`)![1]).toBe(ms(single.p95));
+      expectWithinSketchAccuracy(table.get(`${section} / p95`)![1], single.p95);
       expect(table.get(`${section} / Max`)![1]).toBe(ms(single.max));
     }
     const session = reports.get("us-east-1/task-1")!.aggregate.summaries["vusers.session_length"];
-    expect(table.get("Session length (ms) / Median")![1]).toBe(ms(session.p50));
+    expectWithinSketchAccuracy(table.get("Session length (ms) / Median")![1], session.p50);
     expect(table.get("Session length (ms) / Mean")![2]).toBe(ms(mergedSketch("all", "vusers.session_length").sum / mergedSketch("all", "vusers.session_length").count));
   });
 
@@ -265,3 +267,8 @@ describe("real Artillery runs through the CLI", () => {
     expect(Buffer.byteLength(markdown)).toBeLessThan(60_000);
   });
 });
+
+function expectWithinSketchAccuracy(cell: string, reported: number): void {
+  const shown = Number(cell.replace(/[^\d.-]/g, ""));
+  expect(Math.abs(shown - reported), `${cell} vs Artillery's ${reported}`).toBeLessThanOrEqual(0.01 * reported + 0.05);
+}
