@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
 import { z } from "zod";
+import { closest } from "./did-you-mean.js";
 import { ScenarioError } from "./errors.js";
 import { configSchema, parseConfig, stepSchemas, validateScript, type CableConfig } from "./schema.js";
 
@@ -238,24 +239,4 @@ function suggest(problem: string): string {
   if (!m || problem.includes("did you mean")) return problem;
   const guess = closest(m[1], KNOWN_FIELDS);
   return guess ? `${problem}; did you mean "${guess}"?` : problem;
-}
-
-function closest(word: string, known: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const k of known) {
-    const d = editDistance(word.toLowerCase(), k.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [k, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length];
 }

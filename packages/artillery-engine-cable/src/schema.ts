@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { closest } from "./did-you-mean.js";
 import { ScenarioError } from "./errors.js";
 import type { CheckContext, StepDefinition } from "./steps/define.js";
 import { isStepName, STEPS, type StepName } from "./steps/table.js";
@@ -101,21 +102,6 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env):
   const result = configSchema.safeParse(input);
   if (!result.success) throw new ScenarioError(formatIssues("config.cable", result.error));
   return result.data;
-}
-
-/** The known name within two edits of a typo, if any. */
-function closest(word: string, known: string[]): string | undefined {
-  const distance = (a: string, b: string) => {
-    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const cur = [i];
-      for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-    return prev[b.length];
-  };
-  const [best] = known.map((k) => [k, distance(word, k)] as const).sort((x, y) => x[1] - y[1]);
-  return best && best[1] <= 2 ? best[0] : undefined;
 }
 
 function stepKey(step: Record<string, unknown>): string | undefined {
