@@ -9,7 +9,7 @@ import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { parseDuration, parseJsonObject, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseSecrets, parseTaskSize } from "./options.js";
+import { parseDuration, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
 import { registerCapacity } from "./capacity/command.js";
@@ -117,17 +117,8 @@ function program(exit: (code: number) => void): Command {
             regions: parseRegions(o.regions as string),
             count: parsePositiveInt("--count", o.count as string),
             outDir: flags.out,
-            overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
-            target: o.target as string | undefined,
-            variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
-            environment: o.environment as string | undefined,
-            spot: Boolean(o.spot),
-            ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
-            secretRefs: secrets.refs,
-            secretValues: secrets.values,
+            ...parseScenarioRunFlags(o, secrets),
             maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
-            startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
-            startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
             minReadyPct: parseMinReady(o.minReady as string),
             readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
             heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),

@@ -119,3 +119,25 @@ export function parseSecrets(specs: string[], backend: "aws" | "local", env: Nod
   }
   return secrets;
 }
+
+/** Commander's parsed options, as both `run` and `capacity` receive them. */
+export type RawOptions = Record<string, string | boolean | string[] | undefined>;
+
+/**
+ * The scenario and task flags `run` and `capacity` share (what each task runs, and how the
+ * tasks start), parsed once so the two commands cannot read them differently.
+ */
+export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
+  return {
+    overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
+    target: o.target as string | undefined,
+    variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
+    environment: o.environment as string | undefined,
+    spot: Boolean(o.spot),
+    ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
+    secretRefs: secrets.refs,
+    secretValues: secrets.values,
+    startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
+    startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
+  };
+}

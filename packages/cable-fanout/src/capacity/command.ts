@@ -4,7 +4,7 @@ import { type Command, Option } from "commander";
 import { LocalStore, type Store } from "cable-infra/worker/store";
 import type { Backend } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
-import { parseDuration, parseJsonObject, parsePositiveInt, parseRegions, parseSecrets, parseTaskSize } from "../options.js";
+import { parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
 import { LineProgress } from "../progress.js";
 import { CAPACITY_EXIT, runCapacity } from "./controller.js";
 import { checkStair } from "./plan.js";
@@ -94,8 +94,8 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
         hooks.log("stopping the search and every task (Ctrl-C again to quit at once)…");
         abort.abort();
       };
-      process.on("SIGINT", onSigint);
-      process.on("SIGTERM", onSigint);
+      // Any signal that stops the runner stops its tasks (a closed terminal sends SIGHUP).
+      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSigint);
       try {
         const result = await runCapacity(
           {
@@ -103,16 +103,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             regions,
             count,
             outDir: flags.out,
-            overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
-            target: o.target as string | undefined,
-            variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
-            environment: o.environment as string | undefined,
-            spot: Boolean(o.spot),
-            ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
-            secretRefs: secrets.refs,
-            secretValues: secrets.values,
-            startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
-            startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
+            ...parseScenarioRunFlags(o, secrets),
             store: storeDir,
             slos,
             stair,
@@ -133,8 +124,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
         process.stdout.write(`${path.relative(process.cwd(), result.markdownFile) || result.markdownFile}\n`);
         hooks.exit(result.exitCode);
       } finally {
-        process.off("SIGINT", onSigint);
-        process.off("SIGTERM", onSigint);
+        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSigint);
       }
     });
 }
