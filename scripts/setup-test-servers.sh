@@ -38,7 +38,10 @@ fi
 ANYCABLE_BIN="$CACHE/anycable/bin/anycable-go"
 if [ ! -x "$ANYCABLE_BIN" ]; then
   REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  # The project's shared folder sits beside the checkout; a clone elsewhere (a CI workspace) finds
+  # it at its usual place on these machines.
   ANYCABLE_TGZ="${ANYCABLE_TARBALL:-$REPO_ROOT/../shared/vendor/anycable-1.6.16.tar.gz}"
+  [ -f "$ANYCABLE_TGZ" ] || [ -n "${ANYCABLE_TARBALL:-}" ] || ANYCABLE_TGZ=/work/shared/vendor/anycable-1.6.16.tar.gz
   if [ ! -f "$ANYCABLE_TGZ" ]; then
     echo "setup: cannot build anycable-go: no source tarball at $ANYCABLE_TGZ" >&2
     echo "       put anycable-1.6.16.tar.gz (the v1.6.16 tag's source, from GitHub) there or set ANYCABLE_TARBALL" >&2

@@ -19,7 +19,7 @@ import { runFanout } from "../src/runner";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
 import { type Deployment, iamRequests, type RecordedCall, recordCalls } from "./iam-calls";
-import { deployStack, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { deployStack, holdTasksRunning, startMoto, synthesizeTemplates, type Moto } from "./moto";
 
 // The first real run, against moto: the synthesized stacks deployed by CloudFormation in two regions,
 // real workers playing the Fargate tasks (test/ecs-emulator.ts), and
@@ -43,13 +43,7 @@ describe("the first AWS run (moto)", () => {
 
   beforeAll(async () => {
     moto = await startMoto();
-    // moto walks a task from RUNNING to STOPPED on its own as time passes; here, as on Fargate, a task
-    // runs until its container exits or StopTask (test/ecs-emulator.ts does both).
-    const held = await fetch(`${moto.endpoint}/moto-api/state-manager/set-transition`, {
-      method: "POST",
-      body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 86_400 } }),
-    });
-    expect(held.ok).toBe(true);
+    expect(await holdTasksRunning(moto)).toBe(true);
     work = mkdtempSync(path.join(os.tmpdir(), "cable-first-run-"));
     target = await startTarget({ port: 0 });
     for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");

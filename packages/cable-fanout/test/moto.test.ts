@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { runCli } from "./cli";
-import { deployStack, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { deployStack, holdTasksRunning, startMoto, synthesizeTemplates, type Moto } from "./moto";
 
 // The AWS backend against moto's server: the real synthesized stacks deployed by CloudFormation in
 // two regions, the real CLI, and workers simulated by writing genuine Artillery reports into each
@@ -100,12 +100,7 @@ describe("cable-fanout run against moto", () => {
 
   beforeAll(async () => {
     moto = await startMoto();
-    // moto walks a task to STOPPED on its own as time passes; here a task runs until its worker is done (below).
-    const held = await fetch(`${moto.endpoint}/moto-api/state-manager/set-transition`, {
-      method: "POST",
-      body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 86_400 } }),
-    });
-    expect(held.ok).toBe(true);
+    expect(await holdTasksRunning(moto)).toBe(true);
     work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-moto-"));
     const target = await startTarget({ port: 0 });
     try {

@@ -65,3 +65,16 @@ export async function deployStack(region: string, template: Record<string, unkno
   const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: name }));
   return Stacks?.[0]?.StackStatus ?? "unknown";
 }
+
+/**
+ * moto walks a task from RUNNING to STOPPED on its own as time passes; as on Fargate, a test's task
+ * should run until its container exits or StopTask (the test's workers do both). Returns whether
+ * moto took the setting.
+ */
+export async function holdTasksRunning(moto: Moto): Promise<boolean> {
+  const res = await fetch(`${moto.endpoint}/moto-api/state-manager/set-transition`, {
+    method: "POST",
+    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 86_400 } }),
+  });
+  return res.ok;
+}
