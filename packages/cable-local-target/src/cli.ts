@@ -46,7 +46,9 @@ Faults (see README)
   --stop-pinging                no Action Cable pings, no Pusher pongs
   --accept-delay-ms <n>         hold each WebSocket upgrade this long
   --capacity <n>                a known capacity: above n open connections, deliver every broadcast late
-  --over-capacity-delay-ms <n>  how late, above --capacity (default 1000)
+  --rate-capacity <n>           a known message-rate capacity: above n broadcasts/s (over the last 5 s),
+                                deliver every broadcast late
+  --over-capacity-delay-ms <n>  how late, above --capacity or --rate-capacity (default 1000)
   --fault-seed <n>              seed for the ratios
   --faults <file.json>          full fault configuration (per-channel overrides), merged under the flags
   -h, --help`;
@@ -103,6 +105,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       "stop-pinging": { type: "boolean" },
       "accept-delay-ms": { type: "string" },
       capacity: { type: "string" },
+      "rate-capacity": { type: "string" },
       "over-capacity-delay-ms": { type: "string" },
       "fault-seed": { type: "string" },
       faults: { type: "string" },
@@ -139,6 +142,7 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     stopPinging: values["stop-pinging"],
     acceptDelayMs: number("accept-delay-ms", values["accept-delay-ms"]),
     capacityConnections: number("capacity", values.capacity),
+    rateCapacity: number("rate-capacity", values["rate-capacity"]),
     overCapacityDelayMs: number("over-capacity-delay-ms", values["over-capacity-delay-ms"]),
     seed: number("fault-seed", values["fault-seed"]),
   });

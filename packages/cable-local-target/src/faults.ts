@@ -40,7 +40,13 @@ export const faultsSchema = channelFaultsSchema
      * target is on time up to N users and late beyond, whatever the machine.
      */
     capacityConnections: z.number().int().min(1).max(10_000_000),
-    /** The extra delay above `capacityConnections` (default 1000 ms). */
+    /**
+     * A known message-rate capacity, for the capacity search's `--vary rate` tests: while more than
+     * this many broadcasts a second arrive (averaged over the last 5 s, so that one burst of a
+     * steady rate does not count), every broadcast delivery is held back `overCapacityDelayMs` more.
+     */
+    rateCapacity: z.number().min(0.001).max(10_000_000),
+    /** The extra delay above `capacityConnections` or `rateCapacity` (default 1000 ms). */
     overCapacityDelayMs: z.number().int().min(0).max(120_000),
     /** Seed of the generator behind the ratios, for repeatable runs. */
     seed: z.number().int(),
@@ -73,11 +79,40 @@ function generator(seed: number): () => number {
   };
 }
 
+/** Seconds over which `rateCapacity` averages the broadcast rate. */
+export const RATE_WINDOW_S = 5;
+
+/** Broadcasts per second over the last RATE_WINDOW_S whole-and-current seconds: a ring of per-second counts. */
+export class RateWindow {
+  private readonly counts = new Array<number>(RATE_WINDOW_S).fill(0);
+  private second = 0;
+
+  note(now: number): void {
+    this.advance(now);
+    this.counts[this.second % RATE_WINDOW_S]++;
+  }
+
+  /** Broadcasts a second, averaged over the window that ends now. */
+  rate(now: number): number {
+    this.advance(now);
+    return this.counts.reduce((sum, n) => sum + n, 0) / RATE_WINDOW_S;
+  }
+
+  private advance(now: number): void {
+    const second = Math.floor(now / 1000);
+    if (second <= this.second) return;
+    // Seconds with no broadcast since the last one are emptied (the whole ring after a long quiet).
+    for (let s = Math.max(this.second + 1, second - RATE_WINDOW_S + 1); s <= second; s++) this.counts[s % RATE_WINDOW_S] = 0;
+    this.second = second;
+  }
+}
+
 /** The live fault configuration of a target; replaced as a whole by `set`. */
 export class Faults {
   private current: FaultConfig = {};
   private random: () => number = Math.random;
   private connectionsSeen = 0;
+  private readonly broadcastRate = new RateWindow();
 
   constructor(config: FaultConfig = {}) {
     this.set(config);
@@ -105,11 +140,21 @@ export class Faults {
     return this.connectionsSeen % (this.current.closeEveryNth ?? 1) === 0;
   }
 
-  /** How long a broadcast delivery is held back: the channel's `broadcastDelayMs`, plus the over-capacity delay above `capacityConnections` open connections. */
-  deliveryDelayMs(channel: ChannelFaults, openConnections: number): number {
+  /** Counts one broadcast (before its fan-out) towards the rate `rateCapacity` is compared with. */
+  noteBroadcast(now = Date.now()): void {
+    this.broadcastRate.note(now);
+  }
+
+  /**
+   * How long a broadcast delivery is held back: the channel's `broadcastDelayMs`, plus the
+   * over-capacity delay above `capacityConnections` open connections or above `rateCapacity`
+   * broadcasts a second.
+   */
+  deliveryDelayMs(channel: ChannelFaults, openConnections: number, now = Date.now()): number {
     const base = channel.broadcastDelayMs ?? 0;
-    const capacity = this.current.capacityConnections;
-    return capacity !== undefined && openConnections > capacity ? base + (this.current.overCapacityDelayMs ?? 1000) : base;
+    const { capacityConnections, rateCapacity } = this.current;
+    const over = (capacityConnections !== undefined && openConnections > capacityConnections) || (rateCapacity !== undefined && this.broadcastRate.rate(now) > rateCapacity);
+    return over ? base + (this.current.overCapacityDelayMs ?? 1000) : base;
   }
 
   /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */

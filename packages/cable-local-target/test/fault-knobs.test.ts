@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
+import { RateWindow } from "../src/faults.js";
 import { startTarget, type LocalTarget, type TargetOptions } from "../src/index.js";
 import { connect, identifier, isPing, notPing, pusherClient, pusherData, subscribeFrame, type RawClient } from "./helpers.js";
 
@@ -197,4 +198,43 @@ test("setFaults refuses an invalid configuration and keeps the previous one", as
   const t = await start({ faults: { confirmDelayMs: 5 } });
   expect(() => t.setFaults({ malformedRatio: -1 })).toThrow(/faults\.malformedRatio/);
   expect(t.faults()).toEqual({ confirmDelayMs: 5 });
+});
+
+describe("rateCapacity", () => {
+  test("the rate window: broadcasts a second over the last 5 s, emptied as seconds pass", () => {
+    const w = new RateWindow();
+    const t0 = 1_000_000_000_000;
+    for (let s = 0; s < 5; s++) for (let i = 0; i < 30; i++) w.note(t0 + s * 1000 + i * 30);
+    expect(w.rate(t0 + 4_999)).toBe(30);
+    // One second later the oldest second has left the window; after a long quiet the window is empty.
+    expect(w.rate(t0 + 5_000)).toBe(24);
+    expect(w.rate(t0 + 60_000)).toBe(0);
+    w.note(t0 + 60_500);
+    expect(w.rate(t0 + 60_900)).toBe(0.2);
+  });
+
+  test("on time up to the rate, late above it, and on time again once the rate falls (Action Cable and Pusher)", async () => {
+    const t = await start({ faults: { rateCapacity: 20, overCapacityDelayMs: 400 } });
+    const cable = await cableSubscribed(t);
+    const pusher = await pusherSubscribed(t, "rated");
+    await pusher.client.next();
+    const lateness = async (send: () => void, next: () => Promise<unknown>) => {
+      const started = Date.now();
+      send();
+      await next();
+      return Date.now() - started;
+    };
+    // 90 broadcasts in a burst: 18 a second over the window, under the capacity.
+    for (let i = 0; i < 89; i++) t.broadcast("all", JSON.stringify({ i }));
+    await cable.collect(100, notPing);
+    expect(await lateness(() => t.broadcast("all", '{"i":"90th"}'), () => cable.next(notPing))).toBeLessThan(300);
+    // 11 more: 101 in the window, over 20 a second, so every delivery is held back, on both protocols.
+    for (let i = 0; i < 10; i++) t.broadcast("all", JSON.stringify({ i }));
+    await cable.collect(600, notPing);
+    expect(await lateness(() => t.broadcast("all", '{"i":"over"}'), () => cable.next(notPing))).toBeGreaterThanOrEqual(390);
+    expect(await lateness(() => t.trigger("rated", "tick", "over"), () => pusher.client.next())).toBeGreaterThanOrEqual(390);
+    expect(t.counters().broadcasts).toBe(102);
+    t.setFaults({ rateCapacity: 1000 });
+    expect(await lateness(() => t.trigger("rated", "tick", "fine"), () => pusher.client.next())).toBeLessThan(300);
+  });
 });

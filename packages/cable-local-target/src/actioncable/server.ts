@@ -191,6 +191,7 @@ export class ActionCableServer {
   /** `ActionCable.server.broadcast(stream, message)`: recorded in the stream's history, then one frame per subscription identifier. */
   broadcast(stream: string, messageJson: string): number {
     this.counters.broadcasts++;
+    this.faults.noteBroadcast();
     const position = this.streamHistory.append(stream, messageJson, Date.now());
     return this.hub.publish(
       stream,

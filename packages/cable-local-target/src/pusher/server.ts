@@ -98,6 +98,7 @@ export class PusherServer {
    */
   trigger(channel: string, event: string, data: unknown, exceptSocketId?: string, userId?: string): number {
     this.counters.broadcasts++;
+    this.faults.noteBroadcast();
     return this.publish(channel, frames.event(event, channel, data, userId), exceptSocketId ? this.bySocketId.get(exceptSocketId) : undefined);
   }
 
@@ -291,6 +292,7 @@ export class PusherServer {
       return;
     }
     this.counters.broadcasts++;
+    this.faults.noteBroadcast();
     this.publish(channel, frames.event(event, channel, message.data, subscription.userId), connection);
   }
 }
