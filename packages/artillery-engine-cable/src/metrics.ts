@@ -105,8 +105,8 @@ export class OpenConnections {
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(), SWEEP_MS);
       this.timer.unref();
-      this.lag ??= new LagMonitor(this.lagWarningMs);
-      this.lag.start();
+      this.lag ??= new LagMonitor(this.lagWarningMs, SWEEP_MS);
+      this.lag.start(nowMs());
     }
   }
 
