@@ -8,6 +8,7 @@ import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
 import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, SECRETS_PATH, operatorPolicyNameFor, stackNameFor } from "../contract.js";
 import { RUNS_PREFIX, bundleKeyPattern, controlKeyPattern, resultKeyPattern } from "../worker/layout.js";
+import { capacityStopKeyPattern } from "../worker/live-keys.js";
 import { operatorStatements } from "./operator-policy.js";
 import type { StackSettings } from "./settings.js";
 
@@ -145,19 +146,23 @@ export class LoadtestStack extends Stack {
   }
 
   /**
-   * Read the bundles, write this region's results (never a bundle), read the project's secrets; nothing else.
+   * Read the bundles, write this region's results (never a bundle), read this region's capacity stop
+   * marker (nothing else of the results), read the project's secrets; nothing else.
    * Explicit statements rather than bucket.grantRead/grantPut, which add actions beyond these.
    */
   private grantLeastPrivilege(role: iam.IRole, bucket: s3.IBucket): void {
     const statements = [
-      // Listing control/ too makes a missing go marker a 404 rather than a 403.
+      // Listing control/ and the stop marker too makes a missing marker a 404 rather than a 403, so
+      // that "not there yet" and "denied" stay apart.
       new iam.PolicyStatement({
         sid: "ListRunBundles",
         actions: ["s3:ListBucket"],
         resources: [bucket.bucketArn],
-        conditions: { StringLike: { "s3:prefix": [bundleKeyPattern(), controlKeyPattern()] } },
+        conditions: { StringLike: { "s3:prefix": [bundleKeyPattern(), controlKeyPattern(), capacityStopKeyPattern(this.region)] } },
       }),
       new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),
+      // The capacity probe (artillery-plugin-cable-capacity-probe) ends its users when the runner writes this marker.
+      new iam.PolicyStatement({ sid: "ReadCapacityStop", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(capacityStopKeyPattern(this.region))] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),
       // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles and the runner's markers stay read-only.
       new iam.PolicyStatement({ sid: "NeverWriteBundles", effect: iam.Effect.DENY, actions: ["s3:PutObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),

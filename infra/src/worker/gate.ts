@@ -11,7 +11,7 @@ export class StartGate {
     mkdirSync(dir, { recursive: true });
   }
 
-  /** What Artillery's environment needs for the plugin to load and find this gate. */
+  /** What Artillery's environment needs for the plugin to load and find this gate (ARTILLERY_PLUGIN_PATH: see artilleryTaskEnv). */
   env(base: NodeJS.ProcessEnv, timeoutMs: number): NodeJS.ProcessEnv {
     let plugins: Record<string, unknown> = {};
     try {
@@ -20,7 +20,6 @@ export class StartGate {
       plugins = {};
     }
     return {
-      ARTILLERY_PLUGIN_PATH: [base.ARTILLERY_PLUGIN_PATH, __dirname].filter(Boolean).join(":"),
       ARTILLERY_PLUGINS: JSON.stringify({ ...plugins, [GATE_PLUGIN]: {} }),
       CABLE_GATE_DIR: this.dir,
       CABLE_GATE_TIMEOUT_MS: String(timeoutMs),

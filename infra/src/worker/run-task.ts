@@ -120,7 +120,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
         output: path.join(resultsDir, REPORT_FILE),
         overrides: taskOverrides(manifest.overrides),
         environment: manifest.environment,
-        env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...extraEnv },
+        env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...artilleryTaskEnv({ ...deps.baseEnv, ...manifest.env }, { ...config, taskId }), ...extraEnv },
         logFile: path.join(resultsDir, LOG_FILE),
         echo: deps.echo,
         redact: makeRedactor(Object.values(secrets)),
@@ -240,6 +240,26 @@ async function fetchBundle(config: WorkerConfig, deps: TaskDeps, bundleDir: stri
   if (!files.includes(manifest.scenario)) fail(EXIT.setup, `${MANIFEST_FILE} names scenario "${manifest.scenario}", which is not in the bundle`);
   return manifest;
 }
+
+/**
+ * What the worker's own Artillery plugins need in Artillery's environment: the worker's directory on
+ * ARTILLERY_PLUGIN_PATH, where Artillery finds them by name (the start gate, the capacity probe), in
+ * the image and locally alike; and which task this is, for the capacity probe's live files (on
+ * Fargate the task id comes from ECS's metadata, not from the environment). Set last: a scenario's
+ * env cannot point them elsewhere.
+ */
+export function artilleryTaskEnv(base: NodeJS.ProcessEnv, task: Pick<WorkerConfig, "runId" | "region" | "store"> & { taskId: string }): NodeJS.ProcessEnv {
+  return {
+    ARTILLERY_PLUGIN_PATH: [base.ARTILLERY_PLUGIN_PATH, WORKER_DIR].filter(Boolean).join(":"),
+    CABLE_RUN_ID: task.runId,
+    CABLE_REGION: task.region,
+    CABLE_TASK_ID: task.taskId,
+    CABLE_STORE: task.store,
+  };
+}
+
+/** This module's directory: the worker's, with its plugins beside it. */
+const WORKER_DIR = __dirname;
 
 /** Polls `done` until it holds or `timeoutMs` passes. */
 async function until(done: () => boolean, timeoutMs: number, pollMs: number, deps: { now: () => number; sleep: (ms: number) => Promise<void> }): Promise<void> {

@@ -90,8 +90,8 @@ describe("the stair's phases", () => {
     expect(config.http).toEqual({ timeout: 5 });
     expect(config.variables).toEqual({ rooms: 3, capacity_max_s: 170 });
     expect(Object.keys(config.plugins)).toEqual(["cable-report", "cable-capacity-probe"]);
-    expect(config.plugins["cable-capacity-probe"].endAfterS).toBe(50);
-    expect(config.plugins["cable-capacity-probe"].scope).toMatch(/dist[\\/]capacity[\\/]$/);
+    // By name only: the worker finds the probe in its own directory; no path of this machine goes to a task.
+    expect(config.plugins["cable-capacity-probe"]).toEqual({ endAfterS: 50 });
   });
 });
 

@@ -1,7 +1,7 @@
 // `cable-fanout capacity <scenario> --slo … --start N --step N --max N --hold S`: flags → search.
 import path from "node:path";
 import { type Command, Option } from "commander";
-import { LocalStore, type Store } from "cable-infra/worker/store";
+import type { Store } from "cable-infra/worker/store";
 import type { Backend } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 import { parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
@@ -26,6 +26,10 @@ SLO: <metric>.<p50|p75|p90|p95|p99|p999|min|max|mean><op><bound> for a histogram
 
 The scenario's users must loop \`whileTrue: capacityRunning\` (processors/capacity.js), as
 scenarios/capacity-*.yml do, so that the search can end them.
+
+Runs on Fargate from each region's CableLoadtest-<region> stack, as \`run\` does (the tasks write
+their live periods into the region's bucket and read the search's stop marker there), or with
+--local as processes of this machine.
 
 Writes <out>/<searchId>/capacity.json and capacity.md (printed on stdout), and each run's results
 beside them. Exit status: 0 done; 1 held fewer than --min-capacity; 2 bad input; 3 internal error;
@@ -70,9 +74,6 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = hooks.makeBackend(flags);
-      if (backend.kind !== "local") {
-        throw new FanoutInputError("capacity runs with --local for now: the AWS backend needs the tasks' live periods and stop marker in the region's bucket (see README, Capacity search)");
-      }
       const regions = parseRegions(o.regions as string);
       const count = parsePositiveInt("--count", o.count as string);
       const stair = {
@@ -85,8 +86,11 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
       checkStair(stair, regions.length * count);
       const slos = (o.slo as string[]).map(parseSlo);
       const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
-      const storeDir = hooks.localStore(flags);
-      const store = new LocalStore(storeDir);
+      const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
+      // The tasks write their live files into their region's store (its bucket on AWS, from the
+      // stack's outputs; the directory locally), and read the stop marker there.
+      const liveStores = new Map<string, Store>();
+      for (const region of regions) liveStores.set(region, (await backend.openRegion(region)).store);
       const abort = new AbortController();
       let interrupts = 0;
       const onSigint = () => {
@@ -104,7 +108,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             count,
             outDir: flags.out,
             ...parseScenarioRunFlags(o, secrets),
-            store: storeDir,
+            ...(storeDir ? { store: storeDir } : {}),
             slos,
             stair,
             minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
@@ -112,7 +116,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
           },
           {
             backend,
-            liveStore: (): Store => store,
+            liveStore: (region): Store => liveStores.get(region)!,
             now: Date.now,
             sleep: hooks.sleep,
             log: hooks.log,

@@ -9,7 +9,7 @@ import type { Store } from "cable-infra/worker/store";
 import { writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
-import { PLUGIN_NAME } from "./cable-capacity-probe.js";
+import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
 import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planSegment, type PlannedStep, type StairOptions } from "./plan.js";
@@ -68,15 +68,14 @@ const LATE_PERIOD_MS = 45_000;
 /** How long the users have to end after the stop (beyond a climb and a hold) before the run is ended anyway. */
 const END_GRACE_MS = 45_000;
 
-/** Where Artillery loads the probe from: this module's compiled directory (by path, through the plugin's `scope`). */
-export function probeScope(): string {
-  const dir = __dirname.replace(/([\\/])src([\\/]capacity)$/, "$1dist$2");
-  return dir + path.sep;
-}
-
+/**
+ * The overrides of one segment's run: the stair's phases, and the probe plugin by name only. The
+ * probe ships with the worker (cable-infra's artillery-plugin-cable-capacity-probe), which puts its
+ * own directory on ARTILLERY_PLUGIN_PATH: no path of this machine goes to a task.
+ */
 export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number): Json {
   const config = { ...((base?.config as Json | undefined) ?? {}) };
-  const plugins = { ...((config.plugins as Json | undefined) ?? {}), [PLUGIN_NAME]: { scope: probeScope(), endAfterS } };
+  const plugins = { ...((config.plugins as Json | undefined) ?? {}), [CAPACITY_PLUGIN]: { endAfterS } };
   // A user stays at most the stair's length and a margin, even if the stop never reached it.
   const variables = { ...((config.variables as Json | undefined) ?? {}), capacity_max_s: endAfterS + 120 };
   return { ...base, config: { ...config, phases, plugins, variables } };

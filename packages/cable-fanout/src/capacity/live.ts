@@ -1,35 +1,14 @@
-// The live channel between the tasks and the search: each task's probe plugin writes every metrics
-// period (counters and raw DDSketch histograms) and its phases' start times into the run's store as
+// The live channel between the tasks and the search, read side: each task's probe plugin (in the
+// worker: cable-infra's artillery-plugin-cable-capacity-probe) writes every metrics period (counters,
+// raw DDSketch histograms, the generator's CPU) and its phases' start times into the run's store as
 // they happen, and reads a stop marker from it. The same keys work on S3 and in a local directory.
 import { DDSketch } from "@artilleryio/sketches-js";
-import { regionResultsPrefix, resultPrefix, RUNS_PREFIX } from "cable-infra/worker/layout";
+import { regionResultsPrefix } from "cable-infra/worker/layout";
+import { LIVE_DIR, LIVE_SUFFIX, type LiveEnded, type LivePeriod, type LivePhase } from "cable-infra/worker/live-keys";
 import type { Store } from "cable-infra/worker/store";
 
-export const LIVE_DIR = "live";
-/** JSON inside, but not named *.json: the report merger reads every *.json of a task folder as an Artillery report. */
-export const LIVE_SUFFIX = ".live";
-
-export interface LivePeriod {
-  /** Start of Artillery's 10 s period, epoch ms. */
-  period: number;
-  counters: Record<string, number>;
-  /** Metric name → base64 of `DDSketch.toProto()`. */
-  histograms: Record<string, string>;
-}
-
-export interface LivePhase {
-  index: number;
-  name: string;
-  startTime: number;
-}
-
-/** Written once the task saw the stop and every user it started had ended. */
-export interface LiveEnded {
-  at: number;
-  created: number;
-  completed: number;
-  failed: number;
-}
+// The keys and file shapes are the worker's (cable-infra/worker/live-keys): its probe plugin writes them.
+export { stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "cable-infra/worker/live-keys";
 
 export interface TaskLive {
   region: string;
@@ -38,13 +17,6 @@ export interface TaskLive {
   phases: LivePhase[];
   ended?: LiveEnded;
 }
-
-export const periodKey = (runId: string, region: string, taskId: string, period: number) => `${resultPrefix(runId, region, taskId)}${LIVE_DIR}/period-${period}${LIVE_SUFFIX}`;
-export const phasesKey = (runId: string, region: string, taskId: string) => `${resultPrefix(runId, region, taskId)}${LIVE_DIR}/phases${LIVE_SUFFIX}`;
-export const endedKey = (runId: string, region: string, taskId: string) => `${resultPrefix(runId, region, taskId)}${LIVE_DIR}/ended${LIVE_SUFFIX}`;
-/** One marker per region, inside the region's own results prefix (the only place its tasks may read and write). */
-export const stopKey = (runId: string, region: string) => `${regionResultsPrefix(runId, region)}capacity-stop${LIVE_SUFFIX}`;
-export const runsPrefix = RUNS_PREFIX;
 
 export function decodeHistograms(period: LivePeriod): Record<string, DDSketch> {
   const out: Record<string, DDSketch> = {};

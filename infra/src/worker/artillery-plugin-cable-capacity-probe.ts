@@ -1,21 +1,27 @@
-// The capacity search's Artillery plugin, added by `cable-fanout capacity` to every task of a
-// search (config.plugins["cable-capacity-probe"], loaded by path through Artillery's plugin
-// `scope`). In Artillery's main thread, where the worker threads' metrics arrive merged per period:
-//  - writes each period (counters, raw DDSketch histograms) and the phases' start times into the
-//    run's store as they happen, so that the search judges a hold while the run goes on;
-//  - watches the region's stop marker, and at the stop (or at the end of the planned stair) tells
-//    the worker threads over a BroadcastChannel, where processors/capacity.js ends every user's
-//    `whileTrue: capacityRunning` loop: each user finishes its flow once, nobody keeps the run alive;
-//  - writes ended.live once every user it started has ended, so that the search can end the run.
+/**
+ * The capacity search's Artillery plugin. `cable-fanout capacity` names it in every task's
+ * `config.plugins["cable-capacity-probe"]`; it ships beside the worker (in the image under
+ * /app/worker, locally in cable-infra's dist/worker), and the worker puts its own directory on
+ * ARTILLERY_PLUGIN_PATH, so Artillery finds it as `artillery-plugin-cable-capacity-probe` on a
+ * Fargate task and on this machine alike: the runner never sends a path.
+ *
+ * In Artillery's main thread, where the worker threads' metrics arrive merged per period:
+ *  - writes each period (counters, raw DDSketch histograms, the generator's CPU) and the phases'
+ *    start times into the run's store as they happen (live-keys.ts), so that the search judges a
+ *    hold while the run goes on;
+ *  - watches the region's stop marker, and at the stop (or at the end of the planned stair) tells
+ *    the worker threads over a BroadcastChannel, where processors/capacity.js ends every user's
+ *    `whileTrue: capacityRunning` loop: each user finishes its flow once, nobody keeps the run alive;
+ *  - writes ended.live once every user it started has ended, so that the search can end the run.
+ *
+ * It needs CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID and CABLE_STORE, which the worker gives
+ * Artillery (run-task.ts); elsewhere it records nothing.
+ */
 import type { EventEmitter } from "node:events";
+import { cpus } from "node:os";
 import { BroadcastChannel, isMainThread } from "node:worker_threads";
-import type { DDSketch } from "@artilleryio/sketches-js";
-import { openStore, type Store } from "cable-infra/worker/store";
-import { endedKey, periodKey, phasesKey, stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "./live.js";
-
-/** The BroadcastChannel name processors/capacity.js listens on. */
-export const STOP_CHANNEL = "cable-capacity";
-export const PLUGIN_NAME = "cable-capacity-probe";
+import { CAPACITY_PLUGIN, CAPACITY_STOP_CHANNEL, type LiveEnded, type LivePeriod, type LivePhase, endedKey, periodKey, phasesKey, stopKey } from "./live-keys.js";
+import type { Store } from "./store.js";
 
 interface PhaseSpec {
   pause?: number;
@@ -29,7 +35,7 @@ interface PluginConfig {
 interface PeriodStats {
   period: number | string;
   counters?: Record<string, number>;
-  histograms?: Record<string, DDSketch>;
+  histograms?: Record<string, { toProto(): Uint8Array }>;
 }
 
 interface ArtilleryGlobal {
@@ -41,6 +47,33 @@ const POLL_MS = 1_000;
 /** How long a hold must still last for the search to end the run before the next climb. */
 const QUIET_MARGIN_MS = 10_000;
 
+export interface CpuSample {
+  usage: NodeJS.CpuUsage;
+  /** performance.now() */
+  at: number;
+}
+
+/**
+ * The process's CPU between two samples as a percent of `workers` cores, to 0.1 (cable-report's
+ * CpuMeter: process.cpuUsage in the main thread counts every worker thread). Null under 1 s of wall
+ * time, where one scheduler tick would swing it.
+ */
+export function cpuPercent(from: CpuSample, to: CpuSample, workers: number): number | null {
+  const wallMs = to.at - from.at;
+  if (wallMs < 1_000) return null;
+  const cpuMs = (to.usage.user - from.usage.user + to.usage.system - from.usage.system) / 1_000;
+  return Math.round((cpuMs / wallMs / workers) * 1_000) / 10;
+}
+
+/** The cores Artillery's worker threads may use: all but the main thread's (as cable-report counts them). */
+export const generatorWorkers = (): number => Math.max(1, cpus().length - 1);
+
+/** A marker not written yet (S3: 404 NoSuchKey, which the task role's ListBucket on the key makes it; locally ENOENT). */
+function isMissing(err: unknown): boolean {
+  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === "NoSuchKey" || e?.name === "NotFound" || e?.code === "ENOENT" || e?.$metadata?.httpStatusCode === 404;
+}
+
 export class Plugin {
   private store: Store | undefined;
   private readonly phases: LivePhase[] = [];
@@ -50,28 +83,38 @@ export class Plugin {
   private timer: NodeJS.Timeout | undefined;
   private channel: BroadcastChannel | undefined;
   private warned = false;
+  private readWarned = false;
+  private polling = false;
   /** Writes not yet settled: Artillery exits right after `done`, so its beforeExit hook waits for them. */
   private readonly pending = new Set<Promise<void>>();
+  private readonly workers = generatorWorkers();
+  private lastCpu: CpuSample | undefined;
 
   private current: LivePhase | undefined;
   private lastPhaseDone = false;
   private phaseSpecs: PhaseSpec[] = [];
 
   constructor(script: { config?: { plugins?: Record<string, PluginConfig>; phases?: PhaseSpec[] } }, events: EventEmitter) {
+    // Worker threads load plugins too; the merged periods and the phases are the main thread's.
     if (!isMainThread) return;
     const { CABLE_RUN_ID: runId, CABLE_REGION: region, CABLE_TASK_ID: taskId, CABLE_STORE: storeUrl } = process.env;
     if (!runId || !region || !taskId || !storeUrl) {
-      this.log("cable-capacity-probe: not inside a cable-fanout task (CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID, CABLE_STORE); nothing is recorded", "warn");
+      this.log(`${CAPACITY_PLUGIN}: not inside a cable-fanout task (CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID, CABLE_STORE); nothing is recorded`, "warn");
       return;
     }
+    // Loaded here, in the main thread only: the store pulls in the S3 SDK, which no worker thread needs.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { openStore } = require("./store.js") as typeof import("./store.js");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const store = openStore(storeUrl, { s3Client: () => new (require("@aws-sdk/client-s3") as typeof import("@aws-sdk/client-s3")).S3Client({}) });
     this.store = store;
-    const endAfterMs = (script.config?.plugins?.[PLUGIN_NAME]?.endAfterS ?? Infinity) * 1000;
+    const endAfterMs = (script.config?.plugins?.[CAPACITY_PLUGIN]?.endAfterS ?? Infinity) * 1000;
     this.phaseSpecs = script.config?.phases ?? [];
-    this.channel = new BroadcastChannel(STOP_CHANNEL);
+    this.channel = new BroadcastChannel(CAPACITY_STOP_CHANNEL);
     this.channel.unref();
 
     events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
+      this.lastCpu ??= { usage: process.cpuUsage(), at: performance.now() };
       this.current = { index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() };
       this.phases.push(this.current);
       this.put(phasesKey(runId, region, taskId), this.phases);
@@ -87,6 +130,8 @@ export class Plugin {
         counters,
         histograms: Object.fromEntries(Object.entries(stats.histograms ?? {}).map(([name, sketch]) => [name, Buffer.from(sketch.toProto()).toString("base64")])),
       };
+      const cpu = this.markCpu();
+      if (cpu !== null) period.cpuPercent = cpu;
       this.totals.created += counters["vusers.created"] ?? 0;
       this.totals.completed += counters["vusers.completed"] ?? 0;
       this.totals.failed += counters["vusers.failed"] ?? 0;
@@ -102,6 +147,7 @@ export class Plugin {
       if (this.timer) clearInterval(this.timer);
     });
 
+    const marker = stopKey(runId, region);
     this.timer = setInterval(() => {
       const first = this.phases.find((p) => p.index === 0);
       if (first && Date.now() - first.startTime > endAfterMs) this.stop();
@@ -111,13 +157,33 @@ export class Plugin {
         this.maybeEnded(runId, region, taskId);
         return;
       }
-      store.getText(stopKey(runId, region)).then(
-        () => this.stop(),
-        () => undefined,
-      );
+      // One read at a time: a slow store must not pile up requests.
+      if (this.polling) return;
+      this.polling = true;
+      store
+        .getText(marker)
+        .then(
+          () => this.stop(),
+          (err: Error) => {
+            if (isMissing(err) || this.readWarned) return;
+            // Denied or broken: the users still end at the stair's end (endAfterS), but not early.
+            this.readWarned = true;
+            this.log(`${CAPACITY_PLUGIN}: cannot read the stop marker ${store.location}/${marker} (${err.name}: ${err.message}); the users end at the stair's end`, "warn");
+          },
+        )
+        .finally(() => (this.polling = false));
     }, POLL_MS);
     this.timer.unref();
     this.artillery()?.ext({ ext: "beforeExit", method: () => Promise.all(this.pending).then(() => undefined) });
+  }
+
+  /** Closes a CPU window at a period's report: the share of the generator's cores used since the last one. */
+  private markCpu(): number | null {
+    if (!this.lastCpu) return null;
+    const now: CpuSample = { usage: process.cpuUsage(), at: performance.now() };
+    const percent = cpuPercent(this.lastCpu, now, this.workers);
+    this.lastCpu = now;
+    return percent;
   }
 
   private stop(): void {
@@ -152,7 +218,7 @@ export class Plugin {
     const write = this.store.putText(key, JSON.stringify(value)).catch((err: Error) => {
       if (this.warned) return;
       this.warned = true;
-      this.log(`cable-capacity-probe: could not write ${key}: ${err.message}`, "error");
+      this.log(`${CAPACITY_PLUGIN}: could not write ${key}: ${err.message}`, "error");
     });
     this.pending.add(write);
     void write.finally(() => this.pending.delete(write));

@@ -1,0 +1,56 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { cpuPercent } from "../src/worker/artillery-plugin-cable-capacity-probe";
+import { resultKeyPattern, resultPrefix } from "../src/worker/layout";
+import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/worker/live-keys";
+import { artilleryTaskEnv } from "../src/worker/run-task";
+
+const asRegex = (pattern: string) => new RegExp(`^${pattern.replace(/[.]/g, "\\.").replace(/\*/g, ".*")}$`);
+
+describe("the capacity probe's live keys", () => {
+  it("sit inside the task's results, where the task role may write them", () => {
+    for (const key of [periodKey("r1", "eu-west-2", "t1", 1_700_000_000_000), phasesKey("r1", "eu-west-2", "t1"), endedKey("r1", "eu-west-2", "t1")]) {
+      expect(key.startsWith(resultPrefix("r1", "eu-west-2", "t1"))).toBe(true);
+      expect(key).toMatch(asRegex(resultKeyPattern("eu-west-2")));
+      // Not *.json: the report merger reads every *.json of a task folder as an Artillery report.
+      expect(key.endsWith(".json")).toBe(false);
+    }
+  });
+
+  it("give each region one stop marker, which only that region's read pattern admits", () => {
+    expect(stopKey("r1", "eu-west-2")).toBe("runs/r1/eu-west-2/capacity-stop.live");
+    expect(stopKey("r1", "eu-west-2")).toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
+    expect(stopKey("r1", "us-east-1")).not.toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
+    expect(periodKey("r1", "eu-west-2", "t1", 1)).not.toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
+  });
+});
+
+describe("the probe's generator CPU", () => {
+  const sample = (cpuMs: number, at: number) => ({ usage: { user: cpuMs * 700, system: cpuMs * 300 }, at });
+
+  it("is the process's CPU over the period as a percent of the workers' cores, to 0.1 (cable-report's CpuMeter)", () => {
+    // 15 s of CPU in 10 s of wall time over 3 worker cores: half of them.
+    expect(cpuPercent(sample(1_000, 0), sample(16_000, 10_000), 3)).toBe(50);
+    expect(cpuPercent(sample(0, 0), sample(1_234, 10_000), 1)).toBe(12.3);
+    // Several cores' worth on one worker core reads above 100: a saturated generator, not a clamp.
+    expect(cpuPercent(sample(0, 0), sample(20_000, 10_000), 1)).toBe(200);
+  });
+
+  it("has no figure under a second of wall time", () => {
+    expect(cpuPercent(sample(0, 0), sample(500, 999), 1)).toBeNull();
+  });
+});
+
+describe("Artillery's environment in a task", () => {
+  it("puts the worker's own directory on the plugin path and says which task this is", () => {
+    const env = artilleryTaskEnv({ ARTILLERY_PLUGIN_PATH: "/opt/plugins" }, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "s3://bucket" });
+    expect(env).toEqual({
+      ARTILLERY_PLUGIN_PATH: `/opt/plugins:${path.resolve(__dirname, "../src/worker")}`,
+      CABLE_RUN_ID: "r1",
+      CABLE_REGION: "eu-west-2",
+      CABLE_TASK_ID: "abc123",
+      CABLE_STORE: "s3://bucket",
+    });
+    expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src/worker"));
+  });
+});
