@@ -35,7 +35,9 @@ describe("the image's build context", () => {
   });
 
   it("holds the worker and a package.json pinning the Artillery installed here, with the packages as file: dependencies", () => {
-    expect(staged.workerFiles).toEqual(expect.arrayContaining(["main.js", "run-task.js", "store.js", "s3-store.js", "local-store.js", "secrets.js"]));
+    expect(staged.workerFiles).toEqual(
+      expect.arrayContaining(["main.js", "run-task.js", "store.js", "s3-store.js", "local-store.js", "secrets.js", "artillery-plugin-cable-start-gate.js", "artillery-plugin-cable-capacity-probe.js", "live-keys.js"]),
+    );
     const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
     const rootManifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8"));
     expect(manifest.dependencies).toMatchObject({
@@ -111,6 +113,49 @@ scenarios:
       expect(report.aggregate.summaries["cable.rtt"].count).toBe(2);
       const sidecar = JSON.parse(await readFile(path.join(results, "report.json.sketches.json"), "utf8"));
       expect(Object.keys(sidecar.aggregate.histograms)).toContain("cable.rtt");
+    });
+
+    it("loads the capacity probe by its name alone (the worker's directory is Artillery's plugin path) and streams live periods with the generator's CPU", async () => {
+      await writeTree(path.join(store, "runs/probe1/bundle"), {
+        // As `cable-fanout capacity` sends it: the plugin by name, no path of the runner's machine.
+        "run.json": JSON.stringify({ scenario: "idle.yml", startAt: Date.now() + 1_000, overrides: { config: { target: target.cableUrl, plugins: { "cable-capacity-probe": { endAfterS: 60 } } } } }),
+        "idle.yml": `config:
+  target: ws://127.0.0.1:1/cable
+  engines:
+    cable: {}
+  phases:
+    - name: climb
+      arrivalCount: 2
+      duration: 1
+    - name: hold
+      pause: 2
+scenarios:
+  - engine: cable
+    flow:
+      - connect:
+          cookies:
+            uid: "u/{{ $uuid }}"
+      - think: 2
+      - disconnect: {}
+`,
+      });
+      const result = await runWorker(
+        cleanEnv({ CABLE_RUN_ID: "probe1", CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
+        path.join(dir, "worker/main.js"),
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const live = path.join(store, "runs/probe1/local/t0/live");
+      const files = (await readdir(live)).sort();
+      expect(files).toEqual(expect.arrayContaining(["ended.live", "phases.live"]));
+      const phases = JSON.parse(await readFile(path.join(live, "phases.live"), "utf8"));
+      expect(phases.map((p: { name: string }) => p.name)).toEqual(["climb", "hold"]);
+      const periods = await Promise.all(files.filter((f) => f.startsWith("period-")).map(async (f) => JSON.parse(await readFile(path.join(live, f), "utf8"))));
+      expect(periods.reduce((sum, p) => sum + (p.counters["vusers.completed"] ?? 0), 0), JSON.stringify(periods)).toBe(2);
+      // Every period a second or longer carries the generator's CPU: a share of its worker cores, as the report's sidecar counts it.
+      const cpu = periods.map((p) => p.cpuPercent).filter((c) => c !== undefined);
+      expect(cpu.length).toBeGreaterThan(0);
+      for (const c of cpu) expect(c).toBeGreaterThanOrEqual(0);
+      expect(JSON.parse(await readFile(path.join(live, "ended.live"), "utf8"))).toMatchObject({ created: 2, completed: 2, failed: 0 });
     });
   });
 });
