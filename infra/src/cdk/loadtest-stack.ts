@@ -164,8 +164,14 @@ export class LoadtestStack extends Stack {
       // The capacity probe (artillery-plugin-cable-capacity-probe) ends its users when the runner writes this marker.
       new iam.PolicyStatement({ sid: "ReadCapacityStop", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(capacityStopKeyPattern(this.region))] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),
-      // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles and the runner's markers stay read-only.
-      new iam.PolicyStatement({ sid: "NeverWriteBundles", effect: iam.Effect.DENY, actions: ["s3:PutObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),
+      // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles and the runner's markers
+      // (control/, and the capacity stop marker inside the region's own folder) stay read-only.
+      new iam.PolicyStatement({
+        sid: "NeverWriteBundles",
+        effect: iam.Effect.DENY,
+        actions: ["s3:PutObject"],
+        resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern()), bucket.arnForObjects(capacityStopKeyPattern(this.region))],
+      }),
       new iam.PolicyStatement({
         sid: "ReadSecretParameters",
         actions: ["ssm:GetParameter"],
