@@ -144,8 +144,9 @@ describe("verdicts, decisions and the answer", () => {
   const slos = [parseSlo("cable.broadcast_latency.p95<250"), parseSlo("errors<1%")];
   const region = (latency: number[], lagP90 = 5, users = 50) => ({
     figures: figures({ users, hold: { "cable.broadcast_latency": sketchOf(latency) } }),
-    health: [{ taskId: "task-1", region: "r", lagP90, saturated: lagP90 > 100, reasons: lagP90 > 100 ? [`event-loop lag p90 ${lagP90} ms > 100 ms`] : [] }],
+    health: [{ taskId: "task-1", region: "r", lagP90, cpuPeak: null, saturated: lagP90 > 100, reasons: lagP90 > 100 ? [`event-loop lag p90 ${lagP90} ms > 100 ms`] : [] }],
     missing: [],
+    rates: { sent: null, received: null },
   });
   const all = [20, 40, 60, 80];
 

@@ -18,6 +18,17 @@ arrive, on the climb into the level; counters such as errors on the whole step).
 again from zero before it counts. The search ends the run once it has its answer: every user ends
 its flow once. A step during which a task's generator was saturated (event-loop lag p90 over the step > 100 ms)
 is no verdict on the server: the answer is then "at least N, generator-bound".
+Saturated is cable-report's rule for a PR report: event-loop lag over 100 ms (p90 over the step) or
+the generator's CPU over 90 % of its worker cores in a period of the hold.
+
+--vary rate asks "how many messages per second can we handle": --users N users (all regions
+together) stay at every level, and --start/--step/--max are messages a second that they send
+together (the scenario's perform, publish or trigger; processors/capacity.js paces them from
+config.variables capacity_users and capacity_rate). Each level is a run of its own: the users
+arrive in --climb seconds, then the level is held --hold seconds and judged on its hold, where the
+users must have sent at least 90 % of the level (a server that slows its publishers down is not
+credited with a rate it never received). held and firstFailing are then msg/s.
+  --vary rate --users 1000 --start 100 --step 100 --max 3000 --slo 'cable.broadcast_latency.p95<250'
 
 SLO: <metric>.<p50|p75|p90|p95|p99|p999|min|max|mean><op><bound> for a histogram,
 <counter><op><bound> for a counter (errors = every errors.* counter), <counter><op><n>% per user.
@@ -49,12 +60,14 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .description("find how many concurrent users the server holds under the SLO: a stair of levels, each held and judged, from every region at once")
     .addHelpText("after", CAPACITY_HELP)
     .addOption(new Option("--slo <expr>", "an SLO every level must meet; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]).makeOptionMandatory())
-    .requiredOption("--start <n>", "users at the first level (all regions together)")
-    .requiredOption("--step <n>", "users each step adds")
+    .addOption(new Option("--vary <axis>", "what the levels count: concurrent users, or messages a second sent by --users users").choices(["users", "rate"]).default("users"))
+    .option("--users <n>", "--vary rate: the users at every level (all regions together)")
+    .requiredOption("--start <n>", "users (by rate: msg/s) at the first level, all regions together")
+    .requiredOption("--step <n>", "users (by rate: msg/s) each step adds")
     .requiredOption("--max <n>", "the highest level tried")
     .option("--hold <seconds>", "how long each level is held and judged (at least 20: Artillery's metrics periods are 10 s)", "30")
     .option("--climb <seconds>", "how long one step's users take to arrive", "10")
-    .option("--min-capacity <n>", "exit 1 when the server held fewer users")
+    .option("--min-capacity <n>", "exit 1 when the server held fewer users (by rate: msg/s)")
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its vCPU, memory and connections beside every step")
     .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local); each adds its share of every step")
     .option("--count <n>", "tasks per region", "1")
@@ -83,7 +96,11 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
         holdS: parsePositiveInt("--hold", o.hold as string),
         climbS: parsePositiveInt("--climb", o.climb as string),
       };
-      checkStair(stair, regions.length * count);
+      const vary = o.vary === "rate" ? "rate" : "users";
+      if (vary === "users" && o.users !== undefined) throw new FanoutInputError("--users is the fixed user count of --vary rate; by users, the levels are the users (--start, --step, --max)");
+      if (vary === "rate" && o.users === undefined) throw new FanoutInputError("--vary rate needs --users N: how many users send the levels' messages (all regions together)");
+      const users = vary === "rate" ? parsePositiveInt("--users", o.users as string) : undefined;
+      checkStair(stair, regions.length * count, users);
       const slos = (o.slo as string[]).map(parseSlo);
       const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
       const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
@@ -111,6 +128,8 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             ...(storeDir ? { store: storeDir } : {}),
             slos,
             stair,
+            vary,
+            ...(users !== undefined ? { users } : {}),
             minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
             serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
           },

@@ -2,7 +2,8 @@
 // backends, task worker and barrier as `run`). One run per segment: the stair climbs in one run,
 // its tasks' probe plugin streams every metrics period into the store, and this loop judges each
 // hold as soon as its periods are in. A breach ends that run and repeats the level in a fresh one;
-// a repeat that holds resumes the stair above it; the answer ends the search.
+// a repeat that holds resumes the stair above it; the answer ends the search. By message rate
+// (`vary: "rate"`), every level is a run of its own (plan.ts, planRateLevel).
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Store } from "cable-infra/worker/store";
@@ -12,7 +13,7 @@ import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js
 import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
 import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
-import { levels, planSegment, type PlannedStep, type StairOptions } from "./plan.js";
+import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
 import { buildAnswer, decideNext, headline, judgeStep, type Answer, type Next, type StepResult } from "./search.js";
 import { scrape, summarizeServer, type ServerSample } from "./server-metrics.js";
@@ -24,6 +25,10 @@ export interface CapacityOptions extends Omit<RunOptions, "maxDurationMs" | "bas
   outDir: string;
   slos: Slo[];
   stair: StairOptions;
+  /** What the stair steps (default users). By rate, the levels are messages a second from `users` users. */
+  vary?: Axis;
+  /** By rate: the users held at every level, all regions together. */
+  users?: number;
   minCapacity?: number;
   /** A Prometheus text endpoint of the server, scraped during the search (`--server-metrics`). */
   serverMetricsUrl?: string;
@@ -73,11 +78,12 @@ const END_GRACE_MS = 45_000;
  * probe ships with the worker (cable-infra's artillery-plugin-cable-capacity-probe), which puts its
  * own directory on ARTILLERY_PLUGIN_PATH: no path of this machine goes to a task.
  */
-export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number): Json {
+export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number, segmentVariables: Json = {}): Json {
   const config = { ...((base?.config as Json | undefined) ?? {}) };
   const plugins = { ...((config.plugins as Json | undefined) ?? {}), [CAPACITY_PLUGIN]: { endAfterS } };
   // A user stays at most the stair's length and a margin, even if the stop never reached it.
-  const variables = { ...((config.variables as Json | undefined) ?? {}), capacity_max_s: endAfterS + 120 };
+  // The segment's own variables (by rate: capacity_users, capacity_rate) win over the user's.
+  const variables = { ...((config.variables as Json | undefined) ?? {}), ...segmentVariables, capacity_max_s: endAfterS + 120 };
   return { ...base, config: { ...config, phases, plugins, variables } };
 }
 
@@ -87,8 +93,13 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   mkdirSync(searchDir, { recursive: true });
   const tasks = options.regions.length * options.count;
   const allLevels = levels(options.stair);
+  const byRate = options.vary === "rate";
+  if (byRate && options.users === undefined) throw new Error("a search by rate needs its users");
+  const unit = byRate ? "msg/s" : "users";
   const regionShare = (level: number) => level / options.regions.length;
-  deps.log(`capacity search ${searchId}: levels ${allLevels.join(", ")} (${tasks} task(s)), hold ${options.stair.holdS} s, SLO ${options.slos.map((s) => s.text).join(" and ")}`);
+  deps.log(
+    `capacity search ${searchId}: levels ${allLevels.join(", ")}${byRate ? ` msg/s from ${options.users} users` : ""} (${tasks} task(s)), hold ${options.stair.holdS} s, SLO ${options.slos.map((s) => s.text).join(" and ")}`,
+  );
 
   const steps: StepResult[] = [];
   const runs: SegmentRecord[] = [];
@@ -96,12 +107,14 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   while (segment && !deps.abort.signal.aborted) {
     const outcome = await runSegment(segment.levels, segment.attempt);
     runs.push(outcome.record);
-    const next: Next = outcome.next;
+    let next: Next = outcome.next;
+    // By rate, each level is a run of its own: climbing on is a new run at the next level.
+    if (byRate && next.kind === "continue") next = { kind: "resume", levels: allLevels.filter((l) => l > outcome.record.levels[0]) };
     segment = next.kind === "repeat" ? { levels: [next.level], attempt: "repeat" } : next.kind === "resume" ? { levels: next.levels, attempt: "stair" } : null;
   }
 
   const advice = deps.backend.kind === "local" ? `add processes (--count ${options.count * 2}) or run it from more machines` : `add tasks (--count ${options.count * 2}) or give each a bigger size (--cpu/--memory)`;
-  const answer = buildAnswer(steps, options.stair.max, advice);
+  const answer = buildAnswer(steps, options.stair.max, advice, byRate ? "rate" : "users");
   const jsonFile = path.join(searchDir, "capacity.json");
   const markdownFile = path.join(searchDir, "capacity.md");
   const scenario = path.relative(process.cwd(), path.resolve(options.scenarioFile));
@@ -112,6 +125,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     scenario,
     backend: deps.backend.kind,
     count: options.count,
+    vary: answer.vary,
+    // By rate the levels, held and firstFailing are messages a second (all regions), sent by these users.
+    unit,
+    ...(byRate ? { users: options.users } : {}),
     stair: options.stair,
     slos: options.slos.map((s) => s.text),
     headline: headline(answer),
@@ -127,7 +144,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     runs,
   };
   writeFileAtomic(jsonFile, JSON.stringify(json, null, 2) + "\n");
-  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions }));
+  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions, vary: answer.vary, users: options.users }));
   deps.log(`capacity: ${headline(answer)}`);
 
   let exitCode: number = CAPACITY_EXIT.ok;
@@ -138,14 +155,19 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   return { answer, searchDir, jsonFile, markdownFile, exitCode, runs };
 
   async function runSegment(segmentLevels: number[], attempt: "stair" | "repeat"): Promise<{ next: Next; record: SegmentRecord }> {
-    const plan = planSegment(segmentLevels, options.stair, tasks);
+    const plan = byRate ? planRateLevel(segmentLevels[0], options.users!, options.stair, tasks) : planSegment(segmentLevels, options.stair, tasks);
     const endAfterS = plan.totalS;
-    const overrides = segmentOverrides(options.overrides, plan.phases, endAfterS);
+    const overrides = segmentOverrides(options.overrides, plan.phases, endAfterS, plan.variables);
     const segmentAbort = new AbortController();
     const onUserAbort = () => segmentAbort.abort();
     deps.abort.signal.addEventListener("abort", onUserAbort);
     let runId = "";
-    deps.log(`capacity: ${attempt === "repeat" ? `repeating ${segmentLevels[0]} from zero` : `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`} (${Math.round(plan.totalS)} s planned)`);
+    const what = byRate
+      ? `${attempt === "repeat" ? "repeating" : "level"} ${segmentLevels[0]} msg/s from ${options.users} users`
+      : attempt === "repeat"
+        ? `repeating ${segmentLevels[0]} from zero`
+        : `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`;
+    deps.log(`capacity: ${what} (${Math.round(plan.totalS)} s planned)`);
     const run = runFanout(
       {
         ...options,
@@ -200,12 +222,12 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       const regions: Record<string, RegionStep> = {};
       for (const region of options.regions) {
         const seen = live.get(region) ?? [];
-        const measured = measureRegion(seen, step, options.stair.holdS, regionShare(step.level));
+        const measured = measureRegion(seen, step, options.stair.holdS, byRate ? options.users! / options.regions.length : regionShare(step.level));
         // A task that never wrote a phase is missing as much as one without a hold.
         for (let n = seen.length; n < options.count; n++) measured.missing.push(`(${options.count - seen.length} task(s) without live data)`);
         regions[region] = measured;
       }
-      const result = judgeStep(step.level, attempt, runId, regions, options.slos);
+      const result = judgeStep(step.level, attempt, runId, regions, options.slos, byRate ? regionShare(step.level) : undefined);
       if (options.serverMetricsUrl) {
         const windows = [...live.values()].flat().map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
         if (windows.length > 0) {
@@ -214,7 +236,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       }
       steps.push(result);
       judged++;
-      deps.log(`capacity: ${step.level} users ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
+      deps.log(`capacity: ${step.level} ${unit} ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
       next = decideNext(result, steps.slice(0, -1), allLevels);
       if (next.kind !== "continue") break;
     }
@@ -271,11 +293,11 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     const all = [...live.values()].flat();
     const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
     const history = done.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");
-    let where = `climbing to ${step.level}`;
+    let where = byRate ? `${options.users} users arriving, sending ${step.level} msg/s` : `climbing to ${step.level}`;
     if (windows.length > 0 && windows.length === all.length) {
       const holdStart = Math.min(...windows.map((w) => w!.holdStart));
       const inHold = Math.max(0, Math.min(options.stair.holdS, Math.round((deps.now() - holdStart) / 1000)));
-      where = `level ${step.level}, hold ${inHold}/${options.stair.holdS} s`;
+      where = `level ${step.level}${byRate ? " msg/s" : ""}, hold ${inHold}/${options.stair.holdS} s`;
     }
     const measured: string[] = [];
     const first = options.slos.find((s) => s.kind === "histogram");
@@ -292,8 +314,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
 function stepSummary(step: StepResult): string {
   return Object.entries(step.regions)
     .map(([region, o]) => {
-      const parts = o.results.map((r) => `${r.slo} ${r.passed === true ? "✓" : "✗"} ${r.value ?? "no samples"}`);
+      const parts = [...o.results, ...(o.sendCheck ? [o.sendCheck] : [])].map((r) => `${r.slo} ${r.passed === true ? "✓" : "✗"} ${r.value ?? "no samples"}`);
+      if (o.sendRate !== null) parts.push(`sent ${o.sendRate} msg/s, received ${o.receiveRate ?? 0} msg/s`);
       if (o.lagP90 !== null) parts.push(`generator lag p90 ${o.lagP90} ms`);
+      if (o.cpuPeak !== null) parts.push(`generator CPU ${o.cpuPeak} %`);
       if (o.saturated.length) parts.push(`saturated: ${o.saturated.join("; ")}`);
       if (o.missing.length) parts.push(`missing: ${o.missing.join(", ")}`);
       return `${region}: ${parts.join(", ")}`;

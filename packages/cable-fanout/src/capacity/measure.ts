@@ -1,17 +1,20 @@
 // From the tasks' live periods to one step's figures: which periods belong to the step's climb,
 // to its hold (whole periods inside it only), and to the step as a whole. Pure.
 import { DDSketch } from "@artilleryio/sketches-js";
+import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { decodeHistograms, type LivePeriod, type TaskLive } from "./live.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
 import type { StepFigures } from "./slo.js";
 
 export const LAG_METRIC = "cable.event_loop_lag";
-/** The saturation threshold of the report's generator flag (cable-report's SATURATION_THRESHOLDS.lagP99Ms). */
-export const LAG_LIMIT_MS = 100;
+export const SENT_METRIC = "cable.messages_sent";
+export const RECEIVED_METRIC = "cable.messages_received";
 /**
- * The report judges a whole run on the lag's p99, over hundreds of one-second samples. A step has
- * a few dozen, so its p99 is its single worst second: one hiccup of a shared machine. The step is
- * judged on its p90 instead: late by more than the threshold in one second out of ten, sustained.
+ * The generator verdict is the PR report's (cable-report's detectSaturation and its thresholds:
+ * event-loop lag over 100 ms, CPU over 90 %), read over one step. The report judges a whole run on
+ * the lag's p99, over hundreds of one-second samples. A step has a few dozen, so its p99 is its
+ * single worst second: one hiccup of a shared machine. The step is judged on its p90 instead: late
+ * by more than the threshold in one second out of ten, sustained.
  */
 export const LAG_QUANTILE = 0.9;
 
@@ -70,6 +73,8 @@ export interface TaskHealth {
   region: string;
   /** p90 of the generator's event-loop lag during the step, ms; null without samples. */
   lagP90: number | null;
+  /** The generator's CPU in its busiest period of the hold, % of its worker cores; null when not measured. */
+  cpuPeak: number | null;
   saturated: boolean;
   reasons: string[];
 }
@@ -79,6 +84,27 @@ export interface RegionStep {
   health: TaskHealth[];
   /** Tasks whose hold had not been seen (died, or no whole period inside the hold). */
   missing: string[];
+  /** Messages a second the region's tasks sent and received during the hold (whole periods); null without a hold. */
+  rates: { sent: number | null; received: number | null };
+}
+
+/**
+ * The generator's health over one step of one task: lag p90 over the step (see LAG_QUANTILE) and
+ * CPU in the hold's busiest period, against cable-report's thresholds; a starved lag sampler too.
+ */
+export function stepHealth(lagP90: number | null, cpuPeak: number | null, starved?: string): { saturated: boolean; reasons: string[] } {
+  const reasons: string[] = [];
+  if (lagP90 !== null && lagP90 > SATURATION_THRESHOLDS.lagP99Ms) reasons.push(`event-loop lag p90 ${lagP90} ms > ${SATURATION_THRESHOLDS.lagP99Ms} ms`);
+  // The report's rule as it stands for CPU: the busiest period over the threshold.
+  reasons.push(...detectSaturation({ lagP99: null, cpuMean: null, cpuPeak }).reasons);
+  if (starved) reasons.push(starved);
+  return { saturated: reasons.length > 0, reasons };
+}
+
+/** The most CPU any of these periods reported, or null when none carries the figure. */
+export function cpuPeakOf(periods: LivePeriod[]): number | null {
+  const values = periods.map((p) => p.cpuPercent).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
+  return values.length > 0 ? Math.round(Math.max(...values)) : null;
 }
 
 /** Merges one region's tasks for one step. `users` is the region's share of the level. */
@@ -86,6 +112,8 @@ export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: numbe
   const figures: StepFigures = { users, hold: {}, climb: {}, counters: {} };
   const health: TaskHealth[] = [];
   const missing: string[] = [];
+  let sent: number | null = null;
+  let received: number | null = null;
   for (const task of tasks) {
     const w = taskWindows(task, step, holdS);
     if (!w) {
@@ -97,18 +125,26 @@ export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: numbe
     mergeInto(figures.hold, parts.hold);
     mergeInto(figures.climb, parts.climb);
     addCounters(figures.counters, parts.step);
-    // The generator's health over the whole step, climb included: a saturated thread samples its
-    // lag rarely (the sampler waits on the same loop), so a hold alone may hold few samples of it.
+    if (parts.hold.length > 0) {
+      // Each task's rate over its own whole hold periods; the region's is their sum (the tasks run side by side).
+      const holdCounters: Record<string, number> = {};
+      addCounters(holdCounters, parts.hold);
+      const seconds = (parts.hold.length * PERIOD_MS) / 1000;
+      sent = (sent ?? 0) + (holdCounters[SENT_METRIC] ?? 0) / seconds;
+      received = (received ?? 0) + (holdCounters[RECEIVED_METRIC] ?? 0) / seconds;
+    }
+    // The generator's lag over the whole step, climb included: a saturated thread samples its lag
+    // rarely (the sampler waits on the same loop), so a hold alone may hold few samples of it.
     const lag: Record<string, DDSketch> = {};
     mergeInto(lag, parts.step);
     const sketch = lag[LAG_METRIC];
     const lagP90 = sketch && sketch.count > 0 ? Math.round(Math.min(sketch.max, sketch.getValueAtQuantile(LAG_QUANTILE))) : null;
-    const reasons = lagP90 !== null && lagP90 > LAG_LIMIT_MS ? [`event-loop lag p90 ${lagP90} ms > ${LAG_LIMIT_MS} ms`] : [];
-    const starved = starvedPeriod(parts.step, w);
-    if (starved) reasons.push(starved);
-    health.push({ taskId: task.taskId, region: task.region, lagP90, saturated: reasons.length > 0, reasons });
+    // CPU over the hold only: arrivals cost CPU during the climb, and the hold is what is judged.
+    const cpuPeak = cpuPeakOf(parts.hold);
+    health.push({ taskId: task.taskId, region: task.region, lagP90, cpuPeak, ...stepHealth(lagP90, cpuPeak, starvedPeriod(parts.step, w)) });
   }
-  return { figures, health, missing };
+  const round1 = (v: number | null) => (v === null ? null : Math.round(v * 10) / 10);
+  return { figures, health, missing, rates: { sent: round1(sent), received: round1(received) } };
 }
 
 /** A histogram over the hold so far, periods that overlap it included: for the progress line only, never for a verdict. */

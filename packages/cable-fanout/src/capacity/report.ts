@@ -1,8 +1,8 @@
 // capacity.md: the answer first, a table per region with every step, and a chart people would
-// screenshot (users on x, the first latency SLO's figure on y from 0, a line per region, the bound
-// as a line). Pure.
-import type { StairOptions } from "./plan.js";
-import { headline, type Answer } from "./search.js";
+// screenshot (users, or messages a second, on x, the first latency SLO's figure on y from 0, a line
+// per region, the bound as a line). Pure.
+import type { Axis, StairOptions } from "./plan.js";
+import { headline, SEND_RATE_FLOOR, type Answer } from "./search.js";
 import type { Slo } from "./slo.js";
 
 export interface ReportContext {
@@ -10,6 +10,9 @@ export interface ReportContext {
   scenario: string;
   stair: StairOptions;
   regions: string[];
+  /** By rate: the levels are msg/s, from `users` users held in every level. */
+  vary?: Axis;
+  users?: number;
 }
 
 const n = (v: number) => v.toLocaleString("en-US");
@@ -19,10 +22,12 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
   const lines: string[] = [];
   lines.push(`## Capacity: ${ctx.scenario}`, "");
   lines.push(`**${headline(answer)}**`, "");
-  lines.push(
-    `SLO: ${ctx.slos.map((s) => `\`${s.text}\``).join(", ")} · stair ${n(ctx.stair.start)} → ${n(ctx.stair.max)} by ${n(ctx.stair.step)}, each level held ${ctx.stair.holdS} s and judged on its hold only · ${ctx.regions.length} region(s): ${ctx.regions.join(", ")}`,
-    "",
-  );
+  const byRate = ctx.vary === "rate";
+  const unit = byRate ? " msg/s" : " users";
+  const stair = byRate
+    ? `stair ${n(ctx.stair.start)} → ${n(ctx.stair.max)} msg/s by ${n(ctx.stair.step)}, sent by ${cell(ctx.users ?? null)} users (all regions together), each level a run of its own (the users arrive in ${ctx.stair.climbS} s), held ${ctx.stair.holdS} s and judged on its hold only, where the users must have sent at least ${Math.round(SEND_RATE_FLOOR * 100)} % of the level`
+    : `stair ${n(ctx.stair.start)} → ${n(ctx.stair.max)} by ${n(ctx.stair.step)}, each level held ${ctx.stair.holdS} s and judged on its hold only`;
+  lines.push(`SLO: ${ctx.slos.map((s) => `\`${s.text}\``).join(", ")} · ${stair} · ${ctx.regions.length} region(s): ${ctx.regions.join(", ")}`, "");
   if (ctx.regions.length > 1) {
     lines.push("| region | held | first failing | breached | generator-bound |", "|---|---:|---:|---|---|");
     for (const name of ctx.regions) {
@@ -37,7 +42,7 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
   }
   if (answer.generatorBound) {
     lines.push(
-      `> **Generator-bound** at ${n(answer.generatorBound.at)} users: ${answer.generatorBound.tasks.join("; ")}. The latencies of that step include the generator's own delay, so it is no verdict on the server: it holds **at least ${cell(answer.generatorBound.atLeast)}**. To go further, ${answer.generatorBound.advice}.`,
+      `> **Generator-bound** at ${n(answer.generatorBound.at)}${unit}: ${answer.generatorBound.tasks.join("; ")}. The latencies of that step include the generator's own delay, so it is no verdict on the server: it holds **at least ${cell(answer.generatorBound.atLeast)}**. To go further, ${answer.generatorBound.advice}.`,
       "",
     );
   }
@@ -47,14 +52,21 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
     if (!r) continue;
     lines.push(`### ${name}`, "");
     const serverKeys = [...new Set(r.steps.flatMap((s) => Object.keys(s.server ?? {})))];
+    // The generator's CPU only where the tasks measured it.
+    const cpu = r.steps.some((s) => s.cpuPeak !== null && s.cpuPeak !== undefined);
+    const head = byRate ? ["msg/s (all regions)", "users here", "attempt", "verdict"] : ["users (all regions)", "users here", "attempt", "verdict"];
+    const tail = [...(byRate ? ["sent msg/s here", "received msg/s here"] : []), "generator lag p90", ...(cpu ? ["generator CPU"] : []), ...serverKeys.map((k) => `server ${k}`)];
     lines.push(
-      `| users (all regions) | users here | attempt | verdict | ${ctx.slos.map((s) => `\`${s.text}\``).join(" | ")} | generator lag p90 |${serverKeys.map((k) => ` server ${k} |`).join("")}`,
-      `|---:|---:|---|---|${ctx.slos.map(() => "---:|").join("")}---:|${serverKeys.map(() => "---:|").join("")}`,
+      `| ${[...head, ...ctx.slos.map((s) => `\`${s.text}\``), ...tail].join(" | ")} |`,
+      `|---:|---:|---|---|${ctx.slos.map(() => "---:|").join("")}${tail.map(() => "---:|").join("")}`,
     );
     for (const s of r.steps) {
-      const slos = s.slos.map((res) => `${res.value === null ? "no samples" : n(res.value)}${res.window === "climb" ? " (climb)" : ""} ${res.passed === true ? "✓" : "✗"}`);
+      const mark = (res: { passed: boolean | null }) => (res.passed === true ? "✓" : "✗");
+      const slos = s.slos.map((res) => `${res.value === null ? "no samples" : n(res.value)}${res.window === "climb" ? " (climb)" : ""} ${mark(res)}`);
       const verdict = s.verdict === "held" ? "held" : s.verdict === "breached" ? (s.passed ? "held here, breached elsewhere" : "**breached**") : s.verdict;
-      lines.push(`| ${n(s.level)} | ${n(s.users)} | ${s.attempt} | ${verdict} | ${slos.join(" | ")} | ${cell(s.lagP90, " ms")} |${serverKeys.map((k) => ` ${cell(s.server?.[k] ?? null)} |`).join("")}`);
+      const rates = byRate ? [`${cell(s.sendRate)}${s.sendCheck ? ` ${mark(s.sendCheck)}` : ""}`, cell(s.receiveRate)] : [];
+      const cells = [n(s.level), n(s.users), s.attempt, verdict, ...slos, ...rates, cell(s.lagP90, " ms"), ...(cpu ? [cell(s.cpuPeak ?? null, " %")] : []), ...serverKeys.map((k) => cell(s.server?.[k] ?? null))];
+      lines.push(`| ${cells.join(" | ")} |`);
     }
     lines.push("");
   }
@@ -68,7 +80,7 @@ const REGION_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "
 const BOUND_COLOUR = "#7f7f7f";
 const OP_WORDS: Record<Slo["op"], string> = { "<": "below", "<=": "at most", "=": "exactly", ">=": "at least", ">": "above" };
 
-/** A mermaid xychart: the first histogram SLO's figure at each level (its last attempt), per region. */
+/** A mermaid xychart: the first histogram SLO's figure at each level (its last attempt), per region; x in users, or in msg/s by rate. */
 export function renderChart(answer: Answer, ctx: ReportContext): string | undefined {
   const index = ctx.slos.findIndex((s) => s.kind === "histogram");
   if (index === -1) return undefined;
@@ -93,8 +105,8 @@ export function renderChart(answer: Answer, ctx: ReportContext): string | undefi
     `%%{init: ${JSON.stringify(init)}}%%`,
     "xychart-beta",
     // Words, not "<": mermaid prints an escaped "<" in a title as "&lt;".
-    `  title "${slo.metric}.${slo.stat} by concurrent users (SLO: ${OP_WORDS[slo.op]} ${slo.bound})"`,
-    `  x-axis "users" [${levelsSeen.join(", ")}]`,
+    `  title "${slo.metric}.${slo.stat} by ${ctx.vary === "rate" ? "messages per second" : "concurrent users"} (SLO: ${OP_WORDS[slo.op]} ${slo.bound})"`,
+    `  x-axis "${ctx.vary === "rate" ? "messages per second" : "users"}" [${levelsSeen.join(", ")}]`,
     `  y-axis "${slo.metric}.${slo.stat}" 0 --> ${yMax}`,
     ...series.map((values) => `  line [${values.join(", ")}]`),
     `  line [${levelsSeen.map(() => slo.bound).join(", ")}]`,

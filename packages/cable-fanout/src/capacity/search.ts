@@ -1,7 +1,8 @@
 // The search's decisions, pure: a step's verdict from every region's figures, what to run next,
 // and the answer. One noisy hold is never a verdict: a breach is repeated before it counts.
 import type { RegionStep } from "./measure.js";
-import { evaluateSlo, type Slo, type SloResult } from "./slo.js";
+import type { Axis } from "./plan.js";
+import { compare, evaluateSlo, type Slo, type SloResult } from "./slo.js";
 
 export type Verdict = "held" | "breached" | "generator-bound" | "incomplete";
 
@@ -12,9 +13,23 @@ export interface RegionOutcome {
   passed: boolean;
   /** Worst task's event-loop lag p90 over the step, ms. */
   lagP90: number | null;
+  /** Busiest task's CPU in the hold's busiest period, % of its worker cores; null when not measured. */
+  cpuPeak: number | null;
+  /** Messages a second this region sent and received during the hold. */
+  sendRate: number | null;
+  receiveRate: number | null;
+  /** By rate: did the region send its share of the level (SEND_RATE_FLOOR)? A level not offered is not a level held. */
+  sendCheck?: SloResult;
   saturated: string[];
   missing: string[];
 }
+
+/**
+ * By rate, a hold counts only if the users sent at least this share of the level: a server that
+ * slows its publishers down (an HTTP publish awaits its answer) must not be credited with a rate
+ * it never received.
+ */
+export const SEND_RATE_FLOOR = 0.9;
 
 export interface StepResult {
   /** Users at the level, every region together. */
@@ -28,17 +43,29 @@ export interface StepResult {
   server?: Record<string, number | null>;
 }
 
-export function judgeStep(level: number, attempt: StepResult["attempt"], runId: string, regions: Record<string, RegionStep>, slos: Slo[]): StepResult {
+/**
+ * `expectedSendRate`: by rate, each region's share of the level (msg/s), which it must have sent
+ * (SEND_RATE_FLOOR) for the hold to count.
+ */
+export function judgeStep(level: number, attempt: StepResult["attempt"], runId: string, regions: Record<string, RegionStep>, slos: Slo[], expectedSendRate?: number): StepResult {
   const outcomes: Record<string, RegionOutcome> = {};
   for (const [name, step] of Object.entries(regions)) {
     const results = slos.map((slo) => evaluateSlo(slo, step.figures));
-    const lags = step.health.map((h) => h.lagP90).filter((v): v is number => v !== null);
+    const worst = (values: Array<number | null>) => {
+      const known = values.filter((v): v is number => v !== null);
+      return known.length > 0 ? Math.max(...known) : null;
+    };
+    const sendCheck = expectedSendRate === undefined ? undefined : checkSendRate(step.rates.sent, expectedSendRate);
     outcomes[name] = {
       users: step.figures.users,
       results,
       // No sample is no evidence that the level held (a server that delivers nothing has no latency).
-      passed: results.every((r) => r.passed === true),
-      lagP90: lags.length > 0 ? Math.max(...lags) : null,
+      passed: results.every((r) => r.passed === true) && (sendCheck === undefined || sendCheck.passed === true),
+      lagP90: worst(step.health.map((h) => h.lagP90)),
+      cpuPeak: worst(step.health.map((h) => h.cpuPeak)),
+      sendRate: step.rates.sent,
+      receiveRate: step.rates.received,
+      ...(sendCheck ? { sendCheck } : {}),
       saturated: step.health.filter((h) => h.saturated).map((h) => `${h.taskId}: ${h.reasons.join(", ")}`),
       missing: step.missing,
     };
@@ -52,6 +79,14 @@ export function judgeStep(level: number, attempt: StepResult["attempt"], runId: 
         ? "held"
         : "breached";
   return { level, attempt, runId, verdict, regions: outcomes };
+}
+
+function checkSendRate(sent: number | null, expected: number): SloResult {
+  const bound = Math.round(expected * SEND_RATE_FLOOR * 10) / 10;
+  const text = `sent msg/s>=${bound}`;
+  if (sent === null) return { slo: text, value: null, passed: null, window: "hold" };
+  const passed = compare(sent, ">=", bound);
+  return { slo: text, value: sent, passed, window: "hold", ...(passed ? {} : { excess: Math.round((sent - bound) * 10) / 10 }) };
 }
 
 export type Next =
@@ -104,11 +139,28 @@ export interface RegionAnswer {
   firstFailing: number | null;
   breached: Breach[];
   generatorBound: boolean;
-  steps: Array<{ level: number; users: number; attempt: string; verdict: Verdict; passed: boolean; lagP90: number | null; slos: SloResult[]; server?: Record<string, number | null> }>;
+  steps: Array<{
+    /** Users (by users) or messages a second (by rate), every region together. */
+    level: number;
+    users: number;
+    attempt: string;
+    verdict: Verdict;
+    passed: boolean;
+    lagP90: number | null;
+    cpuPeak: number | null;
+    /** This region's measured messages a second, sent and received, during the hold. */
+    sendRate: number | null;
+    receiveRate: number | null;
+    slos: SloResult[];
+    sendCheck?: SloResult;
+    server?: Record<string, number | null>;
+  }>;
 }
 
 export interface Answer {
-  /** The most users held under every SLO in every region; null when not even the first level held. */
+  /** What the levels count: concurrent users, or messages a second (all regions together). */
+  vary: Axis;
+  /** The most users (or msg/s) held under every SLO in every region; null when not even the first level held. */
   held: number | null;
   /** The level whose breach a repeat confirmed. */
   firstFailing: number | null;
@@ -124,7 +176,7 @@ export interface Answer {
   steps: StepResult[];
 }
 
-export function buildAnswer(steps: StepResult[], max: number, advice: string): Answer {
+export function buildAnswer(steps: StepResult[], max: number, advice: string, vary: Axis = "users"): Answer {
   const confirmed = steps.find((s, i) => s.verdict === "breached" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"));
   // Only the last step can end the search without a verdict; an incomplete hold that a repeat judged is history.
   const last = steps[steps.length - 1];
@@ -134,7 +186,9 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
   const held = heldLevels.length > 0 ? Math.max(...heldLevels) : null;
   const breachesOf = (s: StepResult): Breach[] =>
     Object.entries(s.regions).flatMap(([region, o]) =>
-      o.results.filter((r) => r.passed !== true).map((r) => ({ region, slo: r.slo, value: r.value, ...(r.excess !== undefined ? { excess: r.excess } : {}) })),
+      [...o.results, ...(o.sendCheck ? [o.sendCheck] : [])]
+        .filter((r) => r.passed !== true)
+        .map((r) => ({ region, slo: r.slo, value: r.value, ...(r.excess !== undefined ? { excess: r.excess } : {}) })),
     );
 
   const regionNames = [...new Set(steps.flatMap((s) => Object.keys(s.regions)))];
@@ -155,7 +209,11 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
         verdict: s.verdict,
         passed: s.regions[name].passed,
         lagP90: s.regions[name].lagP90,
+        cpuPeak: s.regions[name].cpuPeak,
+        sendRate: s.regions[name].sendRate,
+        receiveRate: s.regions[name].receiveRate,
         slos: s.regions[name].results,
+        ...(s.regions[name].sendCheck ? { sendCheck: s.regions[name].sendCheck } : {}),
         ...(s.server ? { server: s.server } : {}),
       })),
     };
@@ -165,6 +223,7 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
       ? { at: stopped.level, atLeast: held, tasks: Object.values(stopped.regions).flatMap((o) => o.saturated), advice }
       : null;
   return {
+    vary,
     held,
     firstFailing: confirmed?.level ?? null,
     breached: confirmed ? breachesOf(confirmed) : [],
@@ -177,16 +236,17 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string): A
   };
 }
 
-/** The one-line answer: "held 3,000, the most tried", "held 40 (breached at 60: …)", "at least 40, generator-bound". */
+/** The one-line answer: "held 3,000, the most tried", "held 40 (breached at 60: …)", "at least 40, generator-bound"; by rate in msg/s. */
 export function headline(answer: Answer): string {
-  const n = (v: number) => v.toLocaleString("en-US");
+  const unit = answer.vary === "rate" ? " msg/s" : "";
+  const n = (v: number) => `${v.toLocaleString("en-US")}${unit}`;
   if (answer.generatorBound) {
-    return `at least ${answer.held === null ? 0 : n(answer.held)}, generator-bound at ${n(answer.generatorBound.at)}: ${answer.generatorBound.advice}`;
+    return `at least ${n(answer.held ?? 0)}, generator-bound at ${n(answer.generatorBound.at)}: ${answer.generatorBound.advice}`;
   }
   if (answer.incomplete) return `no verdict at ${n(answer.incomplete.at)}: no data from ${answer.incomplete.tasks.join(", ")}; held ${answer.held === null ? "nothing" : n(answer.held)} before that`;
   if (answer.mostTried) return `held ${n(answer.max)}, the most tried`;
   if (answer.firstFailing !== null) {
-    const why = answer.breached.map((b) => `${b.region} ${b.slo} ${b.value === null ? "no samples" : `was ${b.value}${b.excess !== undefined ? ` (+${b.excess})` : ""}`}`).join("; ");
+    const why = answer.breached.map((b) => `${b.region} ${b.slo} ${b.value === null ? "no samples" : `was ${b.value}${b.excess !== undefined ? ` (${b.excess >= 0 ? "+" : ""}${b.excess})` : ""}`}`).join("; ");
     return `held ${answer.held === null ? "none of the levels" : n(answer.held)}; ${n(answer.firstFailing)} breached twice: ${why}`;
   }
   return `held ${answer.held === null ? "none of the levels" : n(answer.held)} (the search ended early)`;
