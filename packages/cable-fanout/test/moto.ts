@@ -14,11 +14,16 @@ export interface Moto {
   stop: () => Promise<void>;
 }
 
-export async function startMoto(): Promise<Moto> {
+export interface MotoOptions {
+  /** Where moto's request recorder writes (off until startRecording); by default a file in moto's working directory. */
+  recordTo?: string;
+}
+
+export async function startMoto(options: MotoOptions = {}): Promise<Moto> {
   const port = await freePort();
   let server: RunningServer;
   try {
-    server = await spawnServer({ command: "moto_server", args: ["-H", "127.0.0.1", "-p", String(port)], port });
+    server = await spawnServer({ command: "moto_server", args: ["-H", "127.0.0.1", "-p", String(port)], port, ...(options.recordTo ? { env: { MOTO_RECORDER_FILEPATH: options.recordTo } } : {}) });
   } catch (err) {
     throw new Error(`${(err as Error).message}\n(bash scripts/setup-test-servers.sh installs moto_server)`);
   }
@@ -77,4 +82,41 @@ export async function holdTasksRunning(moto: Moto): Promise<boolean> {
     body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 86_400 } }),
   });
   return res.ok;
+}
+
+/** One request moto received while recording, as its recorder keeps it. */
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * moto's request recorder: every request it receives from any process (the CLI, the workers, the
+ * Artillery they run), so a test sees calls made outside its own process. Each request names its
+ * caller by the access key id in its signature.
+ */
+export const motoRecorder = (moto: Moto) => ({
+  start: () => motoApi(moto, "recorder/start-recording"),
+  stop: () => motoApi(moto, "recorder/stop-recording"),
+  async requests(): Promise<RecordedRequest[]> {
+    const text = await motoApi(moto, "recorder/download-recording");
+    return text
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as RecordedRequest);
+  },
+});
+
+async function motoApi(moto: Moto, path: string): Promise<string> {
+  const response = await fetch(`${moto.endpoint}/moto-api/${path}`, { method: "POST" });
+  if (!response.ok) throw new Error(`moto ${path}: HTTP ${response.status}`);
+  return response.text();
+}
+
+/** The access key id a recorded request was signed with (SigV4's Credential=<key>/<date>/<region>/<service>/aws4_request). */
+export function signedBy(request: RecordedRequest): { accessKeyId: string; service: string } | undefined {
+  const authorization = Object.entries(request.headers).find(([name]) => name.toLowerCase() === "authorization")?.[1];
+  const match = authorization && /Credential=([^/]+)\/[^/]+\/[^/]+\/([^/]+)\//.exec(authorization);
+  return match ? { accessKeyId: match[1], service: match[2] } : undefined;
 }

@@ -1,0 +1,255 @@
+// The capacity search through the AWS backend, against moto: the synthesized stacks deployed by
+// CloudFormation in two regions, real workers playing the Fargate tasks (test/ecs-emulator.ts), each
+// running the real Artillery with the probe found in the worker's own directory, the real
+// `cable-fanout capacity` CLI without --local, and the local target given a known capacity (above
+// N open connections it delivers every broadcast 800 ms late). The search must find N within one
+// step from both regions in one stair, stop early, end every user once and leave no task running;
+// and every S3 call the tasks made (the probe's live files and stop marker included), recorded by
+// moto, must be one the task role allows, as IAM holds it, in a policy simulator (moto allows every
+// call); the runner's S3 calls likewise under the operator policy.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { CloudFormationClient, ListStackResourcesCommand } from "@aws-sdk/client-cloudformation";
+import { GetPolicyCommand, GetPolicyVersionCommand, GetRolePolicyCommand, IAMClient, ListPoliciesCommand, ListRolePoliciesCommand } from "@aws-sdk/client-iam";
+import { runSimulation } from "@cloud-copilot/iam-simulate";
+import { operatorPolicyNameFor, stackNameFor } from "cable-infra/contract";
+import { startTarget, type LocalTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
+import { runCli } from "./cli";
+import { emulateEcs } from "./ecs-emulator";
+import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, startMoto, synthesizeTemplates, type Moto } from "./moto";
+
+const ROOT = path.resolve(__dirname, "../../..");
+const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
+const REGIONS = ["eu-west-2", "us-east-1"];
+const ACCOUNT = "123456789012";
+const CAPACITY = 30;
+// The tasks sign with their own key, so that moto's recording tells their calls from the runner's.
+const TASK_KEY = "TASKROLETESTING";
+const RUNNER_KEY = "testing";
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type PolicyDocument = { name: string; policy: unknown };
+
+describe("cable-fanout capacity on the AWS backend (moto)", () => {
+  let moto: Moto;
+  let work: string;
+  let target: LocalTarget;
+  let stacks: RegionStack[];
+  const taskPolicies = new Map<string, PolicyDocument[]>();
+  const operatorPolicies: PolicyDocument[] = [];
+
+  beforeAll(async () => {
+    work = mkdtempSync(path.join(os.tmpdir(), "cable-capacity-moto-"));
+    moto = await startMoto({ recordTo: path.join(work, "moto-recording") });
+    expect(await holdTasksRunning(moto)).toBe(true);
+    target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: 800 } });
+    for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");
+    stacks = await Promise.all(REGIONS.map((r) => describeRegionStack(new CloudFormationClient({ region: r }), r)));
+    // The policies as IAM holds them: CloudFormation resolved every reference to a real ARN.
+    const iam = new IAMClient({ region: "us-east-1" });
+    const decode = (document: string) => JSON.parse(document.startsWith("%7B") ? decodeURIComponent(document) : document) as unknown;
+    for (const stack of stacks) {
+      const { StackResourceSummaries = [] } = await new CloudFormationClient({ region: stack.region }).send(new ListStackResourcesCommand({ StackName: stackNameFor(stack.region) }));
+      const roleName = StackResourceSummaries.find((r) => r.ResourceType === "AWS::IAM::Role" && r.LogicalResourceId!.startsWith("TaskDefinitionTaskRole"))?.PhysicalResourceId;
+      expect(roleName, `task role of ${stack.region}`).toBeDefined();
+      const { PolicyNames = [] } = await iam.send(new ListRolePoliciesCommand({ RoleName: roleName }));
+      expect(PolicyNames.length, `inline policies of ${roleName}`).toBeGreaterThan(0);
+      const documents: PolicyDocument[] = [];
+      for (const name of PolicyNames) {
+        const { PolicyDocument } = await iam.send(new GetRolePolicyCommand({ RoleName: roleName, PolicyName: name }));
+        documents.push({ name, policy: decode(PolicyDocument!) });
+      }
+      taskPolicies.set(stack.region, documents);
+    }
+    const { Policies = [] } = await iam.send(new ListPoliciesCommand({ Scope: "Local" }));
+    for (const region of REGIONS) {
+      const listed = Policies.find((p) => p.PolicyName === operatorPolicyNameFor(region))!;
+      const { Policy } = await iam.send(new GetPolicyCommand({ PolicyArn: listed.Arn }));
+      const { PolicyVersion } = await iam.send(new GetPolicyVersionCommand({ PolicyArn: listed.Arn, VersionId: Policy!.DefaultVersionId }));
+      operatorPolicies.push({ name: listed.PolicyName!, policy: decode(PolicyVersion!.Document!) });
+    }
+  }, 240_000);
+  afterAll(async () => {
+    await target?.close();
+    await moto?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  const simulate = async (policies: PolicyDocument[], principal: string, r: { action: string; resource: string; context: Record<string, string> }) => {
+    const result = await runSimulation(
+      {
+        identityPolicies: policies as Parameters<typeof runSimulation>[0]["identityPolicies"],
+        serviceControlPolicies: [],
+        resourceControlPolicies: [],
+        request: { action: r.action, principal, resource: { accountId: ACCOUNT, resource: r.resource }, contextVariables: r.context },
+      },
+      {},
+    );
+    if (result.resultType !== "single") throw new Error(`${r.action} on ${r.resource}: ${JSON.stringify(result)}`);
+    return result.overallResult;
+  };
+
+  it("finds the known capacity within one step from two regions, stops early, ends every user and task, and the tasks' S3 calls are all the task role allows", async () => {
+    const recorder = motoRecorder(moto);
+    const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
+    const out = path.join(work, "out");
+    let result: Awaited<ReturnType<typeof runCli>>;
+    try {
+      await recorder.start();
+      result = await runCli(
+        [
+          "capacity",
+          RAILS,
+          "--regions",
+          REGIONS.join(","),
+          "--target",
+          target.cableUrl,
+          "--slo",
+          "cable.broadcast_latency.p95<250",
+          "--slo",
+          "errors<1%",
+          "--start",
+          "20",
+          "--step",
+          "20",
+          "--max",
+          "100",
+          "--hold",
+          "20",
+          "--climb",
+          "2",
+          "--start-delay",
+          "1",
+          "--out",
+          out,
+        ],
+        { cwd: work, env: moto.env, timeoutMs: 400_000 },
+      );
+      // moto marks a task STOPPED at StopTask, before its container has exited; let the workers finish uploading.
+      await ecs.settled(60_000);
+      await recorder.stop();
+      // Every task ended: none is left running in either region, and each worker exited.
+      expect(await ecs.running()).toEqual([]);
+    } finally {
+      await ecs.stop();
+    }
+    const tasks = [...ecs.tasks.values()];
+    expect(result.code, `${result.stderr}\n${tasks.map((t) => `${t.region} ${t.taskId}: ${t.output.slice(-2_000)}`).join("\n")}`).toBe(0);
+    for (const t of tasks) expect(t.exitCode, t.output.slice(-2_000)).not.toBeUndefined();
+
+    const markdownFile = path.resolve(work, result.stdout.trim());
+    const a = JSON.parse(readFileSync(path.join(path.dirname(markdownFile), "capacity.json"), "utf8")) as Json;
+    expect(a.backend).toBe("aws");
+    // 20 users sit below the capacity of 30 connections, 40 above it: found within one step.
+    expect(a).toMatchObject({ held: 20, firstFailing: 40, mostTried: false, generatorBound: null });
+    const judged = a.steps.filter((s: Json) => s.verdict !== "incomplete");
+    expect(judged.map((s: Json) => `${s.level} ${s.verdict}`)).toEqual(["20 held", "40 breached", "40 breached"]);
+    expect(a.breached.map((b: Json) => b.region).sort()).toEqual(REGIONS.slice().sort());
+    // Early stop: the stair's run ended long before --max 100.
+    const stair = a.runs.find((run: Json) => run.attempt === "stair");
+    expect(stair.stoppedEarly).toBe(true);
+    expect(stair.users.created).toBeLessThanOrEqual(60);
+    // Both regions in one stair, each adding its half of every step.
+    for (const region of REGIONS) expect(a.regions[region].steps.filter((s: Json) => s.verdict !== "incomplete").map((s: Json) => s.users)).toEqual([10, 20, 20]);
+    // Every user ended its flow once, in every run, and the server holds no connection.
+    for (const run of a.runs) {
+      expect(run.users, JSON.stringify(run)).not.toBeNull();
+      expect(run.users.completed + run.users.failed).toBe(run.users.created);
+    }
+    expect(target.counters().connectionsOpen).toBe(0);
+    // One task per region per run: two runs (the stair and the repeat).
+    expect(tasks).toHaveLength(REGIONS.length * a.runs.length);
+    const md = readFileSync(markdownFile, "utf8");
+    for (const region of REGIONS) expect(md).toContain(`### ${region}`);
+
+    // The probe's CPU beside the report plugin's, from the same periods of the same task.
+    const cpu = probeBesideSidecar(path.dirname(markdownFile));
+    expect(cpu.length).toBeGreaterThan(0);
+    for (const { probePeak, sidecarPeak } of cpu) expect(Math.abs(probePeak - sidecarPeak)).toBeLessThanOrEqual(Math.max(2, sidecarPeak * 0.2));
+
+    // Every S3 call, by whom it was signed, against the policy that signer holds.
+    const requests = await recorder.requests();
+    const buckets = new Map(stacks.map((s) => [s.bucketName, s.region]));
+    const s3 = requests.filter((r) => signedBy(r)?.service === "s3").map((r) => ({ signer: signedBy(r)!.accessKeyId, ...s3Request(r, buckets) }));
+    const taskCalls = s3.filter((r) => r.signer === TASK_KEY);
+    const runnerCalls = s3.filter((r) => r.signer === RUNNER_KEY);
+    // The probe's own calls are among them: its live periods, and polls of the region's stop marker.
+    expect(taskCalls.some((r) => r.action === "s3:PutObject" && /\/live\/period-\d+\.live$/.test(r.resource))).toBe(true);
+    expect(taskCalls.some((r) => r.action === "s3:GetObject" && r.resource.endsWith("/capacity-stop.live"))).toBe(true);
+    expect(runnerCalls.some((r) => r.action === "s3:PutObject" && r.resource.endsWith("/capacity-stop.live"))).toBe(true);
+    const denied: string[] = [];
+    const seen = new Set<string>();
+    for (const r of [...taskCalls, ...runnerCalls]) {
+      // Period keys differ only by time: one of each shape is enough.
+      const key = `${r.signer} ${r.action} ${r.resource.replace(/period-\d+/, "period-N")} ${JSON.stringify(r.context)}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const outcome =
+        r.signer === TASK_KEY
+          ? await simulate(taskPolicies.get(r.region)!, `arn:aws:iam::${ACCOUNT}:role/task`, r)
+          : await simulate(operatorPolicies, `arn:aws:iam::${ACCOUNT}:role/operator`, r);
+      if (outcome !== "Allowed") denied.push(`${key}: ${outcome}`);
+    }
+    expect(denied).toEqual([]);
+    // A missing stop marker reads as 404 (not yet), not 403 (denied): the task role may list that very key.
+    for (const r of taskCalls.filter((c) => c.resource.endsWith("/capacity-stop.live"))) {
+      const bucket = r.resource.slice("arn:aws:s3:::".length).split("/")[0];
+      const key = r.resource.slice(`arn:aws:s3:::${bucket}/`.length);
+      expect(await simulate(taskPolicies.get(r.region)!, `arn:aws:iam::${ACCOUNT}:role/task`, { action: "s3:ListBucket", resource: `arn:aws:s3:::${bucket}`, context: { "s3:prefix": key } })).toBe("Allowed");
+    }
+
+    // And nothing beyond: a task reads its own region's stop marker, never another region's, nor the
+    // other tasks' live files, and never writes the marker.
+    const [london] = stacks;
+    const task = (action: string, key: string, context: Record<string, string> = {}) => simulate(taskPolicies.get("eu-west-2")!, `arn:aws:iam::${ACCOUNT}:role/task`, { action, resource: `arn:aws:s3:::${london.bucketName}${key}`, context });
+    const outside: Array<[string, string, Record<string, string>?]> = [
+      ["s3:GetObject", "/runs/r1/us-east-1/capacity-stop.live"],
+      ["s3:GetObject", "/runs/r1/eu-west-2/other-task/live/period-1.live"],
+      ["s3:GetObject", "/runs/r1/eu-west-2/other-task/report.json"],
+      ["s3:PutObject", "/runs/r1/eu-west-2/capacity-stop.live"],
+      ["s3:PutObject", "/runs/r1/us-east-1/t1/live/period-1.live"],
+      ["s3:ListBucket", "", { "s3:prefix": "runs/r1/eu-west-2/" }],
+      ["s3:ListBucket", "", { "s3:prefix": "runs/r1/us-east-1/capacity-stop.live" }],
+    ];
+    const allowed: string[] = [];
+    for (const [action, key, context] of outside) if ((await task(action, key, context)) === "Allowed") allowed.push(`${action} ${key} ${JSON.stringify(context ?? {})}`);
+    expect(allowed).toEqual([]);
+  }, 480_000);
+});
+
+/** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */
+function s3Request(request: RecordedRequest, buckets: Map<string, string>): { region: string; action: string; resource: string; context: Record<string, string> } {
+  const url = new URL(request.url);
+  const [bucket, ...keyParts] = url.pathname.slice(1).split("/");
+  const region = buckets.get(bucket);
+  if (!region) throw new Error(`S3 request outside the stacks' buckets: ${request.method} ${request.url}`);
+  const key = keyParts.map(decodeURIComponent).join("/");
+  if (request.method === "GET" && url.searchParams.get("list-type") === "2") {
+    return { region, action: "s3:ListBucket", resource: `arn:aws:s3:::${bucket}`, context: { "s3:prefix": url.searchParams.get("prefix") ?? "" } };
+  }
+  if (request.method === "GET" && key) return { region, action: "s3:GetObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
+  if (request.method === "PUT" && key) return { region, action: "s3:PutObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
+  throw new Error(`no IAM mapping for the S3 request ${request.method} ${request.url}`);
+}
+
+/** Per task of the search: the highest period CPU its probe wrote and the one cable-report's sidecar kept. */
+function probeBesideSidecar(searchDir: string): Array<{ task: string; probePeak: number; sidecarPeak: number }> {
+  const out: Array<{ task: string; probePeak: number; sidecarPeak: number }> = [];
+  const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  for (const sidecarFile of walk(searchDir).filter((f) => f.endsWith("report.json.sketches.json"))) {
+    const taskDir = path.dirname(sidecarFile);
+    const liveDir = path.join(taskDir, "live");
+    if (!existsSync(liveDir)) continue;
+    const sidecar = JSON.parse(readFileSync(sidecarFile, "utf8")) as { generator?: { cpuPeak: number | null } };
+    const probe = readdirSync(liveDir)
+      .filter((f) => f.startsWith("period-"))
+      .map((f) => (JSON.parse(readFileSync(path.join(liveDir, f), "utf8")) as { cpuPercent?: number }).cpuPercent)
+      .filter((c): c is number => c !== undefined);
+    if (probe.length === 0 || sidecar.generator?.cpuPeak == null) continue;
+    out.push({ task: taskDir, probePeak: Math.max(...probe), sidecarPeak: sidecar.generator.cpuPeak });
+  }
+  return out;
+}
