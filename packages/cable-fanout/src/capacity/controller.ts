@@ -268,7 +268,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       }
     }
     if (judged < plan.steps.length && next.kind === "continue") next = { kind: "done" };
-    return { next, record: { runId, attempt, levels: segmentLevels, users, stoppedEarly } };
+    return { next, record: { runId, attempt, levels: plan.steps.map((s) => s.level), users, stoppedEarly } };
   }
 
   async function readLive(runId: string, cache: Map<string, LivePeriod>): Promise<Map<string, TaskLive[]>> {
