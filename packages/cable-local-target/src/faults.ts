@@ -42,8 +42,8 @@ export const faultsSchema = channelFaultsSchema
     capacityConnections: z.number().int().min(1).max(10_000_000),
     /**
      * A known message-rate capacity, for the capacity search's `--vary rate` tests: while more than
-     * this many broadcasts a second arrive (averaged over the last 5 s, so that one burst of a
-     * steady rate does not count), every broadcast delivery is held back `overCapacityDelayMs` more.
+     * this many broadcasts a second arrive (averaged over the last 5 s, sliding, so that the jitter
+     * of a steady rate does not count), every broadcast delivery is held back `overCapacityDelayMs` more.
      */
     rateCapacity: z.number().min(0.001).max(10_000_000),
     /** The extra delay above `capacityConnections` or `rateCapacity` (default 1000 ms). */
@@ -82,28 +82,28 @@ function generator(seed: number): () => number {
 /** Seconds over which `rateCapacity` averages the broadcast rate. */
 export const RATE_WINDOW_S = 5;
 
-/** Broadcasts per second over the last RATE_WINDOW_S whole-and-current seconds: a ring of per-second counts. */
+/**
+ * Broadcasts a second over the last RATE_WINDOW_S seconds, sliding: the times of the broadcasts in
+ * the window, oldest first. Only kept while `rateCapacity` is set, so a target without it pays nothing.
+ */
 export class RateWindow {
-  private readonly counts = new Array<number>(RATE_WINDOW_S).fill(0);
-  private second = 0;
+  private times: number[] = [];
+  private head = 0;
 
   note(now: number): void {
-    this.advance(now);
-    this.counts[this.second % RATE_WINDOW_S]++;
+    this.times.push(now);
   }
 
   /** Broadcasts a second, averaged over the window that ends now. */
   rate(now: number): number {
-    this.advance(now);
-    return this.counts.reduce((sum, n) => sum + n, 0) / RATE_WINDOW_S;
-  }
-
-  private advance(now: number): void {
-    const second = Math.floor(now / 1000);
-    if (second <= this.second) return;
-    // Seconds with no broadcast since the last one are emptied (the whole ring after a long quiet).
-    for (let s = Math.max(this.second + 1, second - RATE_WINDOW_S + 1); s <= second; s++) this.counts[s % RATE_WINDOW_S] = 0;
-    this.second = second;
+    const from = now - RATE_WINDOW_S * 1000;
+    while (this.head < this.times.length && this.times[this.head] <= from) this.head++;
+    // Drop the consumed prefix now and then rather than shifting the array at every call.
+    if (this.head > 4096 && this.head * 2 > this.times.length) {
+      this.times = this.times.slice(this.head);
+      this.head = 0;
+    }
+    return (this.times.length - this.head) / RATE_WINDOW_S;
   }
 }
 
@@ -142,7 +142,7 @@ export class Faults {
 
   /** Counts one broadcast (before its fan-out) towards the rate `rateCapacity` is compared with. */
   noteBroadcast(now = Date.now()): void {
-    this.broadcastRate.note(now);
+    if (this.current.rateCapacity !== undefined) this.broadcastRate.note(now);
   }
 
   /**
