@@ -218,6 +218,20 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     for (const [action, key, context] of outside) if ((await task(action, key, context)) === "Allowed") allowed.push(`${action} ${key} ${JSON.stringify(context ?? {})}`);
     expect(allowed).toEqual([]);
   }, 480_000);
+
+  it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
+    const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
+    try {
+      const before = ecs.tasks.size;
+      const r = await runCli(["capacity", RAILS, "--regions", "eu-west-2,ap-south-1", "--slo", "errors<1%", "--start", "20", "--step", "20", "--max", "40", "--out", path.join(work, "undeployed")], { cwd: work, env: moto.env });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain("region ap-south-1 is not deployed (no CloudFormation stack CableLoadtest-ap-south-1); deploy it with: cd infra && npx cdk deploy -c regions=ap-south-1 CableLoadtest-ap-south-1");
+      expect(await ecs.running()).toEqual([]);
+      expect(ecs.tasks.size).toBe(before);
+    } finally {
+      await ecs.stop();
+    }
+  }, 60_000);
 });
 
 /** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */
