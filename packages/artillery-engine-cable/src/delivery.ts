@@ -6,33 +6,37 @@ const MAX_GAPS = 4096;
 
 interface SenderTrack {
   next: number;
-  gaps: Set<number>;
+  /** Made on the first gap: most senders never have one, and a receiver hears from many senders. */
+  gaps: Set<number> | undefined;
   overflow: number;
 }
 
 export class DeliveryLedger {
-  private readonly tracks = new Map<string, SenderTrack>();
+  /** channel → sender → track: two lookups and no string built per received message. */
+  private readonly tracks = new Map<string, Map<string, SenderTrack>>();
   duplicated = 0;
 
   /** Records one received message `seq` from `sender` on `channel` (sequences start at 1). */
   record(channel: string, sender: string, seq: number): void {
-    const key = `${channel}\n${sender}`;
-    let track = this.tracks.get(key);
+    let senders = this.tracks.get(channel);
+    if (!senders) this.tracks.set(channel, (senders = new Map()));
+    const track = senders.get(sender);
     if (!track) {
       // The first message heard from a sender starts its count: a receiver that joined late has
       // not missed what came before it.
-      this.tracks.set(key, { next: seq + 1, gaps: new Set(), overflow: 0 });
+      senders.set(sender, { next: seq + 1, gaps: undefined, overflow: 0 });
       return;
     }
     if (seq === track.next) {
       track.next++;
     } else if (seq > track.next) {
+      const gaps = (track.gaps ??= new Set());
       for (let missing = track.next; missing < seq; missing++) {
-        if (track.gaps.size < MAX_GAPS) track.gaps.add(missing);
+        if (gaps.size < MAX_GAPS) gaps.add(missing);
         else track.overflow++;
       }
       track.next = seq + 1;
-    } else if (!track.gaps.delete(seq)) {
+    } else if (!track.gaps?.delete(seq)) {
       this.duplicated++;
     }
   }
@@ -40,7 +44,7 @@ export class DeliveryLedger {
   /** Messages never received between the first and the last heard from each sender. */
   get missing(): number {
     let total = 0;
-    for (const track of this.tracks.values()) total += track.gaps.size + track.overflow;
+    for (const senders of this.tracks.values()) for (const track of senders.values()) total += (track.gaps?.size ?? 0) + track.overflow;
     return total;
   }
 

@@ -11,6 +11,13 @@ export class CableError extends Error {
     this.name = "CableError";
     this.code = `cable.${reason}`;
   }
+
+  /** A socket or HTTP client failure, counted under its own code (`ECONNREFUSED`, `UND_ERR_SOCKET`, …). */
+  static socket(code: string, message: string): CableError {
+    const err = new CableError("socket_error", message);
+    (err as { code: string }).code = code;
+    return err;
+  }
 }
 
 /** A socket or library error code (ECONNREFUSED, UND_ERR_SOCKET, WS_ERR_…): a name, never a sentence. */

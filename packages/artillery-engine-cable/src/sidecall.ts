@@ -1,3 +1,4 @@
+import { errors as undiciErrors, request } from "undici";
 import { CableError } from "./errors.js";
 
 /**
@@ -19,33 +20,38 @@ const MAX_BODY_BYTES = 1024 * 1024;
  * Every failure is named: a socket error keeps its code (ECONNREFUSED, UND_ERR_SOCKET, …), a
  * timeout is `cable.<kind>_timeout`, anything else `cable.<kind>_failed`; the message says what
  * happened for the logs, the code is what the report counts.
+ *
+ * undici's `request`, not `fetch`: a scenario that publishes through the HTTP API makes hundreds
+ * of calls a second, and fetch's WHATWG streams cost about a fifth of the generator's CPU in the
+ * RelayBox replay (docs/benchmarks.md). Both keep connections alive in undici's global pool.
  */
 export async function httpRequest(kind: SideCall, url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number }): Promise<HttpAnswer> {
   const signal = AbortSignal.timeout(init.timeoutMs);
   try {
-    const res = await fetch(url, { method: "POST", headers: init.headers, body: init.body, signal });
-    return { status: res.status, body: await readBounded(res) };
+    const res = await request(url, { method: "POST", headers: init.headers, body: init.body, signal });
+    return { status: res.statusCode, body: await readBounded(res.body) };
   } catch (err) {
     if (err instanceof CableError) throw err;
-    if (signal.aborted || (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError") {
+    if (signal.aborted || err instanceof undiciErrors.RequestAbortedError || (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError") {
       throw new CableError(`${kind}_timeout`, `${kind}: no complete answer within ${init.timeoutMs} ms`);
     }
-    // fetch hides the socket error in `cause`: keep its code, as the WebSocket steps do.
-    const cause = (err as { cause?: { code?: unknown } }).cause;
-    if (typeof cause?.code === "string" && /^[A-Z][A-Z0-9_]+$/.test(cause.code)) {
-      throw Object.assign(new Error(`${kind} failed: ${cause.code}`), { code: cause.code });
-    }
+    // A socket or protocol error keeps its own code, as the WebSocket steps' do.
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]+$/.test(code)) throw CableError.socket(code, `${kind} failed: ${code}`);
     throw new CableError(`${kind}_failed`, `${kind} failed: ${(err as Error).message}`);
   }
 }
 
-async function readBounded(res: Response): Promise<string> {
-  if (!res.body) return "";
-  const chunks: Uint8Array[] = [];
+async function readBounded(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw new CableError("response_too_large", `the answer is larger than ${MAX_BODY_BYTES} bytes`);
+    if (size > MAX_BODY_BYTES) {
+      // The rest is not wanted: free the connection instead of reading on.
+      body.destroy();
+      throw new CableError("response_too_large", `the answer is larger than ${MAX_BODY_BYTES} bytes`);
+    }
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
