@@ -5,9 +5,9 @@ import { describe, expect, test } from "vitest";
 import { FanoutInputError } from "../src/errors";
 import type { LivePeriod, TaskLive } from "../src/capacity/live";
 import { measureRegion, splitPeriods } from "../src/capacity/measure";
-import { checkStair, levels, planSegment } from "../src/capacity/plan";
+import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
-import { buildAnswer, decideNext, headline, judgeStep, type StepResult } from "../src/capacity/search";
+import { buildAnswer, decideNext, headline, judgeStep, refineLevel, type StepResult } from "../src/capacity/search";
 import { evaluateSlo, parseSlo, type StepFigures } from "../src/capacity/slo";
 import { segmentOverrides } from "../src/capacity/controller";
 
@@ -206,6 +206,30 @@ describe("verdicts, decisions and the answer", () => {
     const firstBreaks = buildAnswer([step(20, "stair", [900], [6]), step(20, "repeat", [900], [6])], 100, "");
     expect(firstBreaks).toMatchObject({ held: null, firstFailing: 20 });
     expect(headline(firstBreaks)).toMatch(/^held none of the levels; 20 breached twice/);
+  });
+
+  test("--refine: the middle level on the resolution's grid between the last held and the first breach; the answer is the lowest confirmed breach", () => {
+    expect(refineLevel(1000, 1100, 25)).toBe(1050);
+    expect(refineLevel(1000, 1050, 25)).toBe(1025);
+    expect(refineLevel(1025, 1050, 25)).toBeNull();
+    expect(refineLevel(20, 30, 5)).toBe(25);
+    // Off the grid: levels stay on the held level's grid, strictly below the breach.
+    expect(refineLevel(20, 30, 4)).toBe(24);
+    expect(refineLevel(24, 30, 4)).toBe(28);
+    expect(refineLevel(28, 30, 4)).toBeNull();
+
+    const step = (level: number, attempt: StepResult["attempt"], latency: number) => judgeStep(level, attempt, "r", { eu: region([latency], 5, level) }, slos);
+    // The stair: 1000 held, 1100 breached twice; refining: 1050 breached twice, 1025 held.
+    const steps = [step(1000, "stair", 10), step(1100, "stair", 900), step(1100, "repeat", 900), step(1050, "refine", 800), step(1050, "repeat", 700), step(1025, "refine", 50)];
+    const answer = buildAnswer(steps, 2000, "");
+    expect(answer).toMatchObject({ held: 1025, firstFailing: 1050 });
+    expect(headline(answer)).toMatch(/^held 1,025; 1,050 breached twice/);
+    expect(refineLevel(answer.held!, answer.firstFailing!, 25)).toBeNull();
+
+    expect(() => checkRefine(25, { step: 100 }, 1, false)).not.toThrow();
+    expect(() => checkRefine(100, { step: 100 }, 1, false)).toThrow(/--refine 100 is not finer than --step 100: .* e.g. --refine 25/);
+    expect(() => checkRefine(25, { step: 100 }, 2, false)).toThrow(/--refine 25 does not split evenly over 2 task/);
+    expect(() => checkRefine(5, { step: 10 }, 2, true)).not.toThrow();
   });
 
   test("capacity.md: the answer, a table per region, a chart from 0 with the bound as a line", () => {

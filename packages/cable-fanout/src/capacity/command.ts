@@ -7,7 +7,7 @@ import { FanoutInputError } from "../errors.js";
 import { parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
 import { LineProgress } from "../progress.js";
 import { CAPACITY_EXIT, runCapacity } from "./controller.js";
-import { checkStair } from "./plan.js";
+import { checkRefine, checkStair } from "./plan.js";
 import { parseSlo } from "./slo.js";
 
 export const CAPACITY_HELP = `
@@ -16,10 +16,10 @@ the later steps), then holds the level --hold seconds. The step is judged on wha
 during its hold only, never during the climb (handshake latencies, measured only while users
 arrive, on the climb into the level; counters such as errors on the whole step). A breach is run
 again from zero before it counts. The search ends the run once it has its answer: every user ends
-its flow once. A step during which a task's generator was saturated (event-loop lag p90 over the step > 100 ms)
-is no verdict on the server: the answer is then "at least N, generator-bound".
-Saturated is cable-report's rule for a PR report: event-loop lag over 100 ms (p90 over the step) or
-the generator's CPU over 90 % of its worker cores in a period of the hold.
+its flow once. A step during which a task's generator was saturated is no verdict on the server:
+the answer is then "at least N, generator-bound". Saturated is cable-report's rule for a PR report:
+event-loop lag over 100 ms (its p90 over the step) or the generator's CPU over 90 % of its worker
+cores in a period of the hold.
 
 --vary rate asks "how many messages per second can we handle": --users N users (all regions
 together) stay at every level, and --start/--step/--max are messages a second that they send
@@ -29,6 +29,10 @@ arrive in --climb seconds, then the level is held --hold seconds and judged on i
 users must have sent at least 90 % of the level (a server that slows its publishers down is not
 credited with a rate it never received). held and firstFailing are then msg/s.
   --vary rate --users 1000 --start 100 --step 100 --max 3000 --slo 'cable.broadcast_latency.p95<250'
+
+--refine N: once a breach is confirmed, the search tries levels between the last one held and the
+first that broke (the middle one each time, on a grid of N from the level held), each a fresh run
+from zero whose breach is repeated before it counts, until the two are N apart.
 
 SLO: <metric>.<p50|p75|p90|p95|p99|p999|min|max|mean><op><bound> for a histogram,
 <counter><op><bound> for a counter (errors = every errors.* counter), <counter><op><n>% per user.
@@ -57,7 +61,7 @@ interface Hooks {
 export function registerCapacity(program: Command, hooks: Hooks): void {
   program
     .command("capacity <scenario>")
-    .description("find how many concurrent users the server holds under the SLO: a stair of levels, each held and judged, from every region at once")
+    .description("find how many concurrent users (or, --vary rate, messages a second) the server holds under the SLO: a stair of levels, each held and judged, from every region at once")
     .addHelpText("after", CAPACITY_HELP)
     .addOption(new Option("--slo <expr>", "an SLO every level must meet; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]).makeOptionMandatory())
     .addOption(new Option("--vary <axis>", "what the levels count: concurrent users, or messages a second sent by --users users").choices(["users", "rate"]).default("users"))
@@ -67,6 +71,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .requiredOption("--max <n>", "the highest level tried")
     .option("--hold <seconds>", "how long each level is held and judged (at least 20: Artillery's metrics periods are 10 s)", "30")
     .option("--climb <seconds>", "how long one step's users take to arrive", "10")
+    .option("--refine <n>", "after a confirmed breach, bisect between the last level held and the first that broke, down to n users (by rate: msg/s)")
     .option("--min-capacity <n>", "exit 1 when the server held fewer users (by rate: msg/s)")
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its vCPU, memory and connections beside every step")
     .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local); each adds its share of every step")
@@ -101,6 +106,8 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
       if (vary === "rate" && o.users === undefined) throw new FanoutInputError("--vary rate needs --users N: how many users send the levels' messages (all regions together)");
       const users = vary === "rate" ? parsePositiveInt("--users", o.users as string) : undefined;
       checkStair(stair, regions.length * count, users);
+      const refine = o.refine === undefined ? undefined : parsePositiveInt("--refine", o.refine as string);
+      if (refine !== undefined) checkRefine(refine, stair, regions.length * count, vary === "rate");
       const slos = (o.slo as string[]).map(parseSlo);
       const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
       const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
@@ -130,6 +137,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             stair,
             vary,
             ...(users !== undefined ? { users } : {}),
+            ...(refine !== undefined ? { refine } : {}),
             minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
             serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
           },

@@ -15,7 +15,7 @@ import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
-import { buildAnswer, decideNext, headline, judgeStep, type Answer, type Next, type StepResult } from "./search.js";
+import { buildAnswer, decideNext, headline, judgeStep, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
 import { scrape, summarizeServer, type ServerSample } from "./server-metrics.js";
 import { statOf, type Slo } from "./slo.js";
 
@@ -29,6 +29,8 @@ export interface CapacityOptions extends Omit<RunOptions, "maxDurationMs" | "bas
   vary?: Axis;
   /** By rate: the users held at every level, all regions together. */
   users?: number;
+  /** After a confirmed breach, search between the last level held and the first that broke, down to this resolution. */
+  refine?: number;
   minCapacity?: number;
   /** A Prometheus text endpoint of the server, scraped during the search (`--server-metrics`). */
   serverMetricsUrl?: string;
@@ -57,7 +59,8 @@ export interface CapacityResult {
 
 export interface SegmentRecord {
   runId: string;
-  attempt: "stair" | "repeat";
+  attempt: Attempt;
+  /** The levels the run planned (by rate, one). */
   levels: number[];
   /** Users every task started and ended in that run, from its ended.live (every user ends once). */
   users: { created: number; completed: number; failed: number } | null;
@@ -68,6 +71,8 @@ export interface SegmentRecord {
 export const CAPACITY_EXIT = { ok: 0, belowMinimum: 1, usage: 2, internal: 3, incomplete: 4, generatorBound: 6 } as const;
 
 const POLL_MS = 2_000;
+/** Levels --refine tries at most (a bisection of 200 levels' worth of resolutions needs 8). */
+const MAX_REFINE_ROUNDS = 20;
 /** How long after a hold's end its periods may take to arrive before the step is judged with what is there. */
 const LATE_PERIOD_MS = 45_000;
 /** How long the users have to end after the stop (beyond a climb and a hold) before the run is ended anyway. */
@@ -103,7 +108,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
 
   const steps: StepResult[] = [];
   const runs: SegmentRecord[] = [];
-  let segment: { levels: number[]; attempt: "stair" | "repeat" } | null = { levels: allLevels, attempt: "stair" };
+  let segment: { levels: number[]; attempt: Attempt } | null = { levels: allLevels, attempt: "stair" };
   while (segment && !deps.abort.signal.aborted) {
     const outcome = await runSegment(segment.levels, segment.attempt);
     runs.push(outcome.record);
@@ -111,6 +116,28 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     // By rate, each level is a run of its own: climbing on is a new run at the next level.
     if (byRate && next.kind === "continue") next = { kind: "resume", levels: allLevels.filter((l) => l > outcome.record.levels[0]) };
     segment = next.kind === "repeat" ? { levels: [next.level], attempt: "repeat" } : next.kind === "resume" ? { levels: next.levels, attempt: "stair" } : null;
+  }
+
+  // --refine: bisect between the most held and the first confirmed breach down to the resolution.
+  // Each level tried is a fresh run from zero, judged as any other: a breach there counts once a
+  // repeat confirms it. A level that gives no verdict (generator-bound, no data) ends the refining.
+  if (options.refine !== undefined) {
+    const tried = new Set<number>();
+    for (let round = 0; round < MAX_REFINE_ROUNDS && !deps.abort.signal.aborted; round++) {
+      const sofar = buildAnswer(steps, options.stair.max, "", byRate ? "rate" : "users");
+      if (sofar.held === null || sofar.firstFailing === null) break;
+      const level = refineLevel(sofar.held, sofar.firstFailing, options.refine);
+      if (level === null || tried.has(level)) break;
+      tried.add(level);
+      deps.log(`capacity: refining between ${sofar.held} and ${sofar.firstFailing} ${unit}: trying ${level}`);
+      let attempt: Attempt = "refine";
+      for (let n = 0; n < MAX_ATTEMPTS && !deps.abort.signal.aborted; n++) {
+        const outcome = await runSegment([level], attempt);
+        runs.push(outcome.record);
+        if (outcome.next.kind !== "repeat") break;
+        attempt = "repeat";
+      }
+    }
   }
 
   const advice = deps.backend.kind === "local" ? `add processes (--count ${options.count * 2}) or run it from more machines` : `add tasks (--count ${options.count * 2}) or give each a bigger size (--cpu/--memory)`;
@@ -130,6 +157,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     unit,
     ...(byRate ? { users: options.users } : {}),
     stair: options.stair,
+    refine: options.refine ?? null,
     slos: options.slos.map((s) => s.text),
     headline: headline(answer),
     held: answer.held,
@@ -144,7 +172,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     runs,
   };
   writeFileAtomic(jsonFile, JSON.stringify(json, null, 2) + "\n");
-  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions, vary: answer.vary, users: options.users }));
+  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions, vary: answer.vary, users: options.users, refine: options.refine }));
   deps.log(`capacity: ${headline(answer)}`);
 
   let exitCode: number = CAPACITY_EXIT.ok;
@@ -154,7 +182,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   }
   return { answer, searchDir, jsonFile, markdownFile, exitCode, runs };
 
-  async function runSegment(segmentLevels: number[], attempt: "stair" | "repeat"): Promise<{ next: Next; record: SegmentRecord }> {
+  async function runSegment(segmentLevels: number[], attempt: Attempt): Promise<{ next: Next; record: SegmentRecord }> {
     const plan = byRate ? planRateLevel(segmentLevels[0], options.users!, options.stair, tasks) : planSegment(segmentLevels, options.stair, tasks);
     const endAfterS = plan.totalS;
     const overrides = segmentOverrides(options.overrides, plan.phases, endAfterS, plan.variables);
@@ -163,10 +191,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     deps.abort.signal.addEventListener("abort", onUserAbort);
     let runId = "";
     const what = byRate
-      ? `${attempt === "repeat" ? "repeating" : "level"} ${segmentLevels[0]} msg/s from ${options.users} users`
-      : attempt === "repeat"
-        ? `repeating ${segmentLevels[0]} from zero`
-        : `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`;
+      ? `${attempt === "repeat" ? "repeating" : attempt === "refine" ? "refining at" : "level"} ${segmentLevels[0]} msg/s from ${options.users} users`
+      : attempt === "stair"
+        ? `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`
+        : `${attempt === "repeat" ? "repeating" : "refining at"} ${segmentLevels[0]} from zero`;
     deps.log(`capacity: ${what} (${Math.round(plan.totalS)} s planned)`);
     const run = runFanout(
       {

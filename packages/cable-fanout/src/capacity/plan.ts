@@ -72,6 +72,17 @@ export function checkStair(options: StairOptions, tasks: number, users?: number)
 }
 
 /**
+ * --refine N: levels between two of the stair's, so finer than --step; by users on the grid of the
+ * tasks' shares (a level every task adds the same users to).
+ */
+export function checkRefine(refine: number, options: Pick<StairOptions, "step">, tasks: number, byRate: boolean): void {
+  if (refine >= options.step) throw new FanoutInputError(`--refine ${refine} is not finer than --step ${options.step}: give a resolution below the step, e.g. --refine ${Math.max(1, Math.floor(options.step / 4))}`);
+  if (!byRate && refine % tasks !== 0) {
+    throw new FanoutInputError(`--refine ${refine} does not split evenly over ${tasks} task(s) (regions × --count): every task adds the same share; use a multiple of ${tasks}`);
+  }
+}
+
+/**
  * The phases of one segment of the stair: climbing from 0 straight to `stepLevels[0]` (at the
  * stair's rate, so a resumed or repeated level costs the time it would have on the stair), then
  * one step at a time. Names carry the level, so that logs and reports read as the stair.

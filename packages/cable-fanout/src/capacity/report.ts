@@ -13,6 +13,8 @@ export interface ReportContext {
   /** By rate: the levels are msg/s, from `users` users held in every level. */
   vary?: Axis;
   users?: number;
+  /** --refine's resolution. */
+  refine?: number;
 }
 
 const n = (v: number) => v.toLocaleString("en-US");
@@ -27,7 +29,8 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
   const stair = byRate
     ? `stair ${n(ctx.stair.start)} → ${n(ctx.stair.max)} msg/s by ${n(ctx.stair.step)}, sent by ${cell(ctx.users ?? null)} users (all regions together), each level a run of its own (the users arrive in ${ctx.stair.climbS} s), held ${ctx.stair.holdS} s and judged on its hold only, where the users must have sent at least ${Math.round(SEND_RATE_FLOOR * 100)} % of the level`
     : `stair ${n(ctx.stair.start)} → ${n(ctx.stair.max)} by ${n(ctx.stair.step)}, each level held ${ctx.stair.holdS} s and judged on its hold only`;
-  lines.push(`SLO: ${ctx.slos.map((s) => `\`${s.text}\``).join(", ")} · ${stair} · ${ctx.regions.length} region(s): ${ctx.regions.join(", ")}`, "");
+  const refine = ctx.refine === undefined ? "" : ` · refined to ${n(ctx.refine)}${byRate ? " msg/s" : ""} between the last level held and the first breach`;
+  lines.push(`SLO: ${ctx.slos.map((s) => `\`${s.text}\``).join(", ")} · ${stair}${refine} · ${ctx.regions.length} region(s): ${ctx.regions.join(", ")}`, "");
   if (ctx.regions.length > 1) {
     lines.push("| region | held | first failing | breached | generator-bound |", "|---|---:|---:|---|---|");
     for (const name of ctx.regions) {

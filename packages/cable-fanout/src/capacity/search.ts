@@ -5,6 +5,7 @@ import type { Axis } from "./plan.js";
 import { compare, evaluateSlo, type Slo, type SloResult } from "./slo.js";
 
 export type Verdict = "held" | "breached" | "generator-bound" | "incomplete";
+export type Attempt = "stair" | "repeat" | "refine";
 
 export interface RegionOutcome {
   /** This region's users at the level. */
@@ -34,7 +35,8 @@ export const SEND_RATE_FLOOR = 0.9;
 export interface StepResult {
   /** Users at the level, every region together. */
   level: number;
-  attempt: "stair" | "repeat";
+  /** A level climbed on the stair, its repeat from zero, or a level tried by --refine (from zero too). */
+  attempt: Attempt;
   /** The run (segment) that measured it. */
   runId: string;
   verdict: Verdict;
@@ -127,6 +129,17 @@ export function decideNext(step: StepResult, before: StepResult[], allLevels: nu
   }
 }
 
+/**
+ * --refine: the next level to try between the most held and the first confirmed breach, on a grid
+ * of `resolution` from the level held (so that a level splits over the tasks as the stair's do):
+ * the middle one of those strictly between, or null once the two are within one resolution.
+ */
+export function refineLevel(held: number, failing: number, resolution: number): number | null {
+  const between = Math.ceil((failing - held) / resolution) - 1;
+  if (between < 1) return null;
+  return held + Math.ceil(between / 2) * resolution;
+}
+
 export interface Breach {
   region: string;
   slo: string;
@@ -177,7 +190,10 @@ export interface Answer {
 }
 
 export function buildAnswer(steps: StepResult[], max: number, advice: string, vary: Axis = "users"): Answer {
-  const confirmed = steps.find((s, i) => s.verdict === "breached" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"));
+  // The lowest level whose breach a repeat confirmed (--refine may confirm one below the stair's).
+  const confirmed = steps
+    .filter((s, i) => s.verdict === "breached" && steps.slice(0, i).some((p) => p.level === s.level && p.verdict === "breached"))
+    .sort((a, b) => a.level - b.level)[0];
   // Only the last step can end the search without a verdict; an incomplete hold that a repeat judged is history.
   const last = steps[steps.length - 1];
   const stopped = !confirmed && last && (last.verdict === "generator-bound" || last.verdict === "incomplete") ? last : undefined;
