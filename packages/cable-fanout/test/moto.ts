@@ -100,13 +100,33 @@ export const motoRecorder = (moto: Moto) => ({
   start: () => motoApi(moto, "recorder/start-recording"),
   stop: () => motoApi(moto, "recorder/stop-recording"),
   async requests(): Promise<RecordedRequest[]> {
-    const text = await motoApi(moto, "recorder/download-recording");
-    return text
-      .split("\n")
-      .filter((line) => line.trim() !== "")
-      .map((line) => JSON.parse(line) as RecordedRequest);
+    return jsonObjects(await motoApi(moto, "recorder/download-recording")).map((entry) => entry as RecordedRequest);
   },
 });
+
+/**
+ * The top-level JSON objects of a text. moto's threaded server writes each request as one JSON
+ * text and then its newline separately, so two requests at once can come out as `{…}{…}\n\n`.
+ */
+export function jsonObjects(text: string): unknown[] {
+  const out: unknown[] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{") {
+      if (depth++ === 0) start = i;
+    } else if (c === "}" && --depth === 0) out.push(JSON.parse(text.slice(start, i + 1)));
+    else if (depth === 0 && c.trim() !== "") throw new Error(`moto's recording has "${c}" between requests at ${i}`);
+  }
+  if (depth !== 0) throw new Error("moto's recording ends inside a request");
+  return out;
+}
 
 async function motoApi(moto: Moto, path: string): Promise<string> {
   const response = await fetch(`${moto.endpoint}/moto-api/${path}`, { method: "POST" });
