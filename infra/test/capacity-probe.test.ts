@@ -1,8 +1,11 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { cpuPercent } from "../src/worker/artillery-plugin-cable-capacity-probe";
 import { resultKeyPattern, resultPrefix } from "../src/worker/layout";
 import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/worker/live-keys";
+import { LocalStore } from "../src/worker/local-store";
 import { artilleryTaskEnv } from "../src/worker/run-task";
 
 const asRegex = (pattern: string) => new RegExp(`^${pattern.replace(/[.]/g, "\\.").replace(/\*/g, ".*")}$`);
@@ -22,6 +25,23 @@ describe("the capacity probe's live keys", () => {
     expect(stopKey("r1", "eu-west-2")).toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
     expect(stopKey("r1", "us-east-1")).not.toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
     expect(periodKey("r1", "eu-west-2", "t1", 1)).not.toMatch(asRegex(capacityStopKeyPattern("eu-west-2")));
+  });
+
+  it("are looked for by listing the marker's own key, in a directory as in S3: an empty list until it is written", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "cable-stop-"));
+    try {
+      const store = new LocalStore(dir);
+      const marker = stopKey("r1", "eu-west-2");
+      expect(await store.list(marker)).toEqual([]);
+      await store.putText(periodKey("r1", "eu-west-2", "t1", 1), "{}");
+      expect(await store.list(marker)).toEqual([]);
+      await store.putText(marker, "{}");
+      expect(await store.list(marker)).toEqual([marker]);
+      // A key below a file is no key at all.
+      expect(await store.list(`${marker}/x`)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -103,7 +103,7 @@ describe("a region's stack", () => {
     });
   });
 
-  it("gives the task role exactly: list+read bundles and the runner's markers, read this region's capacity stop marker, write this region's results but never bundles or the stop marker, read /cable-loadtest/* secrets", () => {
+  it("gives the task role exactly: list+read bundles and the runner's markers, list this region's capacity stop marker's key, write this region's results but never bundles or the stop marker, read /cable-loadtest/* secrets", () => {
     const taskRole = Object.keys(london.findResources("AWS::IAM::Role", { Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: "ecs-tasks.amazonaws.com" } })] } } }));
     const policies = Object.values(london.findResources("AWS::IAM::Policy")).filter((p) =>
       (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref.startsWith("TaskDefinitionTaskRole")),
@@ -119,7 +119,6 @@ describe("a region's stack", () => {
     expect(policies[0].Properties.PolicyDocument.Statement).toEqual([
       { Sid: "ListRunBundles", Effect: "Allow", Action: "s3:ListBucket", Resource: bucketArn, Condition: { StringLike: { "s3:prefix": ["runs/*/bundle/*", "runs/*/control/*", "runs/*/eu-west-2/capacity-stop.live"] } } },
       { Sid: "ReadRunBundles", Effect: "Allow", Action: "s3:GetObject", Resource: [objects("runs/*/bundle/*"), objects("runs/*/control/*")] },
-      { Sid: "ReadCapacityStop", Effect: "Allow", Action: "s3:GetObject", Resource: objects("runs/*/eu-west-2/capacity-stop.live") },
       { Sid: "WriteRegionResults", Effect: "Allow", Action: "s3:PutObject", Resource: objects("runs/*/eu-west-2/*") },
       { Sid: "NeverWriteBundles", Effect: "Deny", Action: "s3:PutObject", Resource: [objects("runs/*/bundle/*"), objects("runs/*/control/*"), objects("runs/*/eu-west-2/capacity-stop.live")] },
       { Sid: "ReadSecretParameters", Effect: "Allow", Action: "ssm:GetParameter", Resource: account("ssm", "parameter/", "cable-loadtest/*") },

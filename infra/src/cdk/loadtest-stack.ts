@@ -146,14 +146,14 @@ export class LoadtestStack extends Stack {
   }
 
   /**
-   * Read the bundles, write this region's results (never a bundle), read this region's capacity stop
-   * marker (nothing else of the results), read the project's secrets; nothing else.
+   * Read the bundles, write this region's results (never a bundle), see whether this region's capacity
+   * stop marker exists (nothing else of the results), read the project's secrets; nothing else.
    * Explicit statements rather than bucket.grantRead/grantPut, which add actions beyond these.
    */
   private grantLeastPrivilege(role: iam.IRole, bucket: s3.IBucket): void {
     const statements = [
-      // Listing control/ and the stop marker too makes a missing marker a 404 rather than a 403, so
-      // that "not there yet" and "denied" stay apart.
+      // Listing control/ too makes a missing go marker a 404 rather than a 403. The capacity probe
+      // looks for its region's stop marker by listing that one key (artillery-plugin-cable-capacity-probe).
       new iam.PolicyStatement({
         sid: "ListRunBundles",
         actions: ["s3:ListBucket"],
@@ -161,8 +161,6 @@ export class LoadtestStack extends Stack {
         conditions: { StringLike: { "s3:prefix": [bundleKeyPattern(), controlKeyPattern(), capacityStopKeyPattern(this.region)] } },
       }),
       new iam.PolicyStatement({ sid: "ReadRunBundles", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(bundleKeyPattern()), bucket.arnForObjects(controlKeyPattern())] }),
-      // The capacity probe (artillery-plugin-cable-capacity-probe) ends its users when the runner writes this marker.
-      new iam.PolicyStatement({ sid: "ReadCapacityStop", actions: ["s3:GetObject"], resources: [bucket.arnForObjects(capacityStopKeyPattern(this.region))] }),
       new iam.PolicyStatement({ sid: "WriteRegionResults", actions: ["s3:PutObject"], resources: [bucket.arnForObjects(resultKeyPattern(this.region))] }),
       // IAM's * also matches "/", so the pattern above would admit runs/<id>/bundle/<region>/…; bundles and the runner's markers
       // (control/, and the capacity stop marker inside the region's own folder) stay read-only.

@@ -9,7 +9,7 @@
  *  - writes each period (counters, raw DDSketch histograms, the generator's CPU) and the phases'
  *    start times into the run's store as they happen (live-keys.ts), so that the search judges a
  *    hold while the run goes on;
- *  - watches the region's stop marker, and at the stop (or at the end of the planned stair) tells
+ *  - watches the region's stop marker (by listing its key), and at the stop (or at the end of the planned stair) tells
  *    the worker threads over a BroadcastChannel, where processors/capacity.js ends every user's
  *    `whileTrue: capacityRunning` loop: each user finishes its flow once, nobody keeps the run alive;
  *  - writes ended.live once every user it started has ended, so that the search can end the run.
@@ -44,6 +44,11 @@ interface ArtilleryGlobal {
 }
 
 const POLL_MS = 1_000;
+/**
+ * How often the stop marker is looked for: users hear the stop at their next turn anyway, and on S3
+ * each look is a LIST request (about 1,800 an hour per task).
+ */
+const STOP_POLL_MS = 2_000;
 /** How long a hold must still last for the search to end the run before the next climb. */
 const QUIET_MARGIN_MS = 10_000;
 
@@ -68,12 +73,6 @@ export function cpuPercent(from: CpuSample, to: CpuSample, workers: number): num
 /** The cores Artillery's worker threads may use: all but the main thread's (as cable-report counts them). */
 export const generatorWorkers = (): number => Math.max(1, cpus().length - 1);
 
-/** A marker not written yet (S3: 404 NoSuchKey, which the task role's ListBucket on the key makes it; locally ENOENT). */
-function isMissing(err: unknown): boolean {
-  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
-  return e?.name === "NoSuchKey" || e?.name === "NotFound" || e?.code === "ENOENT" || e?.$metadata?.httpStatusCode === 404;
-}
-
 export class Plugin {
   private store: Store | undefined;
   private readonly phases: LivePhase[] = [];
@@ -85,6 +84,7 @@ export class Plugin {
   private warned = false;
   private readWarned = false;
   private polling = false;
+  private lastPoll = 0;
   /** Writes not yet settled: Artillery exits right after `done`, so its beforeExit hook waits for them. */
   private readonly pending = new Set<Promise<void>>();
   private readonly workers = generatorWorkers();
@@ -157,18 +157,22 @@ export class Plugin {
         this.maybeEnded(runId, region, taskId);
         return;
       }
-      // One read at a time: a slow store must not pile up requests.
-      if (this.polling) return;
+      // One look at a time: a slow store must not pile up requests.
+      if (this.polling || Date.now() - this.lastPoll < STOP_POLL_MS) return;
       this.polling = true;
+      this.lastPoll = Date.now();
+      // Listed, not read: "not written yet" is an empty list, never an error, so an error always
+      // means the task may not look (a stack deployed before the task role allowed it).
       store
-        .getText(marker)
+        .list(marker)
         .then(
-          () => this.stop(),
+          (keys) => {
+            if (keys.includes(marker)) this.stop();
+          },
           (err: Error) => {
-            if (isMissing(err) || this.readWarned) return;
-            // Denied or broken: the users still end at the stair's end (endAfterS), but not early.
+            if (this.readWarned) return;
             this.readWarned = true;
-            this.log(`${CAPACITY_PLUGIN}: cannot read the stop marker ${store.location}/${marker} (${err.name}: ${err.message}); the users end at the stair's end`, "warn");
+            this.log(`${CAPACITY_PLUGIN}: cannot look for the stop marker ${store.location}/${marker} (${err.name}: ${err.message}); the search will stop this task instead`, "warn");
           },
         )
         .finally(() => (this.polling = false));

@@ -10,7 +10,7 @@
  *   runs/<runId>/<region>/capacity-stop.live                     the runner: end the users now
  *
  * Everything sits inside the region's results prefix, the only place its tasks may write; the stack
- * lets them read the stop marker and nothing else of it (capacityStopKeyPattern).
+ * lets them list the stop marker's key (is it there?) and read nothing of it (capacityStopKeyPattern).
  */
 import { RUNS_PREFIX, regionResultsPrefix, resultPrefix } from "./layout.js";
 
@@ -57,5 +57,5 @@ export const endedKey = (runId: string, region: string, taskId: string): string 
 /** One marker per region, inside the region's own results prefix. */
 export const stopKey = (runId: string, region: string): string => `${regionResultsPrefix(runId, region)}${STOP_FILE}`;
 
-/** The stop marker of every run of one region, in IAM's S3 wildcard syntax (the task role reads it). */
+/** The stop marker of every run of one region, in IAM's S3 wildcard syntax (the task role may list that key). */
 export const capacityStopKeyPattern = (region: string): string => `${RUNS_PREFIX}/*/${region}/${STOP_FILE}`;

@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Store } from "./store.js";
 
@@ -16,7 +16,10 @@ export class LocalStore implements Store {
     try {
       entries = await readdir(dir, { recursive: true, withFileTypes: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return [];
+      // A prefix that is a whole key lists that key, as S3 does (the capacity probe asks so whether its stop marker exists).
+      if (code === "ENOTDIR") return (await stat(dir).catch(() => undefined))?.isFile() ? [prefix] : [];
       throw err;
     }
     return entries

@@ -15,7 +15,7 @@ export { LocalStore, S3Store };
 export interface Store {
   /** Human-readable location, for logs and reasons. */
   readonly location: string;
-  /** Keys under `prefix` (which ends with `/`), as full keys. */
+  /** Keys under `prefix` (which ends with `/`, or is one whole key: then that key if it exists), as full keys. */
   list(prefix: string): Promise<string[]>;
   getToFile(key: string, file: string): Promise<void>;
   /** A small UTF-8 object (run.json, status.json). */
