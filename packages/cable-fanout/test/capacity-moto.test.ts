@@ -7,6 +7,7 @@
 // and every S3 call the tasks made (the probe's live files and stop marker included), recorded by
 // moto, must be one the task role allows, as IAM holds it, in a policy simulator (moto allows every
 // call); the runner's S3 calls likewise under the operator policy.
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -213,6 +214,32 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     expect(allowed).toEqual([]);
   }, 480_000);
 
+  it("stops every task when the runner gets SIGTERM mid-search: none is left running", async () => {
+    const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
+    const out = path.join(work, "sigterm");
+    let cli: ChildProcess | undefined;
+    try {
+      const run = runCli(
+        ["capacity", RAILS, "--regions", REGIONS.join(","), "--target", target.cableUrl, "--slo", "errors<1%", "--start", "20", "--step", "20", "--max", "100", "--hold", "60", "--start-delay", "1", "--out", out],
+        { cwd: work, env: moto.env, timeoutMs: 200_000, onSpawn: (c) => (cli = c) },
+      );
+      await waitFor(() => loadStarted(out), 150_000, "the search's first run to pass the barrier");
+      cli!.kill("SIGTERM");
+      const r = await run;
+      expect(r.stderr).toContain("stopping the search and every task");
+      // No verdict: the search was interrupted.
+      expect(r.code, r.stderr).toBe(4);
+      await ecs.settled(60_000);
+      expect(await ecs.running()).toEqual([]);
+      const tasks = [...ecs.tasks.values()];
+      expect(tasks).toHaveLength(REGIONS.length);
+      for (const t of tasks) expect(t.output).toContain("received SIGTERM");
+    } finally {
+      cli?.kill("SIGKILL");
+      await ecs.stop();
+    }
+  }, 240_000);
+
   it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
     const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
     try {
@@ -227,6 +254,28 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     }
   }, 60_000);
 });
+
+/** A run of the search has a common start, and it has passed: the tasks' Artillery runs. */
+function loadStarted(out: string): boolean {
+  if (!existsSync(out)) return false;
+  for (const search of readdirSync(out).filter((d) => !d.startsWith("."))) {
+    for (const runId of existsSync(path.join(out, search)) ? readdirSync(path.join(out, search)) : []) {
+      const file = path.join(out, search, runId, "fanout.json");
+      if (!existsSync(file)) continue;
+      const record = JSON.parse(readFileSync(file, "utf8")) as { startAt: number | null };
+      if (record.startAt !== null && Date.now() > record.startAt + 2_000) return true;
+    }
+  }
+  return false;
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
 
 /** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */
 function s3Request(request: RecordedRequest, buckets: Map<string, string>): { region: string; action: string; resource: string; context: Record<string, string> } {
