@@ -150,5 +150,10 @@ describe("by message rate", () => {
     expect(md).toMatch(/\| 30 \| 20 \| repeat \| \*\*breached\*\* \| [\d.]+ ✗ \| 0 ✓ \| 30 ✓ \| 60 \| \d+ ms \| 50 % \|/);
     expect(md).toContain('x-axis "messages per second" [10, 20, 30]');
     expect(md).toContain('title "cable.broadcast_latency.p95 by messages per second (SLO: below 250)"');
+
+    const bound = buildAnswer([at(10, "stair", [5]), { ...at(20, "stair", [8]), verdict: "generator-bound" as const }], 60, "add tasks", "rate");
+    const boundMd = renderCapacityMarkdown(bound, { slos, scenario: "s.yml", stair: { start: 10, step: 10, max: 60, holdS: 20, climbS: 2 }, regions: ["eu"], vary: "rate", users: 20 });
+    expect(boundMd).toContain("> **Generator-bound** at 20 msg/s:");
+    expect(boundMd).toContain("it holds **at least 10 msg/s**");
   });
 });

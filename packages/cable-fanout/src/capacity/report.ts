@@ -45,7 +45,7 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
   }
   if (answer.generatorBound) {
     lines.push(
-      `> **Generator-bound** at ${n(answer.generatorBound.at)}${unit}: ${answer.generatorBound.tasks.join("; ")}. The latencies of that step include the generator's own delay, so it is no verdict on the server: it holds **at least ${cell(answer.generatorBound.atLeast)}**. To go further, ${answer.generatorBound.advice}.`,
+      `> **Generator-bound** at ${n(answer.generatorBound.at)}${unit}: ${answer.generatorBound.tasks.join("; ")}. The latencies of that step include the generator's own delay, so it is no verdict on the server: it holds **at least ${cell(answer.generatorBound.atLeast)}${byRate ? " msg/s" : ""}**. To go further, ${answer.generatorBound.advice}.`,
       "",
     );
   }
