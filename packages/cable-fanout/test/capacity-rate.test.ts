@@ -71,6 +71,9 @@ describe("the generator verdict: cable-report's thresholds, lag p90 over the ste
     expect(unmeasured.health[0]).toMatchObject({ cpuPeak: null, saturated: false, reasons: [] });
     const partly = measureRegion([task("t1", { hold: [undefined, 93] })], step, 30, 20);
     expect(partly.health[0]).toMatchObject({ cpuPeak: 93, saturated: true });
+    // Judged before any rounding, as the report judges it.
+    expect(measureRegion([task("t1", { hold: [90.04, 90.4] })], step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90.4, saturated: true });
+    expect(measureRegion([task("t1", { hold: [90, 89.9] })], step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90, saturated: false });
   });
 });
 

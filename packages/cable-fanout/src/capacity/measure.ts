@@ -101,10 +101,10 @@ export function stepHealth(lagP90: number | null, cpuPeak: number | null, starve
   return { saturated: reasons.length > 0, reasons };
 }
 
-/** The most CPU any of these periods reported, or null when none carries the figure. */
+/** The most CPU any of these periods reported (to 0.1, as the probe writes it), or null when none carries the figure. */
 export function cpuPeakOf(periods: LivePeriod[]): number | null {
   const values = periods.map((p) => p.cpuPercent).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
-  return values.length > 0 ? Math.round(Math.max(...values)) : null;
+  return values.length > 0 ? Math.round(Math.max(...values) * 10) / 10 : null;
 }
 
 /** Merges one region's tasks for one step. `users` is the region's share of the level. */
