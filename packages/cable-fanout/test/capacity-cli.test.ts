@@ -65,11 +65,13 @@ describe("cable-fanout capacity --local", () => {
     const judged = a.steps.filter((s: Capacity) => s.verdict !== "incomplete");
     expect(judged.map((s: Capacity) => `${s.level} ${s.verdict}`)).toEqual(["20 held", "40 held", "60 breached", "60 breached"]);
     expect(judged.slice(-1)[0].attempt).toBe("repeat");
-    // Early stop: the stair ended during the climb to 80 at the latest, far from --max 200.
+    // Early stop, far from --max 200: a hold is judged once Artillery has closed its last period
+    // (up to 10 s later, more on a loaded machine), so the stair may have climbed to the next
+    // level by then (80), never all the way to the one after it (100).
     expect(Math.max(...a.steps.map((s: Capacity) => s.level))).toBe(60);
     const stair = a.runs.find((run: Capacity) => run.attempt === "stair" && run.levels.includes(60));
     expect(stair.stoppedEarly).toBe(true);
-    expect(stair.users.created).toBeLessThanOrEqual(80);
+    expect(stair.users.created).toBeLessThan(100);
     // Each region added its share of every step; the server saw the sum.
     expect(a.regions.east.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
     expect(a.regions.west.held).toBe(40);
