@@ -45,6 +45,13 @@ describe("flags", () => {
     expect(() => optionsFromArgs(["--history-limit", "many"])).toThrow(/--history-limit: expected a number/);
   });
 
+  test("the known capacities: --capacity, --rate-capacity and their delay", () => {
+    expect(optionsFromArgs(["--capacity", "50", "--rate-capacity", "27.5", "--over-capacity-delay-ms", "800"])).toMatchObject({
+      faults: { capacityConnections: 50, rateCapacity: 27.5, overCapacityDelayMs: 800 },
+    });
+    expect(() => optionsFromArgs(["--rate-capacity", "fast"])).toThrow(/--rate-capacity: expected a number/);
+  });
+
   test("a faults file gives per-channel overrides; flags win over it", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
     const file = path.join(dir, "faults.json");
