@@ -7,7 +7,7 @@ import type { LivePeriod, TaskLive } from "../src/capacity/live";
 import { measureRegion, splitPeriods } from "../src/capacity/measure";
 import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
-import { buildAnswer, decideNext, headline, judgeStep, refineLevel, type StepResult } from "../src/capacity/search";
+import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, refineLevel, type StepResult } from "../src/capacity/search";
 import { evaluateSlo, parseSlo, type StepFigures } from "../src/capacity/slo";
 import { segmentOverrides } from "../src/capacity/controller";
 
@@ -230,6 +230,21 @@ describe("verdicts, decisions and the answer", () => {
     expect(() => checkRefine(100, { step: 100 }, 1, false)).toThrow(/--refine 100 is not finer than --step 100: .* e.g. --refine 25/);
     expect(() => checkRefine(25, { step: 100 }, 2, false)).toThrow(/--refine 25 does not split evenly over 2 task/);
     expect(() => checkRefine(5, { step: 10 }, 2, true)).not.toThrow();
+  });
+
+  test("--refine: a refining run in which no user completed (a server the breach above left wedged) is no verdict, and ends the refining", () => {
+    const step = (level: number, attempt: StepResult["attempt"], latency: number, runId: string) => judgeStep(level, attempt, runId, { eu: region([latency], 5, level) }, slos);
+    // The stair: 160 held, 180 breached twice (slow, not dead); then puma answered no handshake at 170.
+    const steps = [step(160, "stair", 40, "a"), step(180, "stair", 2300, "a"), step(180, "repeat", 2600, "b"), step(170, "refine", 900, "c")];
+    expect(markUnrecovered(steps, "c", { created: 200, completed: 3 }, 180)).toBe(false);
+    expect(steps[3].verdict).toBe("breached");
+    expect(markUnrecovered(steps, "c", { created: 200, completed: 0 }, 180)).toBe(true);
+    expect(steps[3].verdict).toBe("incomplete");
+    expect(steps[3].regions.eu.missing).toEqual(["no user completed: the server had not recovered from the breach at 180"]);
+    // The stair's confirmed breach stands; the refining level is not read as one below it.
+    expect(buildAnswer(steps, 400, "")).toMatchObject({ held: 160, firstFailing: 180, incomplete: null });
+    // No record of the users (a task left no ended marker): nothing to conclude from.
+    expect(markUnrecovered(steps, "b", null, 180)).toBe(false);
   });
 
   test("capacity.md: the answer, a table per region, a chart from 0 with the bound as a line", () => {

@@ -15,7 +15,7 @@ import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
-import { buildAnswer, decideNext, headline, judgeStep, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
+import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
 import { scrape, summarizeServer, type ServerSample } from "./server-metrics.js";
 import { statOf, type Slo } from "./slo.js";
 
@@ -123,7 +123,8 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   // repeat confirms it. A level that gives no verdict (generator-bound, no data) ends the refining.
   if (options.refine !== undefined) {
     const tried = new Set<number>();
-    for (let round = 0; round < MAX_REFINE_ROUNDS && !deps.abort.signal.aborted; round++) {
+    let unrecovered = false;
+    for (let round = 0; round < MAX_REFINE_ROUNDS && !unrecovered && !deps.abort.signal.aborted; round++) {
       const sofar = buildAnswer(steps, options.stair.max, "", byRate ? "rate" : "users");
       if (sofar.held === null || sofar.firstFailing === null) break;
       const level = refineLevel(sofar.held, sofar.firstFailing, options.refine);
@@ -134,6 +135,11 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       for (let n = 0; n < MAX_ATTEMPTS && !deps.abort.signal.aborted; n++) {
         const outcome = await runSegment([level], attempt);
         runs.push(outcome.record);
+        if (markUnrecovered(steps, outcome.record.runId, outcome.record.users, sofar.firstFailing)) {
+          unrecovered = true;
+          deps.log(`capacity: no user completed at ${level} ${unit}: the server has not recovered from the breach at ${sofar.firstFailing}; refining stops with the answer so far`);
+          break;
+        }
         if (outcome.next.kind !== "repeat") break;
         attempt = "repeat";
       }

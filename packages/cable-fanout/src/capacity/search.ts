@@ -140,6 +140,24 @@ export function refineLevel(held: number, failing: number, resolution: number): 
   return held + Math.ceil(between / 2) * resolution;
 }
 
+/**
+ * --refine tries levels below a confirmed breach, each in a fresh run. A server that the breach
+ * left wedged (puma stopped answering handshakes after two holds far past its capacity) fails
+ * every user at any level, and that would read as a breach below the real one. So a refining run
+ * in which users started and none completed its flow is not a verdict on its level: its steps
+ * become "incomplete", naming why, and the refining stops with the answer it had.
+ * Returns whether it did so.
+ */
+export function markUnrecovered(steps: StepResult[], runId: string, users: { created: number; completed: number } | null, breachAbove: number): boolean {
+  if (!users || users.created === 0 || users.completed > 0) return false;
+  for (const step of steps) {
+    if (step.runId !== runId) continue;
+    step.verdict = "incomplete";
+    for (const outcome of Object.values(step.regions)) outcome.missing.push(`no user completed: the server had not recovered from the breach at ${breachAbove}`);
+  }
+  return true;
+}
+
 export interface Breach {
   region: string;
   slo: string;
