@@ -14,6 +14,20 @@ export function framesPerCpuSecond(frames, cpuSeconds) {
   return frames / cpuSeconds;
 }
 
+/**
+ * One subject's listen figure from repeated runs: the run with the most frames per CPU-second
+ * (noise only adds CPU), but the worst delivery of them all (a frame lost in any run is lost), and
+ * every run's throughput kept beside it.
+ */
+export function bestListenRun(runs) {
+  if (runs.length === 0) throw new Error("bestListenRun: no runs");
+  const best = runs.reduce((a, b) => ((b.framesPerCpuSecond ?? -1) > (a.framesPerCpuSecond ?? -1) ? b : a));
+  if (runs.length === 1) return best;
+  const deliveries = runs.map((r) => r.delivery);
+  const delivery = deliveries.some((d) => d === null || d === undefined) ? best.delivery : Math.min(...deliveries);
+  return { ...best, delivery, runsFramesPerCpuSecond: runs.map((r) => r.framesPerCpuSecond) };
+}
+
 /** Memory per extra idle subscribed connection: (RSS with n − RSS with n0) ÷ (n − n0), in bytes. */
 export function marginalBytesPerVu(rssSmall, rssLarge, n0, n) {
   if (n <= n0) throw new Error(`marginalBytesPerVu: n (${n}) must exceed n0 (${n0})`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, percentile } from "../lib/stats.mjs";
+import { bestListenRun, evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, percentile } from "../lib/stats.mjs";
 
 test("percentile is nearest-rank", () => {
   assert.equal(percentile([5, 1, 4, 2, 3], 50), 3);
@@ -28,4 +28,16 @@ test("goals: met, missed within 25 %, regressed past it, in both directions", ()
   assert.deepEqual(edge, { throughput: "missed", memory: "missed", delivery: "regressed" });
   assert.equal(evaluateGoals({ scale: NaN })[0].status, "regressed");
   assert.equal(evaluateGoals({}).length, 0);
+});
+
+test("repeated listen runs: the best throughput counts, the worst delivery counts", () => {
+  const a = { framesPerCpuSecond: 40_000, delivery: 1, bytesPerIdleVu: 9_000 };
+  const b = { framesPerCpuSecond: 52_000, delivery: 0.999, bytesPerIdleVu: 8_000 };
+  assert.deepEqual(bestListenRun([a, b]), { framesPerCpuSecond: 52_000, delivery: 0.999, bytesPerIdleVu: 8_000, runsFramesPerCpuSecond: [40_000, 52_000] });
+  assert.equal(bestListenRun([{ ...b, delivery: 1 }, a]).delivery, 1);
+  assert.equal(bestListenRun([{ ...a, delivery: 0.5 }, { ...b, delivery: 1 }]).delivery, 0.5);
+  // Artillery's ws engine reports no delivery of its own.
+  assert.equal(bestListenRun([{ framesPerCpuSecond: 1, delivery: null }, { framesPerCpuSecond: 2, delivery: null }]).delivery, null);
+  assert.equal(bestListenRun([a]), a);
+  assert.throws(() => bestListenRun([]), /no runs/);
 });
