@@ -76,6 +76,15 @@ describe("the image's build context", () => {
     });
     afterAll(() => target?.close());
 
+    /** One task of `runId` through the staged entrypoint (not the workspace's), which must succeed. */
+    async function runStagedWorker(runId: string): Promise<void> {
+      const result = await runWorker(
+        cleanEnv({ CABLE_RUN_ID: runId, CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
+        path.join(dir, "worker/main.js"),
+      );
+      expect(result.code, result.stderr).toBe(0);
+    }
+
     it("runs an engine: cable scenario and leaves report, sidecar, log and status", async () => {
       await writeTree(path.join(store, "runs/cable1/bundle"), {
         "run.json": JSON.stringify({ scenario: "chat.yml", startAt: Date.now() + 1_000, overrides: { config: { target: target.cableUrl } } }),
@@ -99,12 +108,7 @@ scenarios:
 `,
       });
 
-      const result = await runWorker(
-        cleanEnv({ CABLE_RUN_ID: "cable1", CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
-        // The staged entrypoint, not the workspace's.
-        path.join(dir, "worker/main.js"),
-      );
-      expect(result.code, result.stderr).toBe(0);
+      await runStagedWorker("cable1");
 
       const results = path.join(store, "runs/cable1/local/t0");
       expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
@@ -139,11 +143,7 @@ scenarios:
       - disconnect: {}
 `,
       });
-      const result = await runWorker(
-        cleanEnv({ CABLE_RUN_ID: "probe1", CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
-        path.join(dir, "worker/main.js"),
-      );
-      expect(result.code, result.stderr).toBe(0);
+      await runStagedWorker("probe1");
       const live = path.join(store, "runs/probe1/local/t0/live");
       const files = (await readdir(live)).sort();
       expect(files).toEqual(expect.arrayContaining(["ended.live", "phases.live"]));
