@@ -9,7 +9,8 @@ import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/pl
 import { renderCapacityMarkdown } from "../src/capacity/report";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, refineLevel, type StepResult } from "../src/capacity/search";
 import { evaluateSlo, parseSlo, type StepFigures } from "../src/capacity/slo";
-import { segmentOverrides } from "../src/capacity/controller";
+import { segmentOverrides, usersOf } from "../src/capacity/controller";
+import type { MergedResults } from "artillery-plugin-cable-report";
 
 function sketchOf(values: number[]): DDSketch {
   const s = new DDSketch({ relativeAccuracy: 0.01 });
@@ -245,6 +246,17 @@ describe("verdicts, decisions and the answer", () => {
     expect(buildAnswer(steps, 400, "")).toMatchObject({ held: 160, firstFailing: 180, incomplete: null });
     // No record of the users (a task left no ended marker): nothing to conclude from.
     expect(markUnrecovered(steps, "b", null, 180)).toBe(false);
+  });
+
+  test("a run's users come from its tasks' final reports, only when every task left one", () => {
+    const merged = (tasks: number[], counters: Record<string, number>) =>
+      ({ regions: tasks.map((n, i) => ({ name: `r${i}`, tasks: n, expectedTasks: 2 })), all: { counters } }) as unknown as MergedResults;
+    expect(usersOf(merged([2, 2], { "vusers.created": 60, "vusers.completed": 58, "vusers.failed": 2 }))).toEqual({ created: 60, completed: 58, failed: 2 });
+    expect(usersOf(merged([2, 2], { "vusers.created": 4 }))).toEqual({ created: 4, completed: 0, failed: 0 });
+    // A task without a report: its users are unknown, so is the whole run's count (ended.live decides).
+    expect(usersOf(merged([2, 1], { "vusers.created": 60, "vusers.completed": 60 }))).toBeNull();
+    expect(usersOf(merged([], {}))).toBeNull();
+    expect(usersOf(undefined)).toBeNull();
   });
 
   test("capacity.md: the answer, a table per region, a chart from 0 with the bound as a line", () => {

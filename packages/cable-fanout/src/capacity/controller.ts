@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Store } from "cable-infra/worker/store";
-import { writeFileAtomic } from "artillery-plugin-cable-report";
+import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
 import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
@@ -293,9 +293,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       }
       if (!finished) segmentAbort.abort();
     }
-    await settled;
+    const result = await run.catch(() => undefined);
     deps.abort.signal.removeEventListener("abort", onUserAbort);
-    if (runId) {
+    users = usersOf(result?.merged);
+    if (!users && runId) {
       const all = [...(await readLive(runId, cache)).values()].flat();
       if (all.length > 0 && all.every((t) => t.ended)) {
         users = all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
@@ -343,6 +344,19 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     }
     return `capacity: ${where}${measured.length ? ` · ${measured.join(", ")}` : ""}${history ? ` · ${history}` : ""} (of ${segmentLevels.join(", ")})`;
   }
+}
+
+/**
+ * The users a run started and ended, from its tasks' final Artillery reports when every task left
+ * one. Those are exact; the live periods the probe sums are not always: Artillery drops a worker's
+ * second batch of metrics for a period it already reported ("multiple batches of metrics for
+ * period", launch-platform.js), which a starved generator produces, so ended.live can say 49
+ * created and 60 ended. ended.live stays the signal that the users are done, and the fallback.
+ */
+export function usersOf(merged: MergedResults | undefined): SegmentRecord["users"] {
+  if (!merged || merged.regions.length === 0 || merged.regions.some((r) => r.tasks < r.expectedTasks)) return null;
+  const count = (name: string) => merged.all.counters[name] ?? 0;
+  return { created: count("vusers.created"), completed: count("vusers.completed"), failed: count("vusers.failed") };
 }
 
 function stepSummary(step: StepResult): string {
