@@ -2,6 +2,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import type { CheckTally, Column, Distribution, GeneratorTask } from "./model.js";
 import { detectSaturation } from "./saturation.js";
+import { mergeSeries } from "./series.js";
 import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
@@ -36,6 +37,7 @@ export function mergeColumn(name: string, tasks: TaskResult[], files: string[]):
     lastMetricAt: extreme(tasks.map((t) => t.lastMetricAt), Math.max),
     generator: tasks.map((t, i) => generatorHealth(t, files[i] ?? t.reportFile)),
     rejected: [],
+    series: mergeSeries(tasks, files),
   };
 }
 

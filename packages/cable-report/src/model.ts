@@ -3,8 +3,11 @@
 import { z } from "zod";
 
 export const MERGED_FORMAT = "cable-report-merged";
-/** 2 added the merged sketches, the generator's health and the tasks left out; version 1 files still load. */
-export const MERGED_VERSION = 2;
+/**
+ * 2 added the merged sketches, the generator's health and the tasks left out; 3 the time series
+ * (`series` in every column, `timeline` at the top). Versions 1 and 2 still load.
+ */
+export const MERGED_VERSION = 3;
 export const ALL_REGIONS = "all regions";
 
 const distributionSchema = z.object({
@@ -52,6 +55,31 @@ const checkTallySchema = z.object({
   failed: z.number(),
 });
 
+/** One value per period of the column's `periods`; null where the period has nothing to say. */
+const perPeriod = z.array(z.number().nullable());
+
+/**
+ * What happened when, in one column (a region, or all regions): one entry per 10 s period, aligned
+ * by timestamp across tasks (series.ts). Latency percentiles come from each period's DDSketches
+ * merged across the column's tasks, never from averaged percentiles.
+ */
+export const seriesSchema = z.object({
+  /** Period starts, epoch ms, ascending, every 10 s from the column's first period to its last (gaps included). */
+  periods: z.array(z.number()),
+  /** Per latency histogram (`cable.*`): samples, p50, p95 and p99 per period (null: no sample). */
+  latency: z.record(z.string(), z.object({ count: perPeriod, p50: perPeriod, p95: perPeriod, p99: perPeriod, approximate: z.boolean() })),
+  /** Open connections: each task's most-at-once in the period (`cable.connections_open_period_peak`), summed. */
+  connections: perPeriod,
+  /** Virtual users created, completed and failed in each period, and active (created so far minus ended so far) at its end. */
+  users: z.object({ created: perPeriod, completed: perPeriod, failed: perPeriod, active: perPeriod }),
+  /** Messages a second over each period (`cable.messages_sent` / `cable.messages_received` ÷ 10 s). */
+  messages: z.object({ sent: perPeriod, received: perPeriod }),
+  /** Per error code (`errors.*`), its count in each period; `total` sums them. */
+  errors: z.record(z.string(), perPeriod),
+  /** Each task's generator: its event-loop lag p99 (ms) and CPU (% of its worker cores) per period. */
+  generator: z.array(z.object({ file: z.string(), lagP99: perPeriod, cpu: perPeriod })),
+});
+
 const columnSchema = z.object({
   name: z.string(),
   tasks: z.number(),
@@ -71,15 +99,39 @@ const columnSchema = z.object({
   generator: z.array(generatorTaskSchema).default([]),
   /** Task files that were corrupt or truncated (left out) or duplicates (counted once). */
   rejected: z.array(rejectedSchema).default([]),
+  /** Absent in merged files before version 3. */
+  series: seriesSchema.optional(),
 });
 
 const regionSchema = columnSchema.extend({
   expectedTasks: z.number(),
 });
 
+/** The server's own figures over time (`--server-metrics`: a Prometheus endpoint scraped by the runner). */
+export const serverSeriesSchema = z.object({
+  /** Scrape times, epoch ms. */
+  at: z.array(z.number()),
+  /** vCPU the server used since the scrape before (Δ process_cpu_seconds_total ÷ Δ wall seconds). */
+  vcpu: perPeriod,
+  memoryMiB: perPeriod,
+  connections: perPeriod,
+});
+
+/** The run's time axis, shared by every column's series. */
+export const timelineSchema = z.object({
+  periodMs: z.number(),
+  /** First period start of the run, epoch ms: elapsed times count from it. */
+  start: z.number().nullable(),
+  /** Each phase's earliest start over the tasks (they start together behind the fan-out's barrier). */
+  phases: z.array(z.object({ index: z.number(), name: z.string(), startTime: z.number(), endTime: z.number().nullable() })),
+  server: serverSeriesSchema.nullable(),
+  /** What stopped the run early (`cable-fanout run --abort-on`), if anything. */
+  aborted: z.object({ condition: z.string(), at: z.number(), figure: z.string() }).nullable().default(null),
+});
+
 export const mergedSchema = z.object({
   format: z.literal(MERGED_FORMAT),
-  version: z.union([z.literal(1), z.literal(MERGED_VERSION)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(MERGED_VERSION)]),
   test: z.object({
     /** "" when no task had a sidecar to name it. */
     name: z.string(),
@@ -89,6 +141,8 @@ export const mergedSchema = z.object({
   regions: z.array(regionSchema),
   all: columnSchema,
   notes: z.array(z.string()),
+  /** Absent in merged files before version 3. */
+  timeline: timelineSchema.optional(),
 });
 
 export type Distribution = z.infer<typeof distributionSchema>;
@@ -98,3 +152,6 @@ export type CheckTally = z.infer<typeof checkTallySchema>;
 export type Column = z.infer<typeof columnSchema>;
 export type RegionColumn = z.infer<typeof regionSchema>;
 export type MergedResults = z.infer<typeof mergedSchema>;
+export type Series = z.infer<typeof seriesSchema>;
+export type ServerSeries = z.infer<typeof serverSeriesSchema>;
+export type Timeline = z.infer<typeof timelineSchema>;

@@ -5,10 +5,9 @@
 // plugin event bus with the live DDSketch objects), so the workers do nothing.
 import type { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
-import { cpus } from "node:os";
 import { isMainThread } from "node:worker_threads";
-import type { DDSketch } from "@artilleryio/sketches-js";
 import { writeFileAtomic } from "./atomic-write.js";
+import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
 import {
   encodeSketch,
   RELATIVE_ACCURACY,
@@ -19,14 +18,6 @@ import {
   type Phase,
   type Sidecar,
 } from "./sidecar.js";
-
-/** The parts of Artillery's period metrics (ssms.ts PeriodMetrics) the sidecar keeps. */
-interface PeriodStats {
-  period: number | string;
-  counters?: Record<string, number>;
-  rates?: Record<string, number>;
-  histograms?: Record<string, DDSketch>;
-}
 
 /** What the ensure plugin emits on `checks` (artillery-plugin-ensure/dist/plugin.js). */
 interface EnsureCheck {
@@ -57,48 +48,9 @@ declare global {
 /** Artillery hands v2 plugins the new metrics format (with DDSketch objects) only when this is false. */
 export const LEGACY_METRICS_FORMAT = false;
 
-/**
- * CPU use of the whole process (every worker thread, the main thread, GC) over
- * wall time, in % of Artillery's worker threads (launch-platform: one per core
- * but one), from the first phase's start: before it, loading the script and
- * starting the workers would count as load. Windows end at each period report;
- * a window under a second is too short to mean anything.
- */
-class CpuMeter {
-  private readonly workers = Math.max(1, cpus().length - 1);
-  private start?: { usage: NodeJS.CpuUsage; at: number };
-  private last?: { usage: NodeJS.CpuUsage; at: number };
-  private peak: number | null = null;
-
-  begin(): void {
-    if (this.start) return;
-    this.start = this.last = { usage: process.cpuUsage(), at: performance.now() };
-  }
-
-  /** Closes a window (at a period report, or at the end). */
-  mark(): void {
-    if (!this.last) return;
-    const now = { usage: process.cpuUsage(), at: performance.now() };
-    const percent = this.percent(this.last, now);
-    if (percent !== null) this.peak = Math.max(this.peak ?? 0, percent);
-    this.last = now;
-  }
-
-  summary(): NonNullable<Sidecar["generator"]> {
-    const mean = this.start && this.last ? this.percent(this.start, this.last) : null;
-    return { workers: this.workers, cpuMean: mean, cpuPeak: this.peak };
-  }
-
-  private percent(from: { usage: NodeJS.CpuUsage; at: number }, to: { usage: NodeJS.CpuUsage; at: number }): number | null {
-    const wallMs = to.at - from.at;
-    if (wallMs < 1_000) return null;
-    const cpuMs = (to.usage.user - from.usage.user + to.usage.system - from.usage.system) / 1_000;
-    return Math.round((cpuMs / wallMs / this.workers) * 1_000) / 10;
-  }
-}
-
 export class Plugin {
   private readonly periods: Sidecar["periods"] = [];
+  private readonly phaseStarts: PhaseStart[] = [];
   private readonly cpu = new CpuMeter();
   private checks: CheckOutcome[] | null = null;
   private sidecar: Sidecar | undefined;
@@ -121,17 +73,13 @@ export class Plugin {
 
     // Serialize each period as it arrives: Artillery later deletes the
     // histograms from these same objects when it writes the report.
-    events.on("phaseStarted", () => this.cpu.begin());
-    events.on("stats", (stats: PeriodStats) => {
-      this.cpu.mark();
-      this.periods.push({
-        period: Number(stats.period),
-        counters: { ...stats.counters },
-        rates: { ...stats.rates },
-      });
+    events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
+      this.cpu.begin();
+      this.phaseStarts.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
     });
+    events.on("stats", (stats: ArtilleryPeriodStats) => this.periods.push(recordPeriod(stats, this.cpu.mark())));
 
-    events.on("done", (stats: PeriodStats) => {
+    events.on("done", (stats: ArtilleryPeriodStats) => {
       this.cpu.mark();
       this.sidecar = {
         format: SIDECAR_FORMAT,
@@ -152,6 +100,7 @@ export class Plugin {
           ),
         },
         periods: [...this.periods].sort((a, b) => a.period - b.period),
+        phaseStarts: [...this.phaseStarts],
         checks: null,
         generator: this.cpu.summary(),
       };

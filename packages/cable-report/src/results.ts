@@ -3,7 +3,8 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { mergeColumn } from "./merge.js";
-import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, type MergedResults, type RegionColumn, type RejectedFile } from "./model.js";
+import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type Timeline } from "./model.js";
+import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
 import { loadTask, type TaskResult } from "./task.js";
@@ -13,6 +14,8 @@ export interface Expectations {
   regions?: string[];
   /** Tasks each region should have run; by default the most any region ran. */
   tasksPerRegion?: number;
+  /** The server's own figures over time, charted beside the load. */
+  server?: ServerSeries | null;
 }
 
 export interface RegionTasks {
@@ -26,7 +29,36 @@ export interface RegionTasks {
 
 export function mergeResults(dir: string, expectations: Expectations = {}): MergedResults {
   const { regions, notes } = loadResultsDir(dir);
-  return mergeRegions(regions, expectations, notes);
+  return mergeRegions(regions, { server: readServerSeries(dir), ...expectations }, notes);
+}
+
+/** The runner's scrape of the server's own metrics (`cable-fanout --server-metrics`), beside the region folders. */
+export const SERVER_METRICS_FILE = "server-metrics.json";
+
+export function readServerSeries(dir: string): ServerSeries | null {
+  const file = join(dir, SERVER_METRICS_FILE);
+  if (!existsSync(file)) return null;
+  return parseJsonFile(file, serverSeriesSchema, "is not a server-metrics series (cable-fanout --server-metrics)");
+}
+
+/** The run's time axis: its first period, and each phase from its earliest start over the tasks to the next one's. */
+export function buildTimeline(tasks: TaskResult[], periods: number[], server: ServerSeries | null): Timeline {
+  const starts = new Map<number, { name: string; startTime: number }>();
+  for (const task of tasks) {
+    for (const p of task.phaseStarts) {
+      const known = starts.get(p.index);
+      if (!known || p.startTime < known.startTime) starts.set(p.index, { name: p.name, startTime: p.startTime });
+    }
+  }
+  const end = periods.length > 0 ? periods[periods.length - 1] + PERIOD_MS : null;
+  const ordered = [...starts].sort(([a], [b]) => a - b);
+  return {
+    periodMs: PERIOD_MS,
+    start: periods[0] ?? null,
+    phases: ordered.map(([index, p], i) => ({ index, name: p.name, startTime: p.startTime, endTime: ordered[i + 1]?.[1].startTime ?? end })),
+    server,
+    aborted: null,
+  };
 }
 
 export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: string[] } {
@@ -135,6 +167,7 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     regions: columns,
     all,
     notes: [...notes],
+    timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
   };
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {

@@ -1,15 +1,16 @@
 // The sidecar file: what Artillery's JSON report leaves out (raw DDSketch
 // histograms, the test's identity, `ensure` outcomes), written by the plugin
 // beside the report and read back by the merger.
-import { DDSketch } from "@artilleryio/sketches-js";
 import { z } from "zod";
+import { phaseStartSchema, periodRecordSchema } from "./period.js";
+import { RELATIVE_ACCURACY } from "./sketch-codec.js";
+
+export { decodeSketch, encodeSketch, RELATIVE_ACCURACY } from "./sketch-codec.js";
 
 export const SIDECAR_FORMAT = "artillery-cable-report-sidecar";
-export const SIDECAR_VERSION = 1;
+/** 2 added each period's sketches and CPU, and the phases' start times; version 1 files still load. */
+export const SIDECAR_VERSION = 2;
 export const SIDECAR_SUFFIX = ".sketches.json";
-
-/** Artillery creates every histogram with this accuracy (lib/core/ssms.ts); sketches only merge when it matches. */
-export const RELATIVE_ACCURACY = 0.01;
 
 /** `report.json` → `report.json.sketches.json`, in the same directory. */
 export function sidecarPathFor(reportPath: string): string {
@@ -32,7 +33,7 @@ const checkSchema = z.object({
 
 export const sidecarSchema = z.object({
   format: z.literal(SIDECAR_FORMAT),
-  version: z.literal(SIDECAR_VERSION),
+  version: z.union([z.literal(1), z.literal(SIDECAR_VERSION)]),
   artilleryVersion: z.string(),
   testRunId: z.string(),
   test: z.object({
@@ -47,13 +48,10 @@ export const sidecarSchema = z.object({
     /** Metric name → base64 of `DDSketch.toProto()`. */
     histograms: z.record(z.string(), z.string()),
   }),
-  periods: z.array(
-    z.object({
-      period: z.number(),
-      counters: numberRecord,
-      rates: numberRecord,
-    }),
-  ),
+  /** Every metrics period: counters, rates and (version 2) raw sketches and the generator's CPU. */
+  periods: z.array(periodRecordSchema),
+  /** When each phase started (version 2): the time series name them. */
+  phaseStarts: z.array(phaseStartSchema).default([]),
   /** null: no `ensure` checks ran in that task. */
   checks: z.array(checkSchema).nullable(),
   /**
@@ -73,24 +71,3 @@ export const sidecarSchema = z.object({
 export type Sidecar = z.infer<typeof sidecarSchema>;
 export type CheckOutcome = z.infer<typeof checkSchema>;
 export type Phase = z.infer<typeof phaseSchema>;
-
-export function encodeSketch(sketch: DDSketch): string {
-  return Buffer.from(sketch.toProto()).toString("base64");
-}
-
-/** Throws with the metric's name when the bytes are not a DDSketch protobuf. */
-export function decodeSketch(name: string, base64: string): DDSketch {
-  let sketch: DDSketch;
-  try {
-    sketch = DDSketch.fromProto(Buffer.from(base64, "base64"));
-  } catch (err) {
-    throw new Error(`histogram "${name}" is not a DDSketch protobuf (${(err as Error).message})`);
-  }
-  if (!Number.isFinite(sketch.count) || sketch.count < 0) {
-    throw new Error(`histogram "${name}" has an invalid sample count`);
-  }
-  if (!new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY }).mergeable(sketch)) {
-    throw new Error(`histogram "${name}" was not made with relative accuracy ${RELATIVE_ACCURACY}, so it cannot be merged`);
-  }
-  return sketch;
-}

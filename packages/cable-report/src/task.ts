@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import type { DDSketch } from "@artilleryio/sketches-js";
 import { z } from "zod";
 import { parseJsonFile, ResultsInputError } from "./input.js";
+import type { PeriodRecord, PhaseStart } from "./period.js";
 import { decodeSketch, sidecarPathFor, sidecarSchema, type CheckOutcome, type Sidecar } from "./sidecar.js";
 
 /** Artillery's summary of one histogram (ssms.ts summarizeHistogram), rounded to 0.1. */
@@ -39,11 +40,8 @@ const reportSchema = z.object({
   intermediate: z.array(periodMetricsSchema),
 });
 
-export interface PeriodCounts {
-  period: number;
-  counters: Record<string, number>;
-  rates: Record<string, number>;
-}
+/** A period of one task: the shared record, plus Artillery's summaries when it came from the report alone (no sketches). */
+export type TaskPeriod = PeriodRecord & { summaries?: Record<string, HistogramSummary> };
 
 export interface TaskResult {
   reportFile: string;
@@ -52,7 +50,9 @@ export interface TaskResult {
   counters: Record<string, number>;
   summaries: Record<string, HistogramSummary>;
   sketches?: Record<string, DDSketch>;
-  periods: PeriodCounts[];
+  periods: TaskPeriod[];
+  /** When each phase started, on the task's clock (sidecar version 2, or live files). */
+  phaseStarts: PhaseStart[];
   firstMetricAt?: number;
   lastMetricAt?: number;
   /** From the sidecar; reports alone do not name their test. */
@@ -77,7 +77,8 @@ export function loadTask(reportFile: string): TaskResult {
     reportFile,
     counters: aggregate.counters,
     summaries: aggregate.summaries,
-    periods: report.intermediate.flatMap(({ period, counters, rates }) => (period === undefined ? [] : [{ period, counters, rates }])),
+    periods: report.intermediate.flatMap(({ period, counters, rates, summaries }) => (period === undefined ? [] : [{ period, counters, rates, histograms: {}, summaries }])),
+    phaseStarts: [],
     firstMetricAt: aggregate.firstMetricAt,
     lastMetricAt: aggregate.lastMetricAt,
     scenariosRun: Object.keys(aggregate.counters)
@@ -97,7 +98,9 @@ export function loadTask(reportFile: string): TaskResult {
       test: sidecar.test,
       sketches,
       checks: sidecar.checks,
-      periods: sidecar.periods,
+      // Version 1 sidecars kept counters only: the report's summaries still give each period's percentiles.
+      periods: sidecar.version === 1 ? sidecar.periods.map((p) => ({ ...p, summaries: task.periods.find((r) => r.period === p.period)?.summaries })) : sidecar.periods,
+      phaseStarts: sidecar.phaseStarts,
       testRunId: sidecar.testRunId || undefined,
       generator: sidecar.generator,
     });

@@ -6,7 +6,27 @@ import { dirname } from "node:path";
 import { DDSketch } from "@artilleryio/sketches-js";
 import { summarizeSketch } from "../src/merge.js";
 import { encodeSketch, RELATIVE_ACCURACY, SIDECAR_FORMAT, SIDECAR_VERSION, sidecarPathFor, type Sidecar } from "../src/sidecar.js";
-import type { HistogramSummary, PeriodCounts, TaskResult } from "../src/task.js";
+import type { PhaseStart } from "../src/period.js";
+import type { HistogramSummary, TaskPeriod, TaskResult } from "../src/task.js";
+
+/** A period of a constructed task: its counters, and raw samples per histogram (encoded as the plugin does). */
+export interface PeriodSpec {
+  period: number;
+  counters: Record<string, number>;
+  rates?: Record<string, number>;
+  samples?: Record<string, number[]>;
+  cpuPercent?: number;
+}
+
+export function periodOf(spec: PeriodSpec): TaskPeriod {
+  return {
+    period: spec.period,
+    counters: spec.counters,
+    rates: spec.rates ?? {},
+    histograms: Object.fromEntries(Object.entries(spec.samples ?? {}).map(([n, s]) => [n, encodeSketch(sketchOf(s))])),
+    ...(spec.cpuPercent !== undefined ? { cpuPercent: spec.cpuPercent } : {}),
+  };
+}
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
 export function random(seed: number): () => number {
@@ -47,7 +67,8 @@ export function exactQuantile(samples: number[], q: number): number {
 export interface TaskSpec {
   histograms?: Record<string, number[]>;
   counters?: Record<string, number>;
-  periods?: PeriodCounts[];
+  periods?: PeriodSpec[];
+  phaseStarts?: PhaseStart[];
   checks?: TaskResult["checks"];
   test?: TaskResult["test"];
   firstMetricAt?: number;
@@ -67,7 +88,8 @@ export function taskOf(spec: TaskSpec, reportFile = "report.json"): TaskResult {
     reportFile,
     counters,
     summaries: Object.fromEntries(Object.entries(sketches).map(([n, s]) => [n, summaryOf(s)])),
-    periods: spec.periods ?? [],
+    periods: (spec.periods ?? []).map(periodOf),
+    phaseStarts: spec.phaseStarts ?? [],
     firstMetricAt: spec.firstMetricAt,
     lastMetricAt: spec.lastMetricAt,
     scenariosRun: Object.keys(counters)
@@ -89,7 +111,7 @@ export function taskOf(spec: TaskSpec, reportFile = "report.json"): TaskResult {
 export function writeTask(file: string, spec: TaskSpec): void {
   mkdirSync(dirname(file), { recursive: true });
   const task = taskOf(spec, file);
-  const periodMetrics = (p: PeriodCounts) => ({ period: String(p.period), counters: p.counters, rates: p.rates, summaries: {}, histograms: {} });
+  const periodMetrics = (p: TaskPeriod) => ({ period: String(p.period), counters: p.counters, rates: p.rates, summaries: {}, histograms: {} });
   const report = {
     aggregate: {
       period: Math.max(0, ...task.periods.map((p) => p.period)),
@@ -117,6 +139,7 @@ export function writeTask(file: string, spec: TaskSpec): void {
       histograms: Object.fromEntries(Object.entries(task.sketches!).map(([n, s]) => [n, encodeSketch(s)])),
     },
     periods: task.periods,
+    phaseStarts: task.phaseStarts,
     checks: task.checks,
     ...(spec.generator ? { generator: spec.generator } : {}),
   };

@@ -1,0 +1,125 @@
+// One Artillery metrics period as every part of the project keeps it: the sidecar's per-period
+// series, the task's live files (written while the run goes on, read by `cable-fanout run`'s live
+// lines, its --abort-on and the capacity search) and the report's time series. One type, one codec.
+import type { DDSketch } from "@artilleryio/sketches-js";
+import { cpus } from "node:os";
+import { z } from "zod";
+import { decodeSketch, encodeSketch } from "./sketch-codec.js";
+
+/** Artillery's reporting period; its buckets start on 10 s wall-clock boundaries (ssms.ts normalizeTs). */
+export const PERIOD_MS = 10_000;
+
+const numberRecord = z.record(z.string(), z.number());
+
+export const periodRecordSchema = z.object({
+  /** Start of Artillery's 10 s period, epoch ms (the task's own clock). */
+  period: z.number(),
+  counters: numberRecord,
+  rates: numberRecord.default({}),
+  /** Metric name → base64 of `DDSketch.toProto()`; absent in sidecars of version 1. */
+  histograms: z.record(z.string(), z.string()).default({}),
+  /**
+   * The Artillery process's CPU over the period (every worker thread included) as a percent of the
+   * cores its workers may use (CpuMeter); absent for a window under 1 s.
+   */
+  cpuPercent: z.number().optional(),
+});
+export type PeriodRecord = z.infer<typeof periodRecordSchema>;
+
+export const phaseStartSchema = z.object({
+  index: z.number(),
+  name: z.string(),
+  /** epoch ms, the task's clock. */
+  startTime: z.number(),
+});
+export type PhaseStart = z.infer<typeof phaseStartSchema>;
+
+/** What Artillery hands a plugin on `stats` (ssms.ts PeriodMetrics), the parts kept. */
+export interface ArtilleryPeriodStats {
+  period: number | string;
+  counters?: Record<string, number>;
+  rates?: Record<string, number>;
+  histograms?: Record<string, DDSketch | { toProto(): Uint8Array }>;
+}
+
+/**
+ * Serializes a period as it arrives: Artillery later deletes the histograms from these same
+ * objects when it writes the report.
+ */
+export function recordPeriod(stats: ArtilleryPeriodStats, cpuPercent: number | null): PeriodRecord {
+  const record: PeriodRecord = {
+    period: Number(stats.period),
+    counters: { ...stats.counters },
+    rates: { ...stats.rates },
+    histograms: Object.fromEntries(Object.entries(stats.histograms ?? {}).map(([name, sketch]) => [name, encodeSketch(sketch)])),
+  };
+  if (cpuPercent !== null) record.cpuPercent = cpuPercent;
+  return record;
+}
+
+/** A period's sketches; a damaged one leaves its metric out of the period rather than failing the reader. */
+export function periodSketches(period: PeriodRecord): Record<string, DDSketch> {
+  const out: Record<string, DDSketch> = {};
+  for (const [name, base64] of Object.entries(period.histograms)) {
+    try {
+      out[name] = decodeSketch(name, base64);
+    } catch {
+      // left out
+    }
+  }
+  return out;
+}
+
+/** The cores Artillery's worker threads may use: all but the main thread's (launch-platform: one per core but one). */
+export const generatorWorkers = (): number => Math.max(1, cpus().length - 1);
+
+export interface CpuSample {
+  usage: NodeJS.CpuUsage;
+  /** performance.now() */
+  at: number;
+}
+
+/**
+ * The process's CPU between two samples as a percent of `workers` cores, to 0.1 (process.cpuUsage
+ * in the main thread counts every worker thread). Null under 1 s of wall time, where one scheduler
+ * tick would swing it. Several cores' worth on one worker core reads above 100: a saturated
+ * generator, not a clamp.
+ */
+export function cpuPercent(from: CpuSample, to: CpuSample, workers: number): number | null {
+  const wallMs = to.at - from.at;
+  if (wallMs < 1_000) return null;
+  const cpuMs = (to.usage.user - from.usage.user + to.usage.system - from.usage.system) / 1_000;
+  return Math.round((cpuMs / wallMs / workers) * 1_000) / 10;
+}
+
+/**
+ * CPU use of the whole process (every worker thread, the main thread, GC) over wall time, in % of
+ * Artillery's worker threads, from the first phase's start: before it, loading the script and
+ * starting the workers would count as load. Windows end at each period report.
+ */
+export class CpuMeter {
+  readonly workers = generatorWorkers();
+  private start?: CpuSample;
+  private last?: CpuSample;
+  private peak: number | null = null;
+
+  begin(): void {
+    if (this.start) return;
+    this.start = this.last = { usage: process.cpuUsage(), at: performance.now() };
+  }
+
+  /** Closes a window (at a period report, or at the end) and returns its CPU, null when too short or not begun. */
+  mark(): number | null {
+    if (!this.last) return null;
+    const now = { usage: process.cpuUsage(), at: performance.now() };
+    const percent = cpuPercent(this.last, now, this.workers);
+    if (percent !== null) this.peak = Math.max(this.peak ?? 0, percent);
+    this.last = now;
+    return percent;
+  }
+
+  summary(): { workers: number; cpuMean: number | null; cpuPeak: number | null } {
+    const mean = this.start && this.last ? cpuPercent(this.start, this.last, this.workers) : null;
+    return { workers: this.workers, cpuMean: mean, cpuPeak: this.peak };
+  }
+}
