@@ -3,7 +3,9 @@
 import { baselineColumn, changeOf, findRegressions, gateCell, GATE, onlyInBaseline, type Regression } from "./compare.js";
 import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
+import { overTimeSection } from "./over-time.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
+import { cell, chartLabel, clock, inline, niceCeiling, truncate } from "./text.js";
 
 export interface RenderOptions {
   title?: string;
@@ -14,6 +16,8 @@ export interface RenderOptions {
   regressionThreshold?: number;
   /** GitHub rejects PR comments over 65,536 characters; stay well below. */
   maxBytes?: number;
+  /** false: tables only, no mermaid charts (report.html draws its own). */
+  charts?: boolean;
 }
 
 export const DEFAULT_MAX_BYTES = 60_000;
@@ -32,7 +36,7 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const regionCount = merged.regions.length;
   const attempts: Limits[] = [
-    { maxRegions: regionCount, maxErrorRows: 20, charts: true },
+    { maxRegions: regionCount, maxErrorRows: 20, charts: options.charts !== false },
     { maxRegions: regionCount, maxErrorRows: 10, charts: false },
   ];
   for (let n = Math.floor(regionCount / 2); n >= 1; n = Math.floor(n / 2)) {
@@ -70,7 +74,7 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
         truncate(left.join(", "), 1_000),
     );
   }
-  if (limits.charts) out.push(...charts(view, columns));
+  if (limits.charts) out.push(...overTimeSection(merged, columns), ...charts(view, columns));
   out.push(...notes(merged, options));
   return out.join("\n") + "\n";
 }
@@ -129,6 +133,11 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
   lines.push(`- **Scenarios:** ${inline(merged.test.scenarios.join(", ") || "—")}`);
   if (all.firstMetricAt !== null && all.lastMetricAt !== null) {
     lines.push(`- **Run:** ${utc(all.firstMetricAt)}, ${duration(all.lastMetricAt - all.firstMetricAt)}`);
+  }
+  const aborted = merged.timeline?.aborted;
+  if (aborted) {
+    const at = merged.timeline?.start ? ` at ${clock(aborted.at - merged.timeline.start)}` : "";
+    lines.push(`- **⛔ Stopped early${at}** by \`--abort-on ${inline(aborted.condition)}\`: ${inline(aborted.figure)}`);
   }
   const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
   lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);
@@ -305,15 +314,6 @@ function xychart(title: string, labels: string[], series: ChartSeries[]): string
   ];
 }
 
-/** A round axis top a little above the largest value: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10ⁿ. */
-function niceCeiling(max: number): number {
-  if (max <= 0) return 1;
-  const target = max * 1.1;
-  const magnitude = 10 ** Math.floor(Math.log10(target));
-  const step = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((m) => m * magnitude >= target)!;
-  return Number((step * magnitude).toPrecision(12));
-}
-
 function notes(merged: MergedResults, options: RenderOptions): string[] {
   const lines = merged.notes.slice(0, 20).map((n) => `- ${inline(truncate(n, 300))}`);
   if (merged.notes.length > 20) lines.push(`- … ${merged.notes.length - 20} more notes in the --json output`);
@@ -366,21 +366,4 @@ function duration(ms: number): string {
   const m = Math.floor((s % 3600) / 60);
   const parts = [h ? `${h} h` : "", m ? `${m} min` : "", `${s % 60} s`].filter(Boolean);
   return parts.join(" ");
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-/** Text inside a table cell: no row breaks, no column breaks, no raw HTML. */
-function cell(text: string): string {
-  return inline(text).replace(/\|/g, "\\|");
-}
-
-function inline(text: string): string {
-  return text.replace(/[\r\n]+/g, " ").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-function chartLabel(text: string): string {
-  return truncate(text.replace(/["\r\n]/g, "'"), 40);
 }

@@ -1,0 +1,159 @@
+// report.md's "Over time" section, pure: the columns' series in, mermaid line charts (which GitHub
+// renders) out. Mermaid's xychart has no legend, no gaps and no time axis, so: the colours are fixed
+// and named under each chart; a period without samples is drawn from its neighbours (and said so);
+// the x-axis is minutes since the run's first period; long runs are folded into at most
+// MAX_POINTS points (the worst period of each fold for latencies and peaks, the mean for rates).
+import type { Column, MergedResults, Series } from "./model.js";
+import { PERIOD_MS } from "./period.js";
+import { mainLatency } from "./series.js";
+import { chartLabel, clock, inline, niceCeiling } from "./text.js";
+
+export const MAX_POINTS = 60;
+
+/** Tableau 10's first seven, each with the emoji square GitHub shows closest to it; all regions in black. */
+const PALETTE = [
+  { colour: "#4e79a7", square: "🟦" },
+  { colour: "#f28e2b", square: "🟧" },
+  { colour: "#e15759", square: "🟥" },
+  { colour: "#59a14f", square: "🟩" },
+  { colour: "#edc948", square: "🟨" },
+  { colour: "#b07aa1", square: "🟪" },
+  { colour: "#9c755f", square: "🟫" },
+];
+const ALL_COLOUR = { colour: "#333333", square: "⬛" };
+
+type Fold = "max" | "mean" | "sum";
+
+interface Line {
+  name: string;
+  colour: string;
+  square: string;
+  values: Array<number | null>;
+}
+
+/** The charts of the section; empty when no column has more than one period. */
+export function overTimeSection(merged: MergedResults, columns: Column[]): string[] {
+  const all = merged.all.series;
+  if (!all || all.periods.length < 2) return [];
+  const start = merged.timeline?.start ?? all.periods[0];
+  // Every column's series on the run's axis (a region that started late has fewer periods).
+  const axis = all.periods;
+  const regions = columns.filter((c) => c !== merged.all);
+  const drawn = [...regions.slice(0, PALETTE.length).map((c, i) => ({ column: c, ...PALETTE[i] })), { column: merged.all, ...ALL_COLOUR }];
+  const onAxis = (series: Series | undefined, pick: (s: Series) => Array<number | null>) => {
+    if (!series) return axis.map(() => null);
+    const byPeriod = new Map(series.periods.map((t, i) => [t, pick(series)[i]]));
+    return axis.map((t) => byPeriod.get(t) ?? null);
+  };
+  const lines = (pick: (s: Series) => Array<number | null> | undefined) =>
+    drawn.map(({ column, colour, square }) => ({ name: column.name, colour, square, values: onAxis(column.series, (s) => pick(s) ?? s.periods.map(() => null)) }));
+
+  const out: string[] = ["", "### Over time", ""];
+  const foldSize = Math.max(1, Math.ceil(axis.length / MAX_POINTS));
+  const foldS = (foldSize * PERIOD_MS) / 1000;
+  // Points sit at their periods' starts, evenly spaced from the first to the last.
+  const minutes = (axis[axis.length - 1] - start) / 60_000;
+  out.push(
+    `Per ${foldS} s, from the first period's start (0:00) to the last one's (${clock(axis[axis.length - 1] - start)}); x-axis in minutes.` +
+      (foldSize > 1 ? ` Each point folds ${foldSize} periods: the worst one for latencies, connections and errors, the mean for rates.` : ""),
+  );
+  const main = mainLatency(Object.keys(all.latency));
+  const charts: Array<{ title: string; unit: string; fold: Fold; lines: Line[] }> = [];
+  if (main) charts.push({ title: `${main} p95`, unit: "ms", fold: "max", lines: lines((s) => s.latency[main]?.p95) });
+  charts.push({ title: "Open connections", unit: "connections", fold: "max", lines: lines((s) => s.connections) });
+  charts.push({ title: "Messages received per second", unit: "msg/s", fold: "mean", lines: lines((s) => s.messages.received) });
+  charts.push({ title: `Errors per ${foldS} s`, unit: "errors", fold: "sum", lines: lines((s) => s.errors.total ?? s.periods.map((_, i) => (s.users.created[i] === null ? null : 0))) });
+  for (const chart of charts) {
+    const drawn = lineChart(chart.title, chart.unit, minutes, chart.lines, chart.fold, foldSize);
+    // A chart of zeros says less than one line: "no errors".
+    if (drawn.length === 0 && chart.unit === "errors") out.push("", "No errors in any period.");
+    out.push(...drawn);
+  }
+  out.push(...serverCharts(merged, axis, minutes, foldSize));
+  out.push(...phaseLine(merged, start));
+  return out;
+}
+
+/** The server's own CPU and memory (`--server-metrics`), resampled onto the periods. */
+function serverCharts(merged: MergedResults, axis: number[], minutes: number, foldSize: number): string[] {
+  const server = merged.timeline?.server;
+  if (!server || server.at.length === 0) return [];
+  const within = (t: number, i: number) => server.at[i] >= t && server.at[i] < t + PERIOD_MS;
+  const resample = (values: Array<number | null>, pick: (xs: number[]) => number) =>
+    axis.map((t) => {
+      const inside = values.filter((v, i) => v !== null && within(t, i)) as number[];
+      return inside.length > 0 ? pick(inside) : null;
+    });
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const out: string[] = [];
+  const vcpu = resample(server.vcpu, mean);
+  const memory = resample(server.memoryMiB, (xs) => Math.max(...xs));
+  if (vcpu.some((v) => v !== null)) out.push(...lineChart("Server CPU (vCPU)", "vCPU", minutes, [{ name: "server", ...ALL_COLOUR, values: vcpu }], "mean", foldSize));
+  if (memory.some((v) => v !== null)) out.push(...lineChart("Server memory (MiB)", "MiB", minutes, [{ name: "server", ...ALL_COLOUR, values: memory }], "max", foldSize));
+  return out;
+}
+
+function phaseLine(merged: MergedResults, start: number): string[] {
+  const phases = merged.timeline?.phases ?? [];
+  const parts = phases.slice(0, 20).map((p) => `${inline(p.name || `phase ${p.index + 1}`)} ${clock(p.startTime - start)}–${p.endTime === null ? "end" : clock(p.endTime - start)}`);
+  const lines = parts.length > 0 ? ["", `Phases: ${parts.join(" · ")}${phases.length > 20 ? ` · … ${phases.length - 20} more` : ""}`] : [];
+  const aborted = merged.timeline?.aborted;
+  if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by \`--abort-on ${inline(aborted.condition)}\` (${inline(aborted.figure)}).`);
+  return lines;
+}
+
+/** Fills interior gaps linearly and the ends with the nearest value; says whether it had to. */
+export function fillGaps(values: Array<number | null>): { values: number[]; filled: boolean } | null {
+  const known = values.flatMap((v, i) => (v === null ? [] : [i]));
+  if (known.length === 0) return null;
+  const out = values.map((v, i) => {
+    if (v !== null) return v;
+    const after = known.find((k) => k > i);
+    const before = [...known].reverse().find((k) => k < i);
+    if (before === undefined) return values[after!]!;
+    if (after === undefined) return values[before]!;
+    return values[before]! + ((values[after]! - values[before]!) * (i - before)) / (after - before);
+  });
+  return { values: out, filled: known.length < values.length };
+}
+
+export function fold(values: Array<number | null>, size: number, how: Fold): Array<number | null> {
+  if (size <= 1) return values;
+  const out: Array<number | null> = [];
+  for (let i = 0; i < values.length; i += size) {
+    const chunk = values.slice(i, i + size).filter((v): v is number => v !== null);
+    if (chunk.length === 0) out.push(null);
+    else if (how === "max") out.push(Math.max(...chunk));
+    else if (how === "sum") out.push(chunk.reduce((a, b) => a + b, 0));
+    else out.push(chunk.reduce((a, b) => a + b, 0) / chunk.length);
+  }
+  return out;
+}
+
+function lineChart(title: string, unit: string, minutes: number, lines: Line[], how: Fold, foldSize: number): string[] {
+  const prepared = lines.map((l) => ({ ...l, filled: fillGaps(fold(l.values, foldSize, how)) }));
+  const drawn = prepared.filter((l) => l.filled !== null);
+  if (drawn.every((l) => l.filled!.values.every((v) => v === 0))) return [];
+  const round = (v: number) => Math.round(v * 10) / 10;
+  const top = niceCeiling(Math.max(0, ...drawn.flatMap((l) => l.filled!.values)));
+  const xTop = Math.max(0.1, Math.round(minutes * 10) / 10);
+  const missing = prepared.filter((l) => l.filled === null).map((l) => inline(l.name));
+  const gaps = drawn.some((l) => l.filled!.filled);
+  return [
+    "",
+    `**${inline(title)}**`,
+    "",
+    "```mermaid",
+    `%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "${drawn.map((l) => l.colour).join(", ")}"}}}}%%`,
+    "xychart-beta",
+    `    title "${chartLabel(title)}"`,
+    `    x-axis "minutes" 0 --> ${xTop}`,
+    `    y-axis "${chartLabel(unit)}" 0 --> ${top}`,
+    ...drawn.map((l) => `    line [${l.filled!.values.map(round).join(", ")}]`),
+    "```",
+    "",
+    drawn.map((l) => `${l.square} ${inline(l.name)}`).join(" · ") +
+      (missing.length > 0 ? `; no data: ${missing.join(", ")}` : "") +
+      (gaps ? "; periods without samples are drawn from their neighbours" : ""),
+  ];
+}
