@@ -120,7 +120,7 @@ describe("report.md over time", () => {
   it("also charts open connections, messages received per second and errors", () => {
     expect(markdown).toContain("**Open connections**");
     expect(markdown).toContain("**Messages received per second**");
-    expect(markdown).toContain("**Errors per 10 s**");
+    expect(markdown).toContain("No errors in any period.");
     expect(merged.timeline?.phases.map((p) => p.name)).toEqual(["quiet", "spike", "after"]);
   });
 
