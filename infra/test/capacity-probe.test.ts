@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { cpuPercent } from "../src/worker/artillery-plugin-cable-capacity-probe";
+import { cpuPercent } from "artillery-plugin-cable-report";
 import { resultKeyPattern, resultPrefix } from "../src/worker/layout";
 import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/worker/live-keys";
 import { LocalStore } from "../src/worker/local-store";
@@ -45,7 +45,7 @@ describe("the capacity probe's live keys", () => {
   });
 });
 
-describe("the probe's generator CPU", () => {
+describe("the live periods' generator CPU (cable-report's, which the live plugin and the sidecar share)", () => {
   const sample = (cpuMs: number, at: number) => ({ usage: { user: cpuMs * 700, system: cpuMs * 300 }, at });
 
   it("is the process's CPU over the period as a percent of the workers' cores, to 0.1 (cable-report's CpuMeter)", () => {

@@ -36,7 +36,7 @@ describe("the image's build context", () => {
 
   it("holds the worker and a package.json pinning the Artillery installed here, with the packages as file: dependencies", () => {
     expect(staged.workerFiles).toEqual(
-      expect.arrayContaining(["main.js", "run-task.js", "store.js", "s3-store.js", "local-store.js", "secrets.js", "artillery-plugin-cable-start-gate.js", "artillery-plugin-cable-capacity-probe.js", "live-keys.js"]),
+      expect.arrayContaining(["main.js", "run-task.js", "store.js", "s3-store.js", "local-store.js", "secrets.js", "artillery-plugin-cable-start-gate.js", "artillery-plugin-cable-capacity-probe.js", "artillery-plugin-cable-live.js", "live-keys.js"]),
     );
     const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
     const rootManifest = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8"));

@@ -5,10 +5,8 @@
  * ARTILLERY_PLUGIN_PATH, so Artillery finds it as `artillery-plugin-cable-capacity-probe` on a
  * Fargate task and on this machine alike: the runner never sends a path.
  *
- * In Artillery's main thread, where the worker threads' metrics arrive merged per period:
- *  - writes each period (counters, raw DDSketch histograms, the generator's CPU) and the phases'
- *    start times into the run's store as they happen (live-keys.ts), so that the search judges a
- *    hold while the run goes on;
+ * In Artillery's main thread (the periods and phases themselves reach the search through the
+ * cable-live plugin, which every task loads):
  *  - watches the region's stop marker (by listing its key), and at the stop (or at the end of the planned stair) tells
  *    the worker threads over a BroadcastChannel, where processors/capacity.js ends every user's
  *    `whileTrue: capacityRunning` loop: each user finishes its flow once, nobody keeps the run alive;
@@ -18,9 +16,8 @@
  * Artillery (run-task.ts); elsewhere it records nothing.
  */
 import type { EventEmitter } from "node:events";
-import { cpus } from "node:os";
 import { BroadcastChannel, isMainThread } from "node:worker_threads";
-import { CAPACITY_PLUGIN, CAPACITY_STOP_CHANNEL, type LiveEnded, type LivePeriod, type LivePhase, endedKey, periodKey, phasesKey, stopKey } from "./live-keys.js";
+import { CAPACITY_PLUGIN, CAPACITY_STOP_CHANNEL, type LiveEnded, type LivePhase, endedKey, stopKey } from "./live-keys.js";
 import type { Store } from "./store.js";
 
 interface PhaseSpec {
@@ -33,9 +30,7 @@ interface PluginConfig {
 }
 
 interface PeriodStats {
-  period: number | string;
   counters?: Record<string, number>;
-  histograms?: Record<string, { toProto(): Uint8Array }>;
 }
 
 interface ArtilleryGlobal {
@@ -47,27 +42,6 @@ interface ArtilleryGlobal {
 const POLL_MS = 1_000;
 /** How long a hold must still last for the search to end the run before the next climb. */
 const QUIET_MARGIN_MS = 10_000;
-
-export interface CpuSample {
-  usage: NodeJS.CpuUsage;
-  /** performance.now() */
-  at: number;
-}
-
-/**
- * The process's CPU between two samples as a percent of `workers` cores, to 0.1 (cable-report's
- * CpuMeter: process.cpuUsage in the main thread counts every worker thread). Null under 1 s of wall
- * time, where one scheduler tick would swing it.
- */
-export function cpuPercent(from: CpuSample, to: CpuSample, workers: number): number | null {
-  const wallMs = to.at - from.at;
-  if (wallMs < 1_000) return null;
-  const cpuMs = (to.usage.user - from.usage.user + to.usage.system - from.usage.system) / 1_000;
-  return Math.round((cpuMs / wallMs / workers) * 1_000) / 10;
-}
-
-/** The cores Artillery's worker threads may use: all but the main thread's (as cable-report counts them). */
-export const generatorWorkers = (): number => Math.max(1, cpus().length - 1);
 
 export class Plugin {
   private store: Store | undefined;
@@ -82,8 +56,6 @@ export class Plugin {
   private polling = false;
   /** Writes not yet settled: Artillery exits right after `done`, so its beforeExit hook waits for them. */
   private readonly pending = new Set<Promise<void>>();
-  private readonly workers = generatorWorkers();
-  private lastCpu: CpuSample | undefined;
 
   private current: LivePhase | undefined;
   private lastPhaseDone = false;
@@ -109,28 +81,18 @@ export class Plugin {
     this.channel.unref();
 
     events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
-      this.lastCpu ??= { usage: process.cpuUsage(), at: performance.now() };
       this.current = { index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() };
       this.phases.push(this.current);
-      this.put(phasesKey(runId, region, taskId), this.phases);
     });
     events.on("phaseCompleted", (phase: { index: number }) => {
       if (phase.index === this.phaseSpecs.length - 1) this.lastPhaseDone = true;
     });
 
     events.on("stats", (stats: PeriodStats) => {
-      const counters = { ...stats.counters };
-      const period: LivePeriod = {
-        period: Number(stats.period),
-        counters,
-        histograms: Object.fromEntries(Object.entries(stats.histograms ?? {}).map(([name, sketch]) => [name, Buffer.from(sketch.toProto()).toString("base64")])),
-      };
-      const cpu = this.markCpu();
-      if (cpu !== null) period.cpuPercent = cpu;
+      const counters = stats.counters ?? {};
       this.totals.created += counters["vusers.created"] ?? 0;
       this.totals.completed += counters["vusers.completed"] ?? 0;
       this.totals.failed += counters["vusers.failed"] ?? 0;
-      this.put(periodKey(runId, region, taskId, period.period), period);
       this.maybeEnded(runId, region, taskId);
     });
 
@@ -173,15 +135,6 @@ export class Plugin {
     }, POLL_MS);
     this.timer.unref();
     this.artillery()?.ext({ ext: "beforeExit", method: () => Promise.all(this.pending).then(() => undefined) });
-  }
-
-  /** Closes a CPU window at a period's report: the share of the generator's cores used since the last one. */
-  private markCpu(): number | null {
-    if (!this.lastCpu) return null;
-    const now: CpuSample = { usage: process.cpuUsage(), at: performance.now() };
-    const percent = cpuPercent(this.lastCpu, now, this.workers);
-    this.lastCpu = now;
-    return percent;
   }
 
   private stop(): void {

@@ -1,8 +1,10 @@
 /**
- * The capacity search's live channel in the store (an S3 bucket or a local directory), shared by
- * the task side (the cable-capacity-probe plugin, shipped in the image beside the worker) and the
- * runner (cable-fanout's capacity search): each task writes every metrics period and its phases'
- * start times as they happen, and reads its region's stop marker.
+ * The live channel in the store (an S3 bucket or a local directory), shared by the task side (the
+ * cable-live and cable-capacity-probe plugins, shipped in the image beside the worker) and the
+ * runner (cable-fanout's LiveFeed: `run`'s live lines and --abort-on, the capacity search): each
+ * task writes every metrics period and its phases' start times as they happen (cable-live); in a
+ * capacity search it also reads its region's stop marker and says when its users have all ended
+ * (cable-capacity-probe).
  *
  *   runs/<runId>/<region>/<taskId>/live/period-<epoch ms>.live   one Artillery metrics period
  *   runs/<runId>/<region>/<taskId>/live/phases.live              the phases started so far
@@ -12,7 +14,11 @@
  * Everything sits inside the region's results prefix, the only place its tasks may write; the stack
  * lets them list the stop marker's key (is it there?) and read nothing of it (capacityStopKeyPattern).
  */
+import type { PeriodRecord, PhaseStart } from "artillery-plugin-cable-report";
 import { RUNS_PREFIX, regionResultsPrefix, resultPrefix } from "./layout.js";
+
+/** The live plugin's name in `config.plugins` (every task of the fan-out loads it). */
+export const LIVE_PLUGIN = "cable-live";
 
 /** The plugin's name in `config.plugins`; Artillery loads it as `artillery-plugin-<name>` from the worker's directory. */
 export const CAPACITY_PLUGIN = "cable-capacity-probe";
@@ -24,24 +30,10 @@ export const LIVE_DIR = "live";
 export const LIVE_SUFFIX = ".live";
 export const STOP_FILE = `capacity-stop${LIVE_SUFFIX}`;
 
-export interface LivePeriod {
-  /** Start of Artillery's 10 s period, epoch ms. */
-  period: number;
-  counters: Record<string, number>;
-  /** Metric name → base64 of `DDSketch.toProto()`. */
-  histograms: Record<string, string>;
-  /**
-   * The Artillery process's CPU over the period (every worker thread included) as a percent of the
-   * cores its workers may use, as cable-report's sidecar counts it; absent for a period under 1 s.
-   */
-  cpuPercent?: number;
-}
+/** One Artillery metrics period: cable-report's period record, the type the sidecar and the report use too. */
+export type LivePeriod = PeriodRecord;
 
-export interface LivePhase {
-  index: number;
-  name: string;
-  startTime: number;
-}
+export type LivePhase = PhaseStart;
 
 /** Written once the task saw the stop and every user it started had ended. */
 export interface LiveEnded {

@@ -1,3 +1,4 @@
+import { LIVE_PLUGIN } from "./live-keys.js";
 import { z } from "zod";
 import { envVarName, formatIssues, secretsMap } from "./config.js";
 
@@ -52,14 +53,14 @@ export function parseManifest(text: string, source: string): RunManifest {
 export const REPORT_PLUGIN = "cable-report";
 
 /**
- * The `--overrides` a task passes: the manifest's, plus the report plugin switched on, so every task
- * leaves a sidecar for the merger whether or not the scenario lists the plugin. Plugin options the
- * manifest sets win.
+ * The `--overrides` a task passes: the manifest's, plus the report plugin and the live plugin
+ * (live-keys.ts) switched on, so every task leaves a sidecar for the merger and streams its periods
+ * to the runner whether or not the scenario lists them. Plugin options the manifest sets win.
  */
 export function taskOverrides(overrides: Record<string, unknown> | undefined): Record<string, unknown> {
   const config = isRecord(overrides?.config) ? overrides.config : {};
   const plugins = isRecord(config.plugins) ? config.plugins : {};
-  return { ...overrides, config: { ...config, plugins: { [REPORT_PLUGIN]: {}, ...plugins } } };
+  return { ...overrides, config: { ...config, plugins: { [REPORT_PLUGIN]: {}, [LIVE_PLUGIN]: {}, ...plugins } } };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -26,6 +26,7 @@ function task(taskId: string, cpu: { climb?: number; hold?: [number?, number?] }
   const p = (t: number, cpuPercent: number | undefined, extra: Partial<LivePeriod> = {}): LivePeriod => ({
     period: T0 + t,
     counters: {},
+    rates: {},
     histograms: { "cable.event_loop_lag": calmLag, "cable.broadcast_latency": encoded([10, 12]) },
     ...(cpuPercent === undefined ? {} : { cpuPercent }),
     ...extra,

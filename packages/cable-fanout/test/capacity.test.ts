@@ -96,7 +96,7 @@ describe("the stair's phases", () => {
   });
 });
 
-const period = (t: number, over: Partial<LivePeriod> = {}): LivePeriod => ({ period: t, counters: {}, histograms: {}, ...over });
+const period = (t: number, over: Partial<LivePeriod> = {}): LivePeriod => ({ period: t, counters: {}, rates: {}, histograms: {}, ...over });
 const encoded = (values: number[]) => Buffer.from(sketchOf(values).toProto()).toString("base64");
 
 describe("which periods a step is judged on", () => {

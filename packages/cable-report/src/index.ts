@@ -11,3 +11,7 @@ export { mergeColumn, mergeDistribution, mergeSketches, approximateDistribution,
 export { mergedSchema, ALL_REGIONS, type MergedResults, type Column, type RegionColumn, type Distribution, type GeneratorTask, type RejectedFile } from "./model.js";
 export { sidecarPathFor, sidecarSchema, SIDECAR_SUFFIX, type Sidecar } from "./sidecar.js";
 export { writeFileAtomic } from "./atomic-write.js";
+export { CpuMeter, cpuPercent, generatorWorkers, periodRecordSchema, periodSketches, phaseStartSchema, recordPeriod, PERIOD_MS, type ArtilleryPeriodStats, type CpuSample, type PeriodRecord, type PhaseStart } from "./period.js";
+export { gridPeriod, isLatencyMetric, mainLatency, mergeSeries } from "./series.js";
+export { buildTimeline, readServerSeries, SERVER_METRICS_FILE } from "./results.js";
+export { serverSeriesSchema, type Series, type ServerSeries, type Timeline } from "./model.js";
