@@ -9,13 +9,30 @@ import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { parseDuration, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets } from "./options.js";
+import { parseAbortOn } from "./live/abort.js";
+import { parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
 import { registerCapacity } from "./capacity/command.js";
 
 export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
-3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed.`;
+3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed;
+7 stopped early by --abort-on.`;
+
+export const ABORT_HELP = `
+While the load runs, each region prints one line per 10 s metrics period (users active, open
+connections, messages received a second, the main latency's p95, errors, the generator's lag and
+CPU), from the periods every task streams into its region's store, and a line per region at the end.
+
+--abort-on '<condition> [for <duration>]' stops every task early when the condition holds on the
+merged figures of every task of every region (the capacity search's SLO syntax, written as what must
+not happen), judged per 10 s period; with "for", in every period of a stretch that long:
+  --abort-on 'cable.broadcast_latency.p95>2000 for 30s'   --abort-on 'errors>5%'   --abort-on 'vusers.failed>100'
+errors>5% counts errors per user active in the period. report.md and report.html say which condition
+stopped the run, when and with which figure; the tasks' figures up to the stop still count.
+
+--server-metrics URL scrapes the server's Prometheus endpoint every 5 s (process_cpu_seconds_total,
+resident memory, connections) and charts it beside the load in report.md and report.html.`;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -104,6 +121,9 @@ function program(exit: (code: number) => void): Command {
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
     .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)")
     .option("--run-id <id>", "use this run id (e.g. from CI, so a cancelled job can `cable-fanout stop` it) instead of a generated one")
+    .addOption(new Option("--abort-on <condition>", "stop every task once this holds on the merged live figures, e.g. 'cable.broadcast_latency.p95>2000 for 30s' or 'errors>5%'; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its CPU, memory and connections charted beside the load")
+    .addHelpText("after", ABORT_HELP)
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = makeBackend(flags);
@@ -123,6 +143,8 @@ function program(exit: (code: number) => void): Command {
             readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
             heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
             runId: o.runId === undefined ? undefined : parseRunId(o.runId as string),
+            abortOn: ((o.abortOn as string[] | undefined) ?? []).map(parseAbortOn),
+            serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
             ...reportFlags(o),
             ...(flags.local ? { store: localStore(flags) } : {}),
           },

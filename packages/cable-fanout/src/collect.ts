@@ -2,14 +2,18 @@
 // cable-report and write report.md, merged.json and the run record.
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, ResultsInputError, writeFileAtomic, type MergedResults, type Regression } from "artillery-plugin-cable-report";
+import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression } from "artillery-plugin-cable-report";
 import { REPORT_FILE } from "cable-infra/worker/layout";
 import type { TaskStatus } from "cable-infra/worker/status";
 import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
+import { toServerSeries, type ServerSample } from "./server-metrics.js";
 import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
 
-export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5 } as const;
+/** How the worker words a task stopped from outside (run-task.ts stopReason). */
+const STOPPED_REASON = "the task was stopped";
+
+export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
 
 export interface CollectInput {
   runDir: string;
@@ -19,6 +23,8 @@ export interface CollectInput {
   snapshots: Map<string, TaskSnapshot[]>;
   /** Region-level failures the run loop saw (tasks not started, start timeout…). */
   regionFailures: Map<string, string[]>;
+  /** --server-metrics: the server's scrapes during the run. */
+  serverSamples?: ServerSample[];
   baseline?: string;
   regressionThreshold?: number;
   title?: string;
@@ -55,7 +61,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
         addFailure(region.name, `downloading results from ${region.location} failed: ${(err as Error).message}`);
       }
       statusesByRegion.set(region.name, statuses);
-      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => missedBarrier.has(`${region.name}/${id}`));
+      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => missedBarrier.has(`${region.name}/${id}`), record.aborted !== undefined);
       tasks.push(...outcomes);
       const failed = outcomes.filter((t) => t.state === "failed");
       if (failed.length > 0) addFailure(region.name, `${failed.length} of ${record.count} task(s) failed`);
@@ -69,7 +75,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...tasks
       .filter((t) => t.state !== "ok")
-      .map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
+      .map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.state === "aborted" ? "stopped by --abort-on" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
   ];
   const start = summarizeStart({ startAt: record.startAt, count: record.count, regions: record.regions, statuses: statusesByRegion, barrier: record.barrier });
   for (const note of notes) input.log(note);
@@ -77,8 +83,10 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   let merged: MergedResults | undefined;
   let regressions: Regression[] = [];
   const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions };
+  if (input.serverSamples && input.serverSamples.length > 0) writeFileAtomic(path.join(runDir, SERVER_METRICS_FILE), `${JSON.stringify(toServerSeries(input.serverSamples))}\n`);
   try {
     merged = mergeResults(runDir, { regions: record.regions, tasksPerRegion: record.count });
+    if (record.aborted && merged.timeline) merged.timeline.aborted = record.aborted;
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;
     input.log(`no report: ${err.message}`);
@@ -110,7 +118,15 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
 
   const ensureFailed = tasks.some((t) => t.state === "ensure-failed") || (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0));
   result.exitCode =
-    result.failedRegions.length > 0 || !merged ? EXIT.regionFailed : ensureFailed ? EXIT.ensureFailed : regressions.length > 0 ? EXIT.regression : EXIT.ok;
+    result.failedRegions.length > 0 || !merged
+      ? EXIT.regionFailed
+      : record.aborted
+        ? EXIT.aborted
+        : ensureFailed
+          ? EXIT.ensureFailed
+          : regressions.length > 0
+            ? EXIT.regression
+            : EXIT.ok;
   return result;
 }
 
@@ -119,7 +135,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
  * wrote (status.json). A worker that failed only because `ensure` checks failed (Artillery exit 1,
  * a report whose checks failed) is "ensure-failed": its numbers count, the run still fails.
  */
-export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[], missedBarrier: (taskId: string) => boolean = () => false): TaskOutcome[] {
+export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[], missedBarrier: (taskId: string) => boolean = () => false, aborted = false): TaskOutcome[] {
   const byId = new Map<string, { snapshot?: TaskSnapshot; status?: TaskStatus }>();
   for (const s of snapshots) byId.set(s.taskId, { snapshot: s });
   for (const s of statuses) byId.set(s.taskId, { ...byId.get(s.taskId), status: s });
@@ -127,6 +143,10 @@ export function taskOutcomes(region: string, regionDir: string, snapshots: TaskS
     const base = { region, taskId, ref: snapshot?.ref, log: snapshot?.log, startLagMs: status?.startLagMs ?? null };
     // Stopped (or exited) because the run started without it: marked, and not a failure of the region.
     if (missedBarrier(taskId) && !(status && status.exitCode === 0)) return { ...base, state: "missed-barrier" as const, reason: "not ready when the run started" };
+    // Stopped by the run's own --abort-on after its load began: its live periods still count.
+    if (aborted && status && status.loadStartedAt !== null && status.exitCode !== 0 && (status.reason ?? "").startsWith(STOPPED_REASON)) {
+      return { ...base, state: "aborted" as const, reason: status.reason };
+    }
     const stopFailure = snapshot && snapshot.phase === "stopped" && snapshot.stopCode && !["EssentialContainerExited"].includes(snapshot.stopCode);
     if (status && status.exitCode === 0 && !stopFailure) return { ...base, state: "ok" as const, reason: null };
     if (status && status.artilleryExitCode === 1 && !stopFailure && checksFailed(path.join(regionDir, taskId, REPORT_FILE))) {

@@ -141,3 +141,14 @@ export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
     startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
   };
 }
+
+export function parseHttpUrl(flag: string, text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new FanoutInputError(`${flag} wants an http(s) URL such as http://127.0.0.1:8080/metrics, not "${text}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FanoutInputError(`${flag} wants an http(s) URL, not "${text}"`);
+  return url.toString();
+}

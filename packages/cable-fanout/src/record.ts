@@ -12,8 +12,11 @@ const taskOutcomeSchema = z.object({
   taskId: z.string(),
   /** ECS task ARN or the local ref; absent when the task never started. */
   ref: z.string().optional(),
-  /** "missed-barrier": not ready when the run started, so it ran no load (with --min-ready below 100%). */
-  state: z.enum(["ok", "ensure-failed", "failed", "missed-barrier"]),
+  /**
+   * "missed-barrier": not ready when the run started, so it ran no load (with --min-ready below 100%).
+   * "aborted": stopped by the run's --abort-on; its figures up to then count.
+   */
+  state: z.enum(["ok", "ensure-failed", "failed", "missed-barrier", "aborted"]),
   reason: z.string().nullable(),
   log: z.string().optional(),
   startLagMs: z.number().nullable().optional(),
@@ -52,6 +55,8 @@ export const recordSchema = z.object({
   /** Filled in when the results are collected. */
   tasks: z.array(taskOutcomeSchema).default([]),
   regionFailures: z.record(z.string(), z.array(z.string())).default({}),
+  /** What stopped the run early (--abort-on), when, with which figure. */
+  aborted: z.object({ condition: z.string(), at: z.number(), figure: z.string() }).optional(),
   /** Written when results are collected: when each region's tasks really started (start-report.ts). */
   start: z.unknown().optional(),
 });

@@ -12,7 +12,11 @@ import { FanoutInputError } from "./errors.js";
 import type { Progress } from "./progress.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { type BarrierRecord, RECORD_FILE, type RunRecord } from "./record.js";
+import { judgeAbort, type AbortCondition } from "./live/abort.js";
+import { LiveFeed } from "./live/feed.js";
+import { formatFinal, LiveView } from "./live/view.js";
 import { isThrottling } from "./retry.js";
+import { scrapeEvery, type ServerSample } from "./server-metrics.js";
 import { loadScenario } from "./scenario.js";
 import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
 
@@ -49,7 +53,17 @@ export interface RunOptions {
   title?: string;
   /** Where the local backend keeps its store, recorded for `collect` and `stop`. */
   store?: string;
+  /** --abort-on: stop every task once one of these holds on the merged live figures. */
+  abortOn?: AbortCondition[];
+  /** --server-metrics: the server's Prometheus endpoint, scraped while the run goes on and charted in the report. */
+  serverMetricsUrl?: string;
+  /** false: no live line per region and period (the capacity search prints its own progress). */
+  liveLines?: boolean;
 }
+
+/** How often the live files are read, and the server scraped. */
+export const LIVE_POLL_MS = 2_000;
+export const SERVER_SCRAPE_MS = 5_000;
 
 export interface RunDeps {
   backend: Backend;
@@ -62,6 +76,8 @@ export interface RunDeps {
   /** Aborted by Ctrl-C; --max-duration aborts it too. */
   abort: AbortController;
   newRunId?: () => string;
+  /** Handed the run's live feed once the run has an id (the capacity search judges its steps from it). */
+  onFeed?: (feed: LiveFeed) => void;
 }
 
 export interface RunResult extends CollectResult {
@@ -155,6 +171,29 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   }, maxDurationMs);
   const progress = await deps.progress({ startAt: () => record.startAt ?? undefined, expectedMs: scenario.durationMs });
 
+  // What the tasks stream while they run: a line per region and period, and --abort-on's verdict.
+  const feed = new LiveFeed(runId, new Map(regions.map((r) => [r.name, r.store])), { sleep: deps.sleep, warn: (line) => progress.event(line) }, LIVE_POLL_MS).start();
+  deps.onFeed?.(feed);
+  const view = options.liveLines === false ? undefined : new LiveView(options.count);
+  const offFeed = feed.onUpdate((snapshot) => {
+    const now = deps.now();
+    for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
+    if (!options.abortOn?.length || record.aborted || abort.signal.aborted) return;
+    const tasks = [...snapshot.values()].flat();
+    const firstPeriod = Math.min(...tasks.flatMap((t) => t.periods.map((p) => p.period)));
+    const verdict = judgeAbort(options.abortOn, tasks, options.count * regions.length, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
+    if (!verdict) return;
+    record.aborted = verdict;
+    saveRecord();
+    abortReason = `--abort-on ${verdict.condition}: ${verdict.figure}`;
+    progress.event(`⛔ ${abortReason}; stopping every task`);
+    abort.abort();
+  });
+  const scraping = new AbortController();
+  const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
+    ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) })
+    : Promise.resolve([]);
+
   const snapshots = new Map<string, TaskSnapshot[]>();
   const regionFailures = new Map<string, string[]>();
   const controls = new Map<string, RegionControl>();
@@ -204,6 +243,14 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   } finally {
     clearTimeout(maxTimer);
     heartbeat.stop();
+    offFeed();
+    feed.stop();
+    scraping.abort();
+    if (view) {
+      // The whole run per region, from the last of the live files.
+      const last = await feed.refresh().catch(() => feed.snapshot());
+      for (const [region, tasks] of last) if (tasks.length > 0) progress.event(formatFinal(region, tasks));
+    }
     progress.stop();
   }
 
@@ -214,6 +261,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     regions,
     snapshots,
     regionFailures,
+    serverSamples: await serverSamples,
     baseline: options.baseline,
     regressionThreshold: options.regressionThreshold,
     title: options.title,

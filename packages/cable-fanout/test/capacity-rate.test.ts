@@ -3,7 +3,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { describe, expect, test } from "vitest";
-import type { LivePeriod, TaskLive } from "../src/capacity/live";
+import type { LivePeriod, TaskLive } from "../src/live/feed";
 import { measureRegion, stepHealth } from "../src/capacity/measure";
 import { checkStair, planRateLevel } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";

@@ -3,7 +3,7 @@
 import { startAnyCable, type AnyCableServer } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import WebSocket from "ws";
-import { readSample, scrape, summarizeServer } from "../src/capacity/server-metrics";
+import { readSample, scrape, summarizeServer } from "../src/server-metrics";
 
 describe("server metrics", () => {
   test("a Go client's process metrics: CPU seconds, resident memory, a connection gauge by its name", () => {

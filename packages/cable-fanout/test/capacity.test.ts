@@ -3,7 +3,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, test } from "vitest";
 import { FanoutInputError } from "../src/errors";
-import type { LivePeriod, TaskLive } from "../src/capacity/live";
+import type { LivePeriod, TaskLive } from "../src/live/feed";
 import { measureRegion, splitPeriods } from "../src/capacity/measure";
 import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";

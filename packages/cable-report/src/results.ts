@@ -1,7 +1,8 @@
 // The results directory: one folder per region, each holding the reports (and
 // sidecars) of that region's tasks, at any depth.
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
+import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
 import { mergeColumn } from "./merge.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
@@ -81,6 +82,16 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
       }
     }
     const region: RegionTasks = { name, tasks: [], files: [], rejected: [] };
+    // Task folders without a report whose live periods say what they did before they were stopped.
+    const withReport = new Set(reports.map((r) => dirname(r)));
+    for (const taskDir of liveTaskDirs(join(dir, name)).filter((d) => !withReport.has(d))) {
+      const file = relative(dir, taskDir);
+      const task = loadLiveTask(taskDir, join(dir, file));
+      if (!task) continue;
+      notes.push(`${file}: stopped before Artillery wrote its report; its figures come from the ${task.periods.length} period(s) it streamed (the one it was stopped in is missing).`);
+      region.tasks.push(task);
+      region.files.push(file);
+    }
     for (const report of reports) {
       const file = relative(dir, report);
       let task: TaskResult;
@@ -232,6 +243,16 @@ function visibleEntries(dir: string): string[] {
 
 /** Files a task folder holds beside its reports: the worker's `status.json` (infra/src/worker). */
 const TASK_METADATA = new Set(["status.json"]);
+
+/** Folders (at any depth) holding live period files. */
+function liveTaskDirs(dir: string): string[] {
+  return visibleEntries(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (!statSync(path).isDirectory()) return [];
+    if (name === LIVE_DIR) return livePeriodFiles(dir).length > 0 ? [dir] : [];
+    return liveTaskDirs(path);
+  });
+}
 
 function listJsonFiles(dir: string): string[] {
   return visibleEntries(dir).flatMap((name) => {

@@ -67,6 +67,8 @@ export interface TaskResult {
   generator?: Sidecar["generator"];
   /** Why the sidecar beside the report was not used (corrupt, or not matching the report). */
   sidecarProblem?: string;
+  /** Rebuilt from its live periods: stopped before Artillery wrote its report (live-task.ts). */
+  partial?: boolean;
 }
 
 export function loadTask(reportFile: string): TaskResult {

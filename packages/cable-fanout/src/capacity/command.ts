@@ -4,7 +4,7 @@ import { type Command, Option } from "commander";
 import type { Store } from "cable-infra/worker/store";
 import type { Backend } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
-import { parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
+import { parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
 import { LineProgress } from "../progress.js";
 import { CAPACITY_EXIT, runCapacity } from "./controller.js";
 import { checkRefine, checkStair } from "./plan.js";
@@ -161,14 +161,3 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
 }
 
 export { CAPACITY_EXIT };
-
-function parseHttpUrl(flag: string, text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new FanoutInputError(`${flag} wants an http(s) URL such as http://127.0.0.1:8080/metrics, not "${text}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FanoutInputError(`${flag} wants an http(s) URL, not "${text}"`);
-  return url.toString();
-}

@@ -11,12 +11,12 @@ import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-repo
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
 import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
-import { readRegionLive, stopKey, type LivePeriod, type TaskLive } from "./live.js";
+import { stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
-import { scrape, summarizeServer, type ServerSample } from "./server-metrics.js";
+import { redactUrl, scrape, summarizeServer, type ServerSample } from "../server-metrics.js";
 import { statOf, type Slo } from "./slo.js";
 
 type Json = Record<string, unknown>;
@@ -196,6 +196,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     const onUserAbort = () => segmentAbort.abort();
     deps.abort.signal.addEventListener("abort", onUserAbort);
     let runId = "";
+    let feed: LiveFeed | undefined;
     const what = byRate
       ? `${attempt === "repeat" ? "repeating" : attempt === "refine" ? "refining at" : "level"} ${segmentLevels[0]} msg/s from ${options.users} users`
       : attempt === "stair"
@@ -207,6 +208,8 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
         ...options,
         outDir: searchDir,
         overrides,
+        // The search prints its own progress line; the run's live feed serves its verdicts.
+        liveLines: false,
         // Start delay, the stair, the users' last listen and the upload, with room to spare.
         maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
       },
@@ -218,6 +221,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
         abort: segmentAbort,
         progress: deps.progress,
         newRunId: () => (runId = newRunId(deps.now())),
+        onFeed: (f) => (feed = f),
       },
     );
     let finished = false;
@@ -226,7 +230,9 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       () => (finished = true),
     );
 
-    const cache = new Map<string, LivePeriod>();
+    // Resolves after the feed's next read of the live files (it polls every 2 s), or after a poll's time before the run has one.
+    const nextRead = () => (feed ? feed.next(segmentAbort.signal) : deps.sleep(POLL_MS, segmentAbort.signal));
+    const readLive = async (): Promise<LiveSnapshot> => (feed ? feed.refresh().catch(() => feed!.snapshot()) : new Map());
     const serverSamples: ServerSample[] = [];
     let scrapeErrors = 0;
     const scrapeServer = async () => {
@@ -234,7 +240,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       try {
         serverSamples.push(await scrape(options.serverMetricsUrl));
       } catch (err) {
-        if (scrapeErrors++ === 0) deps.log(`capacity: --server-metrics ${options.serverMetricsUrl}: ${(err as Error).message} (the search goes on without the server's figures where it fails)`);
+        if (scrapeErrors++ === 0) deps.log(`capacity: --server-metrics ${redactUrl(options.serverMetricsUrl)}: ${(err as Error).message} (the search goes on without the server's figures where it fails)`);
       }
     };
     let judged = 0;
@@ -242,10 +248,10 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     let lastLine = "";
     let stoppedEarly = false;
     while (!finished && judged < plan.steps.length && !segmentAbort.signal.aborted) {
-      await Promise.race([deps.sleep(POLL_MS, segmentAbort.signal), settled]);
+      await Promise.race([nextRead(), settled]);
       await scrapeServer();
-      if (!runId) continue;
-      const live = await readLive(runId, cache);
+      if (!runId || !feed) continue;
+      const live = feed.snapshot();
       const step = plan.steps[judged];
       const ready = stepReady(live, step);
       if (ready === "wait") {
@@ -286,10 +292,9 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
       const longestClimbS = Math.max(...plan.steps.map((s) => s.climbS));
       const deadline = deps.now() + END_GRACE_MS + (options.stair.holdS + longestClimbS) * 1000;
       while (!finished && deps.now() < deadline && !segmentAbort.signal.aborted) {
-        const live = await readLive(runId, cache);
-        const all = [...live.values()].flat();
+        const all = [...(await readLive()).values()].flat();
         if (all.length >= tasks && all.every((t) => t.ended)) break;
-        await Promise.race([deps.sleep(POLL_MS, segmentAbort.signal), settled]);
+        await Promise.race([nextRead(), settled]);
       }
       if (!finished) segmentAbort.abort();
     }
@@ -297,7 +302,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     deps.abort.signal.removeEventListener("abort", onUserAbort);
     users = usersOf(result?.merged);
     if (!users && runId) {
-      const all = [...(await readLive(runId, cache)).values()].flat();
+      const all = [...(await readLive()).values()].flat();
       if (all.length > 0 && all.every((t) => t.ended)) {
         users = all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
       }
@@ -306,13 +311,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     return { next, record: { runId, attempt, levels: plan.steps.map((s) => s.level), users, stoppedEarly } };
   }
 
-  async function readLive(runId: string, cache: Map<string, LivePeriod>): Promise<Map<string, TaskLive[]>> {
-    const out = new Map<string, TaskLive[]>();
-    for (const region of options.regions) out.set(region, await readRegionLive(deps.liveStore(region), runId, region, cache).catch(() => []));
-    return out;
-  }
-
-  function stepReady(live: Map<string, TaskLive[]>, step: PlannedStep): "wait" | "judge" {
+  function stepReady(live: LiveSnapshot, step: PlannedStep): "wait" | "judge" {
     const all = [...live.values()].flat();
     const windows = all.map((t) => taskWindows(t, step, options.stair.holdS));
     if (all.length < tasks || windows.some((w) => !w)) {
@@ -324,7 +323,7 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     return deps.now() > latestEnd + LATE_PERIOD_MS ? "judge" : "wait";
   }
 
-  function progressLine(live: Map<string, TaskLive[]>, step: PlannedStep, done: StepResult[], segmentLevels: number[]): string {
+  function progressLine(live: LiveSnapshot, step: PlannedStep, done: StepResult[], segmentLevels: number[]): string {
     const all = [...live.values()].flat();
     const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
     const history = done.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");

@@ -2,7 +2,7 @@
 // to its hold (whole periods inside it only), and to the step as a whole. Pure.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
-import { decodeHistograms, type LivePeriod, type TaskLive } from "./live.js";
+import { decodeHistograms, type LivePeriod, type TaskLive } from "../live/feed.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
 import type { StepFigures } from "./slo.js";
 

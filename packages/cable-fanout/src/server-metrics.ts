@@ -2,6 +2,7 @@
 // (vCPU, memory, connections). The search scrapes a Prometheus text endpoint (anycable-go's
 // `--metrics_http=/metrics`, Sockudo's metrics port, a node exporter) while it runs; parsing is
 // parse-prometheus-text-format's (the prom2json shape), not ours.
+import type { ServerSeries } from "artillery-plugin-cable-report";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 
 export interface ServerSample {
@@ -72,4 +73,51 @@ export function summarizeServer(samples: ServerSample[], from: number, to: numbe
     "memory MiB": memory.length > 0 ? round(Math.max(...memory) / 2 ** 20, 1) : null,
     connections: connections.length > 0 ? Math.max(...connections) : null,
   };
+}
+
+/** The samples as report.md and report.html chart them (cable-report's ServerSeries): vCPU between consecutive samples. */
+export function toServerSeries(samples: ServerSample[]): ServerSeries {
+  const sorted = [...samples].sort((a, b) => a.at - b.at);
+  return {
+    at: sorted.map((s) => s.at),
+    vcpu: sorted.map((s, i) => {
+      const before = sorted[i - 1];
+      if (!before || s.cpuSeconds === null || before.cpuSeconds === null || s.at <= before.at) return null;
+      return round(Math.max(0, s.cpuSeconds - before.cpuSeconds) / ((s.at - before.at) / 1000), 2);
+    }),
+    memoryMiB: sorted.map((s) => (s.memoryBytes === null ? null : round(s.memoryBytes / 2 ** 20, 1))),
+    connections: sorted.map((s) => s.connections),
+  };
+}
+
+/** A URL fit for a log line: no user name or password. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username || u.password) {
+      u.username = "";
+      u.password = "";
+    }
+    return u.toString();
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+/**
+ * Scrapes `url` every `everyMs` until `signal` aborts; the first failure is logged (the run goes on
+ * without the server's figures where scraping fails).
+ */
+export async function scrapeEvery(url: string, everyMs: number, signal: AbortSignal, deps: { sleep: (ms: number, signal?: AbortSignal) => Promise<void>; log: (line: string) => void }): Promise<ServerSample[]> {
+  const samples: ServerSample[] = [];
+  let failures = 0;
+  while (!signal.aborted) {
+    try {
+      samples.push(await scrape(url));
+    } catch (err) {
+      if (failures++ === 0) deps.log(`--server-metrics ${redactUrl(url)}: ${(err as Error).message} (the run goes on without the server's figures where it fails)`);
+    }
+    await deps.sleep(everyMs, signal);
+  }
+  return samples;
 }

@@ -1,0 +1,250 @@
+// report.html, pure apart from reading its bundled assets: merged results and report.md's text in,
+// one self-contained page out. It opens from disk with no network: the charting library, its CSS,
+// the page's script and the data are all inline, and a Content-Security-Policy allows nothing else
+// (no request of any kind, only the page's own scripts by hash). The tables come first and are
+// plain HTML, so the page reads without JavaScript; the charts over time follow.
+//
+// Why uPlot (https://github.com/leeoniya/uPlot) for the charts: 51 KB minified with no dependency
+// (Chart.js is ~200 KB, ECharts ~1 MB, Plotly ~3.5 MB: 4× to 70× larger, in a page that would
+// otherwise weigh ~100 KB); it draws on a canvas and stays fast with thousands of points per series
+// (a long run's 10 s periods × regions × percentiles); and what a load-test report needs is built
+// in: a legend with the values under the cursor, clicking a legend entry to hide a series, zoom by
+// dragging (double-click resets), gaps for missing values, and a draw hook for the phase bands.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { marked as Marked } from "marked" with { "resolution-mode": "import" };
+import type { Column, MergedResults, Series } from "./model.js";
+import { PERIOD_MS } from "./period.js";
+import { latencyMetrics } from "./rows.js";
+import { mainLatency } from "./series.js";
+
+export interface HtmlOptions {
+  /** The page's title; by default report.md's own. */
+  title?: string;
+  /** report.md's text: its tables become the page's (its mermaid charts are left out). */
+  markdown: string;
+}
+
+/**
+ * Tableau 10, in report.md's order (the same region has the same colour in both), then its last
+ * three; colour-blind safe and distinct in print. All regions in near-black.
+ */
+export const REGION_PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#76b7b2", "#ff9da7", "#bab0ac"];
+export const ALL_REGIONS_COLOUR = "#333333";
+
+type Values = Array<number | null>;
+
+/** What the page's script reads (assets/report-page.js); times are seconds since the run's start. */
+interface PageData {
+  /** Epoch ms of elapsed 0. */
+  start: number;
+  /** Period starts, elapsed seconds. */
+  x: number[];
+  stepS: number;
+  columns: Array<{ name: string; colour: string; all: boolean }>;
+  latency: {
+    main: string | null;
+    metrics: Array<{ metric: string; title: string; approximate: boolean }>;
+    /** metric → percentile → one series per column. */
+    values: Record<string, { p50: Values[]; p95: Values[]; p99: Values[] }>;
+  };
+  connections: Values[];
+  received: Values[];
+  sent: Values[];
+  /** null: no error in any period. */
+  errors: Values[] | null;
+  active: Values[];
+  generator: Array<{ column: number; file: string; lag: Values; cpu: Values }>;
+  phases: Array<{ name: string; from: number; to: number | null }>;
+  aborted: { at: number; condition: string; figure: string } | null;
+  server: { x: number[]; vcpu: Values; memory: Values; connections: Values } | null;
+}
+
+export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
+  const title = options.title ?? firstHeading(options.markdown) ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`;
+  const tables = markdownToHtml(withoutCharts(options.markdown));
+  const data = pageData(merged);
+  const uplot = asset(requireResolve("uplot/dist/uPlot.iife.min.js"));
+  const uplotCss = asset(requireResolve("uplot/dist/uPlot.min.css"));
+  const pageScript = asset(join(ASSETS, "report-page.js"));
+  const pageCss = asset(join(ASSETS, "report-page.css"));
+  const scripts = [uplot, pageScript];
+  for (const s of scripts) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
+  for (const s of [uplotCss, pageCss]) if (/<\/style/i.test(s)) throw new Error("an inline style sheet would end its <style> element early");
+  const csp = [
+    "default-src 'none'",
+    `script-src ${scripts.map((s) => `'sha256-${createHash("sha256").update(s).digest("base64")}'`).join(" ")}`,
+    "style-src 'unsafe-inline'",
+    "img-src data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join("; ");
+  return [
+    "<!doctype html>",
+    '<html lang="en">',
+    "<head>",
+    '<meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style>${uplotCss}\n${pageCss}</style>`,
+    "</head>",
+    "<body>",
+    '<main id="report">',
+    '<div id="summary">',
+    tables.trim(),
+    "</div>",
+    '<section id="over-time">',
+    "<h2>Over time</h2>",
+    "<noscript><p class=\"note\">JavaScript is off, so the charts over time are not drawn; the tables above hold the whole-run figures.</p></noscript>",
+    '<div id="charts"></div>',
+    "</section>",
+    "</main>",
+    `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
+    `<script>${uplot}</script>`,
+    `<script>${pageScript}</script>`,
+    "</body>",
+    "</html>",
+    "",
+  ].join("\n");
+}
+
+/** assets/ sits beside src/ and dist/. */
+const ASSETS = join(__dirname, "..", "assets");
+
+function requireResolve(id: string): string {
+  return require.resolve(id);
+}
+
+function asset(path: string): string {
+  return readFileSync(path, "utf8").trim();
+}
+
+/** marked is an ES module; Node ≥ 22.12 requires it synchronously. */
+function markdownToHtml(markdown: string): string {
+  const { marked } = require("marked") as { marked: typeof Marked };
+  return marked.parse(markdown, { async: false, gfm: true });
+}
+
+/** The text of the markdown's first heading, markup-free. */
+function firstHeading(markdown: string): string | undefined {
+  const match = /^#{1,6} +(.+)$/m.exec(markdown);
+  return match ? match[1].replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&").trim() : undefined;
+}
+
+/** report.md's sections that only hold charts; the page draws its own. */
+const CHART_SECTION = /^#{2,4} +(Over time|Latency charts) *$/;
+
+/**
+ * report.md without its mermaid charts: each ```mermaid block goes with the line after it (its
+ * colour legend, "🟦 p99 · 🟧 p50 …"), and the sections made of charts go whole (their titles and
+ * axis notes would be left describing nothing), up to the next heading or <details> block that is
+ * not theirs (the notes).
+ */
+export function withoutCharts(markdown: string): string {
+  const lines = markdown.split("\n");
+  const out: string[] = [];
+  let inSection = false;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.trim() === "```mermaid") {
+      while (i < lines.length && !(lines[++i] ?? "").startsWith("```"));
+      // The legend: the next non-blank line.
+      let j = i + 1;
+      while (j < lines.length && lines[j].trim() === "") j++;
+      if (j < lines.length && !/^(#|<|\|)/.test(lines[j])) i = j;
+      continue;
+    }
+    if (CHART_SECTION.test(line)) {
+      inSection = true;
+      continue;
+    }
+    if (inSection) {
+      const ends = /^#{1,6} /.test(line) || (/^<details><summary>/.test(line) && !/chart/i.test(line));
+      if (!ends) continue;
+      inSection = false;
+    }
+    out.push(line);
+  }
+  return out.join("\n").replace(/\n{3,}/g, "\n\n");
+}
+
+/** Inline JSON that no string in it can break out of: `<`, `>` and `&` as escapes; numbers to 0.1. */
+export function jsonForScript(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "number" ? Math.round(v * 10) / 10 : v))
+    .replace(/</g, "\\u003c")
+    .replace(/>/g, "\\u003e")
+    .replace(/&/g, "\\u0026")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function pageData(merged: MergedResults): PageData {
+  const all = merged.all.series;
+  const axis = all?.periods ?? [];
+  const start = merged.timeline?.start ?? axis[0] ?? merged.all.firstMetricAt ?? 0;
+  const elapsed = (t: number) => (t - start) / 1000;
+  const columns: Column[] = [...merged.regions, merged.all];
+  /** A column's series on the run's axis: a region that started late has fewer periods. */
+  const onAxis = (series: Series | undefined, values: (s: Series) => Values | undefined): Values => {
+    const picked = series ? values(series) : undefined;
+    if (!series || !picked) return axis.map(() => null);
+    const index = new Map(series.periods.map((t, i) => [t, i]));
+    return axis.map((t) => {
+      const i = index.get(t);
+      return i === undefined ? null : (picked[i] ?? null);
+    });
+  };
+  const perColumn = (values: (s: Series) => Values | undefined) => columns.map((c) => onAxis(c.series, values));
+
+  // The table's order and names (handshake, subscription, rtt, broadcast, publish, others).
+  const recorded = Object.keys(all?.latency ?? {});
+  const known = latencyMetrics(merged).filter((m) => recorded.includes(m.metric));
+  const metrics = [...known, ...recorded.filter((m) => !known.some((k) => k.metric === m)).sort().map((metric) => ({ metric, title: metric }))].map(
+    ({ metric, title }) => ({ metric, title, approximate: all!.latency[metric].approximate }),
+  );
+  const latencyValues: PageData["latency"]["values"] = {};
+  for (const { metric } of metrics) {
+    latencyValues[metric] = {
+      p50: perColumn((s) => s.latency[metric]?.p50),
+      p95: perColumn((s) => s.latency[metric]?.p95),
+      p99: perColumn((s) => s.latency[metric]?.p99),
+    };
+  }
+
+  const hasErrors = columns.some((c) => c.series?.errors.total?.some((v) => v !== null && v > 0));
+  const server = merged.timeline?.server ?? null;
+  return {
+    start,
+    x: axis.map(elapsed),
+    stepS: PERIOD_MS / 1000,
+    columns: columns.map((c, i) => ({ name: c.name, colour: c === merged.all ? ALL_REGIONS_COLOUR : REGION_PALETTE[i % REGION_PALETTE.length], all: c === merged.all })),
+    latency: { main: mainLatency(recorded), metrics, values: latencyValues },
+    connections: perColumn((s) => s.connections),
+    received: perColumn((s) => s.messages.received),
+    sent: perColumn((s) => s.messages.sent),
+    // A period of a column without any error counter had none: 0, where its tasks reported.
+    errors: hasErrors ? perColumn((s) => s.errors.total ?? s.users.created.map((v) => (v === null ? null : 0))) : null,
+    active: perColumn((s) => s.users.active),
+    generator: merged.regions.flatMap((region, column) =>
+      (region.series?.generator ?? []).map((g) => ({
+        column,
+        file: g.file,
+        lag: onAxis(region.series, () => g.lagP99),
+        cpu: onAxis(region.series, () => g.cpu),
+      })),
+    ),
+    phases: (merged.timeline?.phases ?? []).map((p) => ({
+      name: p.name || `phase ${p.index + 1}`,
+      from: elapsed(p.startTime),
+      to: p.endTime === null ? null : elapsed(p.endTime),
+    })),
+    aborted: merged.timeline?.aborted ? { ...merged.timeline.aborted, at: elapsed(merged.timeline.aborted.at) } : null,
+    server: server && server.at.length > 0 ? { x: server.at.map(elapsed), vcpu: server.vcpu, memory: server.memoryMiB, connections: server.connections } : null,
+  };
+}

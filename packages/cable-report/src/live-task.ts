@@ -1,0 +1,71 @@
+// A task stopped before Artillery wrote its report (Ctrl-C, `cable-fanout run --abort-on`, a task
+// killed mid-run) still streamed its periods: the fan-out's live plugin writes each one, as the
+// period record the sidecar keeps, into `<task>/live/period-<ms>.live`. From them the task's
+// figures are rebuilt exactly (counters add, sketches merge), short only of the period it was
+// stopped in.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { DDSketch } from "@artilleryio/sketches-js";
+import { summarizeSketch, mergeSketches } from "./merge.js";
+import { PERIOD_MS, periodRecordSchema, periodSketches, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
+import type { TaskResult } from "./task.js";
+
+export const LIVE_DIR = "live";
+const PERIOD_FILE = /^period-\d+\.live$/;
+
+/** The live period files of a task folder, if it has any. */
+export function livePeriodFiles(taskDir: string): string[] {
+  const dir = join(taskDir, LIVE_DIR);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((f) => PERIOD_FILE.test(f)).map((f) => join(dir, f));
+}
+
+/** Null when no period could be read. A damaged period file is left out (its neighbours still count). */
+export function loadLiveTask(taskDir: string, label: string): TaskResult | null {
+  const periods: PeriodRecord[] = [];
+  for (const file of livePeriodFiles(taskDir)) {
+    try {
+      const parsed = periodRecordSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+      if (parsed.success) periods.push(parsed.data);
+    } catch {
+      // half-written when the task was stopped
+    }
+  }
+  if (periods.length === 0) return null;
+  periods.sort((a, b) => a.period - b.period);
+  const counters: Record<string, number> = {};
+  const byMetric = new Map<string, DDSketch[]>();
+  for (const period of periods) {
+    for (const [name, n] of Object.entries(period.counters)) counters[name] = (counters[name] ?? 0) + n;
+    for (const [name, sketch] of Object.entries(periodSketches(period))) byMetric.set(name, [...(byMetric.get(name) ?? []), sketch]);
+  }
+  const sketches = Object.fromEntries([...byMetric].map(([name, list]) => [name, mergeSketches(list)]));
+  const cpu = periods.map((p) => p.cpuPercent).filter((c): c is number => c !== undefined);
+  return {
+    reportFile: label,
+    counters,
+    summaries: Object.fromEntries(Object.entries(sketches).map(([name, s]) => [name, { ...summarizeSketch(s), median: summarizeSketch(s).p50 }])),
+    sketches,
+    periods,
+    phaseStarts: readPhases(taskDir),
+    firstMetricAt: periods[0].period,
+    lastMetricAt: periods[periods.length - 1].period + PERIOD_MS,
+    scenariosRun: Object.keys(counters)
+      .filter((name) => name.startsWith("vusers.created_by_name."))
+      .map((name) => name.slice("vusers.created_by_name.".length))
+      .sort(),
+    checks: null,
+    generator: cpu.length > 0 ? { workers: 0, cpuMean: Math.round((cpu.reduce((a, b) => a + b, 0) / cpu.length) * 10) / 10, cpuPeak: Math.max(...cpu) } : undefined,
+    testRunId: `live:${label}`,
+    partial: true,
+  };
+}
+
+function readPhases(taskDir: string): PhaseStart[] {
+  try {
+    const parsed = phaseStartSchema.array().safeParse(JSON.parse(readFileSync(join(taskDir, LIVE_DIR, "phases.live"), "utf8")));
+    return parsed.success ? parsed.data : [];
+  } catch {
+    return [];
+  }
+}
