@@ -3,7 +3,8 @@ import { parseArgs } from "node:util";
 import { writeFileAtomic } from "./atomic-write.js";
 import { findRegressions } from "./compare.js";
 import { ResultsInputError } from "./input.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderHtml } from "./html.js";
+import { renderMarkdown, type RenderOptions } from "./markdown.js";
 import { loadBaseline, mergeResults } from "./results.js";
 
 const USAGE = `Usage: cable-report <results-dir> [options]
@@ -15,6 +16,8 @@ cable-report plugin's <report>.sketches.json sidecars.
 Options:
   --out <file>                  write the markdown here (default: stdout)
   --json <file>                 also write the merged result as JSON (usable as a --baseline)
+  --html <file>                 also write report.html: the tables and interactive charts over
+                                time, in one file that opens offline
   --baseline <file|dir>         a --json output or a results directory to compare with
   --fail-on-regression <pct>    exit 1 when a server metric is worse than the baseline by at least
                                 this much (e.g. 10%), significantly and above an absolute floor
@@ -30,6 +33,9 @@ export const EXIT_OK = 0;
 export const EXIT_REGRESSION = 1;
 export const EXIT_BAD_INPUT = 2;
 export const EXIT_INTERNAL_ERROR = 3;
+
+/** report.html's tables: far more than a PR comment holds, so that no region or error row is left out. */
+const HTML_MARKDOWN_MAX_BYTES = 8_000_000;
 
 class UsageError extends Error {}
 
@@ -65,15 +71,22 @@ function run(argv: string[]): number {
     tasksPerRegion: values["expect-tasks"] === undefined ? undefined : parseCount(values["expect-tasks"]),
   });
   const baseline = values.baseline === undefined ? undefined : loadBaseline(values.baseline);
-  const markdown = renderMarkdown(merged, {
+  const renderOptions: RenderOptions = {
     title: values.title,
     baseline,
     baselineLabel: values.baseline,
     regressionThreshold: threshold,
-  });
+  };
+  const markdown = renderMarkdown(merged, renderOptions);
+  // The page has no comment size limit (every region and error row) and draws its own charts.
+  const html =
+    values.html === undefined
+      ? undefined
+      : renderHtml(merged, { title: values.title, markdown: renderMarkdown(merged, { ...renderOptions, charts: false, maxBytes: HTML_MARKDOWN_MAX_BYTES }) });
 
   // Everything is computed before anything is written, and each write is atomic.
   if (values.json) writeFileAtomic(values.json, `${JSON.stringify(merged, null, 2)}\n`);
+  if (values.html && html !== undefined) writeFileAtomic(values.html, html);
   if (values.out) writeFileAtomic(values.out, markdown);
   else process.stdout.write(markdown);
 
@@ -96,6 +109,7 @@ function parseCommandLine(argv: string[]) {
       options: {
         out: { type: "string" },
         json: { type: "string" },
+        html: { type: "string" },
         baseline: { type: "string" },
         "fail-on-regression": { type: "string" },
         title: { type: "string" },

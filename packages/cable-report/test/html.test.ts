@@ -3,17 +3,18 @@
 // The whole page is saved as docs/report-render/report-html.png for people to look at
 // (rewritten with UPDATE_GOLDEN=1, or when missing).
 /// <reference lib="dom" />
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { PNG } from "pngjs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { EXIT_BAD_INPUT, EXIT_OK, main } from "../src/cli.js";
 import { jsonForScript, REGION_PALETTE, renderHtml, withoutCharts } from "../src/html.js";
 import { renderMarkdown } from "../src/markdown.js";
 import type { MergedResults } from "../src/model.js";
 import { mergeRegions, type RegionTasks } from "../src/results.js";
-import { around, taskOf, type PeriodSpec } from "./fixtures.js";
+import { around, taskOf, writeTask, type PeriodSpec } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");
 const SHOT = join(ROOT, "docs", "report-render", "report-html.png");
@@ -185,6 +186,37 @@ describe("report.html's text", () => {
     const data = JSON.parse(/<script type="application\/json" id="report-data">(.*?)<\/script>/s.exec(html)![1]);
     expect(data.x).toHaveLength(180);
     expect(data.generator).toHaveLength(18);
+  });
+});
+
+describe("cable-report --html", () => {
+  it("writes the page beside the markdown, with every table and no mermaid chart, atomically", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cable-report-html-cli-"));
+    for (const region of syntheticRun({ regions: ["eu-west-2", "us-east-1"], tasksPerRegion: 1, periods: 6 })) {
+      for (const task of region.tasks) {
+        const spec = { counters: task.counters, periods: [], phaseStarts: task.phaseStarts, firstMetricAt: task.firstMetricAt, lastMetricAt: task.lastMetricAt };
+        writeTask(join(dir, "results", task.reportFile), { ...spec, histograms: { "cable.rtt": around(20, 50, 1) } });
+      }
+    }
+    const html = join(dir, "report.html");
+    expect(main([join(dir, "results"), "--out", join(dir, "report.md"), "--html", html, "--title", "Chat"])).toBe(EXIT_OK);
+    const page = readFileSync(html, "utf8");
+    expect(page).toMatch(/^<!doctype html>/);
+    expect(page).toContain("<title>Chat</title>");
+    expect(page).toMatch(/<th[^>]*>eu-west-2<\/th>/);
+    expect(page).not.toContain("```mermaid");
+    expect(readFileSync(join(dir, "report.md"), "utf8")).toMatch(/^## Chat\n/);
+    expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("writes nothing when the input is bad", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cable-report-html-cli-"));
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    expect(main([join(dir, "missing"), "--html", join(dir, "report.html")])).toBe(EXIT_BAD_INPUT);
+    stderr.mockRestore();
+    expect(existsSync(join(dir, "report.html"))).toBe(false);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
