@@ -249,6 +249,8 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     if (view) {
       // The whole run per region, from the last of the live files.
       const last = await feed.refresh().catch(() => feed.snapshot());
+      // Every task has stopped: no period it has not sent is coming.
+      for (const line of view.lines(last, Infinity)) progress.event(line);
       for (const [region, tasks] of last) if (tasks.length > 0) progress.event(formatFinal(region, tasks));
     }
     progress.stop();

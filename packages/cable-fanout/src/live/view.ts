@@ -13,13 +13,15 @@ export function asTasks(tasks: TaskLive[]): TaskResult[] {
 }
 
 /**
- * Whether every task has sent `period`: each has a later one or has ended, or the period ended
- * LATE_MS ago. `expected` tasks must have shown up, unless late.
+ * Whether every task has sent `period`: Artillery reports a period only once it is over, so a task
+ * that sent it (or a later one, or has ended) has nothing more for it. A task idle in that period
+ * sends none: after LATE_MS it no longer holds the line back. `expected` tasks must have shown up,
+ * unless late.
  */
 export function periodComplete(tasks: TaskLive[], expected: number, period: number, now: number): boolean {
   if (now > period + PERIOD_MS + LATE_MS) return true;
   if (tasks.length < expected) return false;
-  return tasks.every((t) => t.ended !== undefined || t.periods.some((p) => p.period > period));
+  return tasks.every((t) => t.ended !== undefined || t.periods.some((p) => p.period >= period));
 }
 
 export interface PeriodFigures {
@@ -101,7 +103,7 @@ export class LiveView {
   constructor(private readonly expectedPerRegion: number) {}
 
   lines(snapshot: LiveSnapshot, now: number): string[] {
-    const out: string[] = [];
+    const out: Array<{ period: number; line: string }> = [];
     for (const [region, tasks] of snapshot) {
       if (tasks.length === 0) continue;
       const series = mergeSeries(asTasks(tasks), []);
@@ -109,10 +111,11 @@ export class LiveView {
       series.periods.forEach((period, i) => {
         if (period <= last || series.users.created[i] === null) return;
         if (!periodComplete(tasks, this.expectedPerRegion, period, now)) return;
-        out.push(formatPeriod(region, figuresAt(series, i, tasks, this.expectedPerRegion)));
+        out.push({ period, line: formatPeriod(region, figuresAt(series, i, tasks, this.expectedPerRegion)) });
         this.printed.set(region, period);
       });
     }
-    return out;
+    // Period by period, the regions in their order within each.
+    return out.sort((a, b) => a.period - b.period).map((o) => o.line);
   }
 }
