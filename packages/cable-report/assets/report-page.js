@@ -340,7 +340,8 @@
   function generatorCharts() {
     if (data.generator.length === 0) return;
     var card = section("Load generator", "Each task's event-loop lag p99 (ms) and CPU (% of its worker threads), per period; " +
-      "colour: the task's region. Over 100 ms lag or 85% CPU the generator, not the server, sets the latencies.");
+      "colour: the task's region. Over " + data.saturation.lagP99Ms + " ms lag p99 or " + data.saturation.cpuPercent +
+      "% CPU a task counts as saturated: the generator, not the server, sets its latencies.");
     var seen = {};
     var series = function (pick) {
       seen = {};

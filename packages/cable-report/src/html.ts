@@ -17,6 +17,7 @@ import type { marked as Marked } from "marked" with { "resolution-mode": "import
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { latencyMetrics } from "./rows.js";
+import { SATURATION_THRESHOLDS } from "./saturation.js";
 import { mainLatency } from "./series.js";
 
 export interface HtmlOptions {
@@ -56,6 +57,8 @@ interface PageData {
   errors: Values[] | null;
   active: Values[];
   generator: Array<{ column: number; file: string; lag: Values; cpu: Values }>;
+  /** Where a task counts as saturated (saturation.ts). */
+  saturation: { lagP99Ms: number; cpuPercent: number };
   phases: Array<{ name: string; from: number; to: number | null }>;
   aborted: { at: number; condition: string; figure: string } | null;
   server: { x: number[]; vcpu: Values; memory: Values; connections: Values } | null;
@@ -239,6 +242,7 @@ function pageData(merged: MergedResults): PageData {
         cpu: onAxis(region.series, () => g.cpu),
       })),
     ),
+    saturation: { ...SATURATION_THRESHOLDS },
     phases: (merged.timeline?.phases ?? []).map((p) => ({
       name: p.name || `phase ${p.index + 1}`,
       from: elapsed(p.startTime),
