@@ -2,7 +2,7 @@
 // cable-report and write report.md, merged.json and the run record.
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression } from "artillery-plugin-cable-report";
+import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
 import { REPORT_FILE } from "cable-infra/worker/layout";
 import type { TaskStatus } from "cable-infra/worker/status";
 import type { Region, TaskSnapshot } from "./backend.js";
@@ -34,6 +34,8 @@ export interface CollectInput {
 export interface CollectResult {
   exitCode: number;
   reportFile?: string;
+  /** report.html beside it: the tables and interactive charts over time, offline. */
+  htmlFile?: string;
   mergedFile?: string;
   merged?: MergedResults;
   tasks: TaskOutcome[];
@@ -94,17 +96,22 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   if (merged) {
     merged.notes.push(...notes);
     const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
-    const markdown = renderMarkdown(merged, {
+    const renderOptions: RenderOptions = {
       title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
       baseline,
       baselineLabel: input.baseline,
       regressionThreshold: input.regressionThreshold,
-    });
+    };
+    const markdown = renderMarkdown(merged, renderOptions);
+    // The start section is the fan-out's own: report.md's tables come from cable-report.
+    const startSection = renderStartSection(start);
+    const page = renderReportPage(merged, renderOptions, startSection);
     result.mergedFile = path.join(runDir, "merged.json");
     result.reportFile = path.join(runDir, "report.md");
+    result.htmlFile = path.join(runDir, "report.html");
     writeFileAtomic(result.mergedFile, `${JSON.stringify(merged, null, 2)}\n`);
-    // The start section is the fan-out's own: report.md's tables come from cable-report.
-    writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${renderStartSection(start)}`);
+    writeFileAtomic(result.htmlFile, page);
+    writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${startSection}`);
     result.merged = merged;
     if (baseline && input.regressionThreshold !== undefined) {
       regressions = findRegressions(merged, baseline, input.regressionThreshold);

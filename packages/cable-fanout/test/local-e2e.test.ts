@@ -51,13 +51,13 @@ describe("cable-fanout run --local", () => {
     const [runId] = onlyRun(out);
     const runDir = path.join(out, runId);
     expect(result.stdout.trim()).toBe(path.relative(work, path.join(runDir, "report.md")));
-    expect(readdirSync(runDir).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.md"]);
+    expect(readdirSync(runDir).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.html", "report.md"]);
     let created = 0;
     for (const region of ["local-a", "local-b"]) {
       expect(readdirSync(path.join(runDir, region)).sort()).toEqual(["task-1", "task-2"]);
       for (const task of ["task-1", "task-2"]) {
         const dir = path.join(runDir, region, task);
-        expect(readdirSync(dir).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json"]);
+        expect(readdirSync(dir).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json"]);
         created += json(path.join(dir, "report.json")).aggregate.counters["vusers.created"];
       }
     }

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { writeFileAtomic } from "./atomic-write.js";
 import { findRegressions } from "./compare.js";
 import { ResultsInputError } from "./input.js";
-import { renderHtml } from "./html.js";
+import { renderReportPage } from "./html.js";
 import { renderMarkdown, type RenderOptions } from "./markdown.js";
 import { loadBaseline, mergeResults } from "./results.js";
 
@@ -33,9 +33,6 @@ export const EXIT_OK = 0;
 export const EXIT_REGRESSION = 1;
 export const EXIT_BAD_INPUT = 2;
 export const EXIT_INTERNAL_ERROR = 3;
-
-/** report.html's tables: far more than a PR comment holds, so that no region or error row is left out. */
-const HTML_MARKDOWN_MAX_BYTES = 8_000_000;
 
 class UsageError extends Error {}
 
@@ -78,11 +75,7 @@ function run(argv: string[]): number {
     regressionThreshold: threshold,
   };
   const markdown = renderMarkdown(merged, renderOptions);
-  // The page has no comment size limit (every region and error row) and draws its own charts.
-  const html =
-    values.html === undefined
-      ? undefined
-      : renderHtml(merged, { title: values.title, markdown: renderMarkdown(merged, { ...renderOptions, charts: false, maxBytes: HTML_MARKDOWN_MAX_BYTES }) });
+  const html = values.html === undefined ? undefined : renderReportPage(merged, renderOptions);
 
   // Everything is computed before anything is written, and each write is atomic.
   if (values.json) writeFileAtomic(values.json, `${JSON.stringify(merged, null, 2)}\n`);

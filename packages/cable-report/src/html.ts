@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { marked as Marked } from "marked" with { "resolution-mode": "import" };
+import { renderMarkdown, type RenderOptions } from "./markdown.js";
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { latencyMetrics } from "./rows.js";
@@ -251,4 +252,17 @@ function pageData(merged: MergedResults): PageData {
     aborted: merged.timeline?.aborted ? { ...merged.timeline.aborted, at: elapsed(merged.timeline.aborted.at) } : null,
     server: server && server.at.length > 0 ? { x: server.at.map(elapsed), vcpu: server.vcpu, memory: server.memoryMiB, connections: server.connections } : null,
   };
+}
+
+/** report.html's tables: far more than a PR comment holds, so that no region or error row is left out. */
+const PAGE_MARKDOWN_MAX_BYTES = 8_000_000;
+
+/**
+ * report.html for merged results: the tables of report.md with no comment size limit (every region
+ * and error row) and no mermaid (the page draws its own charts), plus `extraMarkdown` (the fan-out's
+ * start section).
+ */
+export function renderReportPage(merged: MergedResults, options: RenderOptions, extraMarkdown = ""): string {
+  const markdown = renderMarkdown(merged, { ...options, charts: false, maxBytes: PAGE_MARKDOWN_MAX_BYTES });
+  return renderHtml(merged, { title: options.title, markdown: `${markdown.replace(/\n*$/, "\n")}${extraMarkdown}` });
 }

@@ -15,4 +15,4 @@ export { CpuMeter, cpuPercent, generatorWorkers, periodRecordSchema, periodSketc
 export { gridPeriod, isLatencyMetric, mainLatency, mergeSeries } from "./series.js";
 export { buildTimeline, readServerSeries, SERVER_METRICS_FILE } from "./results.js";
 export { serverSeriesSchema, type Series, type ServerSeries, type Timeline } from "./model.js";
-export { renderHtml, type HtmlOptions } from "./html.js";
+export { renderHtml, renderReportPage, type HtmlOptions } from "./html.js";

@@ -5,7 +5,7 @@ import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
 import { overTimeSection } from "./over-time.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
-import { cell, chartLabel, clock, inline, niceCeiling, truncate } from "./text.js";
+import { cell, chartLabel, clock, code, inline, niceCeiling, truncate } from "./text.js";
 
 export interface RenderOptions {
   title?: string;
@@ -137,7 +137,7 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
   const aborted = merged.timeline?.aborted;
   if (aborted) {
     const at = merged.timeline?.start ? ` at ${clock(aborted.at - merged.timeline.start)}` : "";
-    lines.push(`- **⛔ Stopped early${at}** by \`--abort-on ${inline(aborted.condition)}\`: ${inline(aborted.figure)}`);
+    lines.push(`- **⛔ Stopped early${at}** by ${code(`--abort-on ${aborted.condition}`)}: ${inline(aborted.figure)}`);
   }
   const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
   lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);

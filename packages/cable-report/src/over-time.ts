@@ -6,7 +6,7 @@
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mainLatency } from "./series.js";
-import { chartLabel, clock, inline, niceCeiling } from "./text.js";
+import { chartLabel, clock, code, inline, niceCeiling } from "./text.js";
 
 export const MAX_POINTS = 60;
 
@@ -98,7 +98,7 @@ function phaseLine(merged: MergedResults, start: number): string[] {
   const parts = phases.slice(0, 20).map((p) => `${inline(p.name || `phase ${p.index + 1}`)} ${clock(p.startTime - start)}–${p.endTime === null ? "end" : clock(p.endTime - start)}`);
   const lines = parts.length > 0 ? ["", `Phases: ${parts.join(" · ")}${phases.length > 20 ? ` · … ${phases.length - 20} more` : ""}`] : [];
   const aborted = merged.timeline?.aborted;
-  if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by \`--abort-on ${inline(aborted.condition)}\` (${inline(aborted.figure)}).`);
+  if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by ${code(`--abort-on ${aborted.condition}`)} (${inline(aborted.figure)}).`);
   return lines;
 }
 

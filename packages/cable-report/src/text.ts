@@ -34,3 +34,8 @@ export function clock(ms: number): string {
   const ss = String(s % 60).padStart(2, "0");
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${ss}` : `${m}:${ss}`;
 }
+
+/** Text inside a `code span`: GitHub shows it as written (no HTML inside), so only line breaks and backticks go. */
+export function code(text: string): string {
+  return `\`${text.replace(/[\r\n]+/g, " ").replace(/`/g, "'")}\``;
+}

@@ -1,0 +1,112 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTarget, type LocalTarget } from "cable-local-target";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./cli";
+
+// What happened when, through the real CLI with --local and two regions: scenarios/spike.yml, scaled
+// down, against the local target with a known capacity (above 50 open connections every broadcast
+// is delivered 400 ms late). The spike phase takes the two regions past it, the phases around it
+// stay under it: the merged series must read low, high, low; the live lines print while it runs;
+// --abort-on stops the same run in the spike.
+const ROOT = path.resolve(__dirname, "../../..");
+const SPIKE = path.join(ROOT, "scenarios/spike.yml");
+// Per task; two regions of one task each: ~20 connections, then ~100, then ~20 again (10 s sessions).
+const PHASES = JSON.stringify({
+  config: {
+    phases: [
+      { name: "normal", duration: 30, arrivalRate: 1 },
+      { name: "spike", duration: 20, arrivalRate: 5 },
+      { name: "recovery", duration: 40, arrivalRate: 1 },
+    ],
+  },
+});
+const DELAY_MS = 400;
+
+const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
+const runDirOf = (out: string) => path.join(out, readdirSync(out).filter((d) => !d.startsWith("."))[0]);
+
+describe("cable-fanout run --local, over time", () => {
+  let target: LocalTarget;
+  let work: string;
+
+  beforeAll(async () => {
+    target = await startTarget({ port: 0, faults: { capacityConnections: 50, overCapacityDelayMs: DELAY_MS } });
+    work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-over-time-"));
+  });
+  afterAll(async () => {
+    await target.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("merges the tasks' periods into series that show the spike as low, high, low, and prints live lines per region", async () => {
+    const out = path.join(work, "spike");
+    const result = await runCli(["run", SPIKE, "--local", "--regions", "local-a,local-b", "--target", target.cableUrl, "--overrides", PHASES, "--start-delay", "2", "--out", out], { cwd: work, timeoutMs: 180_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const runDir = runDirOf(out);
+    const merged = json(path.join(runDir, "merged.json"));
+
+    expect(merged.version).toBe(3);
+    expect(merged.timeline.phases.map((p: { name: string }) => p.name)).toEqual(["normal", "spike", "recovery"]);
+    const spikeStart = merged.timeline.phases[1].startTime;
+    const spikeEnd = merged.timeline.phases[2].startTime;
+    const { periods, latency } = merged.all.series;
+    const p95: Array<number | null> = latency["cable.broadcast_latency"].p95;
+    const starting = (from: number, to: number) => periods.flatMap((t: number, i: number) => (t >= from && t < to && p95[i] !== null ? [p95[i]] : []));
+    // Whole periods before the spike; those that start while it (and its users' 10 s sessions) last;
+    // those that start once the spike's last sessions have ended.
+    const before = starting(periods[0], spikeStart - 10_000);
+    const during = starting(spikeStart, spikeEnd + 10_000);
+    const after = starting(spikeEnd + 20_000, Infinity);
+    expect(before.length).toBeGreaterThan(0);
+    expect(during.length).toBeGreaterThan(0);
+    expect(after.length).toBeGreaterThan(0);
+    expect(Math.max(...before), `before the spike: ${before}`).toBeLessThan(DELAY_MS / 2);
+    expect(Math.max(...during), `in the spike: ${during}`).toBeGreaterThan(DELAY_MS);
+    expect(Math.max(...after), `after the spike: ${after}`).toBeLessThan(DELAY_MS / 2);
+    // Every region has its own series on the same grid, and the counts add up to the totals.
+    for (const region of merged.regions) {
+      expect(region.series.periods.every((t: number) => t % 10_000 === 0)).toBe(true);
+      const created = region.series.users.created.reduce((a: number, v: number | null) => a + (v ?? 0), 0);
+      expect(created).toBe(region.counters["vusers.created"]);
+    }
+    expect(Math.max(...merged.all.series.connections.filter((c: number | null) => c !== null))).toBeGreaterThan(50);
+
+    // One line per region per period while it ran.
+    const lines = result.stderr.split("\n").filter((l) => / · \d[\d,]* users active · /.test(l));
+    expect(lines.filter((l) => l.startsWith("local-a ")).length).toBeGreaterThanOrEqual(6);
+    expect(lines.filter((l) => l.startsWith("local-b ")).length).toBeGreaterThanOrEqual(6);
+    expect(lines.some((l) => / broadcast_latency p95 \d{3,}/.test(l))).toBe(true);
+    expect(result.stderr).toMatch(/local-a ended · \d+ users/);
+
+    const report = readFileSync(path.join(runDir, "report.md"), "utf8");
+    expect(report).toContain("### Over time");
+    expect(report).toContain("Phases: normal 0:");
+  }, 200_000);
+
+  it("--abort-on stops every task in the spike, keeps what they measured, says why, and exits 7", async () => {
+    const out = path.join(work, "aborted");
+    const result = await runCli(
+      ["run", SPIKE, "--local", "--regions", "local-a,local-b", "--target", target.cableUrl, "--overrides", PHASES, "--start-delay", "2", "--out", out, "--abort-on", `cable.broadcast_latency.p95>${DELAY_MS / 2} for 10s`],
+      { cwd: work, timeoutMs: 180_000 },
+    );
+    expect(result.code, result.stderr).toBe(7);
+    expect(result.stderr).toMatch(/⛔ --abort-on cable.broadcast_latency.p95>200 for 10s: cable.broadcast_latency.p95 [\d,.]+ ms > 200 in 1 period/);
+    const runDir = runDirOf(out);
+    const record = json(path.join(runDir, "fanout.json"));
+    expect(record.aborted.condition).toBe("cable.broadcast_latency.p95>200 for 10s");
+    expect(record.tasks.map((t: { state: string }) => t.state)).toEqual(["aborted", "aborted"]);
+    expect(record.regionFailures).toEqual({});
+    const merged = json(path.join(runDir, "merged.json"));
+    expect(merged.timeline.aborted.condition).toBe("cable.broadcast_latency.p95>200 for 10s");
+    // Stopped in the spike, well before the recovery phase ended.
+    expect(merged.timeline.aborted.at).toBeLessThan(merged.timeline.phases[1].startTime + 60_000);
+    // Each task's figures up to the stop come from its live periods.
+    expect(merged.all.counters["vusers.created"]).toBeGreaterThan(40);
+    expect(merged.all.histograms["cable.broadcast_latency"].p99).toBeGreaterThan(DELAY_MS);
+    const report = readFileSync(path.join(runDir, "report.md"), "utf8");
+    expect(report).toMatch(/⛔ Stopped early at \d+:\d\d\*\* by `--abort-on cable.broadcast_latency.p95>200 for 10s`/);
+    expect(report).toContain("stopped before Artillery wrote its report");
+  }, 200_000);
+});
