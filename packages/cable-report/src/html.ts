@@ -68,6 +68,8 @@ interface PageData {
 export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
   const title = options.title ?? firstHeading(options.markdown) ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`;
   const tables = markdownToHtml(withoutCharts(options.markdown));
+  const cut = tables.indexOf("<table");
+  const [headline, rest] = cut === -1 ? [tables, ""] : [tables.slice(0, cut), tables.slice(cut)];
   const data = pageData(merged);
   const uplot = asset(requireResolve("uplot/dist/uPlot.iife.min.js"));
   const uplotCss = asset(requireResolve("uplot/dist/uPlot.min.css"));
@@ -96,14 +98,18 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     "</head>",
     "<body>",
     '<main id="report">',
+    // What happened when comes right under the headline (run, phases, warnings); the whole-run tables follow.
     '<div id="summary">',
-    tables.trim(),
+    headline.trim(),
     "</div>",
     '<section id="over-time">',
     "<h2>Over time</h2>",
-    "<noscript><p class=\"note\">JavaScript is off, so the charts over time are not drawn; the tables above hold the whole-run figures.</p></noscript>",
+    "<noscript><p class=\"note\">JavaScript is off, so the charts over time are not drawn; the tables below hold the whole-run figures.</p></noscript>",
     '<div id="charts"></div>',
     "</section>",
+    '<div id="tables">',
+    rest.trim(),
+    "</div>",
     "</main>",
     `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
     `<script>${uplot}</script>`,

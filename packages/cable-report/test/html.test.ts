@@ -164,14 +164,14 @@ describe("report.html's text", () => {
     expect(JSON.parse(json)).toEqual({ name: HOSTILE, amp: "a&b\u2028", x: 1.2, y: [10.1, null] });
   });
 
-  it("is one self-contained file: uPlot inline, no URL to fetch, the tables before the charts", () => {
+  it("is one self-contained file: uPlot inline, no URL to fetch, the charts right under the headline, the tables after them", () => {
     const html = page(screenshotRun());
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain("https://github.com/leeoniya/uPlot"); // uPlot's banner, inlined
     expect(html).not.toMatch(/<(script|link|img|iframe)[^>]+(src|href)=/i);
     expect(html).toMatch(/Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[^']+' 'sha256-[^']+';/);
     expect(html.indexOf("<table>")).toBeGreaterThan(0);
-    expect(html.indexOf("<table>")).toBeLessThan(html.indexOf('id="charts"'));
+    expect(html.indexOf('id="charts"')).toBeLessThan(html.indexOf("<table>"));
     expect(html).toContain("<noscript>");
     expect(html).not.toContain("```mermaid");
   });
@@ -296,8 +296,8 @@ describe("report.html in headless Chromium", () => {
     expect(errors).toEqual([]);
     expect(dialogs).toEqual([]);
     // The tables, first.
-    await expect(page.locator("#summary table th", { hasText: "eu-west-2" }).count()).resolves.toBeGreaterThan(0);
-    await expect(page.locator("#summary td", { hasText: "Broadcast latency (ms)" }).count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator("#tables table th", { hasText: "eu-west-2" }).count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator("#tables td", { hasText: "Broadcast latency (ms)" }).count()).resolves.toBeGreaterThan(0);
     // Latency, connections, messages received and sent, errors, active users, lag, CPU, server CPU+memory, server connections.
     const drawn = await canvases(page);
     expect(drawn).toHaveLength(10);
@@ -319,6 +319,7 @@ describe("report.html in headless Chromium", () => {
     const ranges = () => page.evaluate(() => (window as unknown as { reportCharts: Array<{ scales: Record<string, { min: number; max: number }> }> }).reportCharts.map((u) => [u.scales.x.min, u.scales.x.max]));
     expect(new Set((await ranges()).map(String))).toEqual(new Set(["0,180"]));
     // Dragging across one chart zooms them all; a double-click zooms back out.
+    await page.locator("#charts .u-over").nth(1).scrollIntoViewIfNeeded();
     const over = (await page.locator("#charts .u-over").nth(1).boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.25, over.y + over.height / 2);
     await page.mouse.down();
@@ -364,7 +365,7 @@ describe("report.html in headless Chromium", () => {
     expect(errors).toEqual([]);
     expect(await page.locator("img").count()).toBe(0);
     expect(await page.title()).toBe(HOSTILE);
-    expect(await page.locator("#summary th", { hasText: "</script><img" }).count()).toBeGreaterThan(0);
+    expect(await page.locator("#tables th", { hasText: "</script><img" }).count()).toBeGreaterThan(0);
     expect(await page.locator(".u-legend").first().innerText()).toContain(`${HOSTILE} p95`);
     expect(await page.locator("#charts canvas").count()).toBeGreaterThan(5);
     await page.close();
@@ -381,7 +382,7 @@ describe("report.html in headless Chromium", () => {
     const cdp = await context!.newCDPSession(page);
     await cdp.send("Emulation.setScriptExecutionDisabled", { value: true });
     await page.setContent(renderHtml(merged, { markdown: renderMarkdown(merged) }));
-    expect(await page.locator("#summary table").count()).toBeGreaterThan(0);
+    expect(await page.locator("#tables table").count()).toBeGreaterThan(0);
     expect(await page.locator("#charts canvas").count()).toBe(0);
     expect(await page.locator("body").innerText()).toContain("JavaScript is off");
     expect(requests).toEqual([]);
