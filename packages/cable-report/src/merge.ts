@@ -1,16 +1,16 @@
 // Merge math, pure: tasks in, one column of the comparison out.
 import { DDSketch } from "@artilleryio/sketches-js";
+import { METRICS } from "artillery-engine-cable/metrics";
 import type { CheckTally, Column, Distribution, GeneratorTask } from "./model.js";
 import { detectSaturation } from "./saturation.js";
-import { mergeSeries } from "./series.js";
 import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
 /** Per-period, per-process peak of open connections; its sum over periods means nothing. */
-export const OPEN_PEAK_COUNTER = "cable.connections_open_period_peak";
+export const OPEN_PEAK_COUNTER = METRICS.connectionsOpenPeriodPeak;
 
 /** The engine's per-second worst event-loop delay (artillery-engine-cable lag.ts): the generator's, not the server's. */
-export const EVENT_LOOP_LAG = "cable.event_loop_lag";
+export const EVENT_LOOP_LAG = METRICS.eventLoopLag;
 
 export function mergeColumn(name: string, tasks: TaskResult[], files: string[]): Column {
   const histogramNames = new Set(tasks.flatMap((t) => Object.keys(t.summaries)));
@@ -37,7 +37,6 @@ export function mergeColumn(name: string, tasks: TaskResult[], files: string[]):
     lastMetricAt: extreme(tasks.map((t) => t.lastMetricAt), Math.max),
     generator: tasks.map((t, i) => generatorHealth(t, files[i] ?? t.reportFile)),
     rejected: [],
-    series: mergeSeries(tasks, files),
   };
 }
 

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
 import { mergeColumn } from "./merge.js";
+import { mergeSeries } from "./series.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
@@ -162,9 +163,11 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     ...mergeColumn(r.name, r.tasks, r.files),
     rejected: r.rejected ?? [],
     expectedTasks,
+    series: mergeSeries(r.tasks, r.files),
   }));
   const allTasks = ordered.flatMap((r) => r.tasks);
-  const all = { ...mergeColumn(ALL_REGIONS, allTasks, ordered.flatMap((r) => r.files)), rejected: ordered.flatMap((r) => r.rejected ?? []) };
+  const allFiles = ordered.flatMap((r) => r.files);
+  const all = { ...mergeColumn(ALL_REGIONS, allTasks, allFiles), rejected: ordered.flatMap((r) => r.rejected ?? []), series: mergeSeries(allTasks, allFiles) };
   const described = allTasks.find((t) => t.test)?.test;
 
   const merged: MergedResults = {

@@ -1,7 +1,9 @@
 // The rows of the comparison table: which number each row reads from a column,
 // how it is formatted, and which direction is a regression. Shared by the
 // markdown renderer and the baseline comparison.
+import { METRICS } from "artillery-engine-cable/metrics";
 import { EVENT_LOOP_LAG, OPEN_PEAK_COUNTER } from "./merge.js";
+import { isLatencyMetric } from "./series.js";
 import type { Column, Distribution, MergedResults, RegionColumn } from "./model.js";
 
 export type Unit = "count" | "ms" | "rate" | "percent" | "value";
@@ -42,22 +44,20 @@ export interface RowLimits {
 }
 
 const KNOWN_LATENCIES: Array<[string, string]> = [
-  ["cable.handshake_latency", "Handshake latency"],
-  ["cable.subscription_latency", "Subscription latency"],
-  ["cable.rtt", "Round-trip time (rtt)"],
-  ["cable.broadcast_latency", "Broadcast latency"],
-  ["cable.publish_latency", "Publish latency"],
+  [METRICS.handshakeLatency, "Handshake latency"],
+  [METRICS.subscriptionLatency, "Subscription latency"],
+  [METRICS.rtt, "Round-trip time (rtt)"],
+  [METRICS.broadcastLatency, "Broadcast latency"],
+  [METRICS.publishLatency, "Publish latency"],
 ];
 
-/** The engine's histograms that are not latencies: the generator's lag, and per-second open connections (shown as the peak row). */
-const NOT_LATENCIES = new Set([EVENT_LOOP_LAG, "cable.open_connections_peak"]);
 
 /**
  * Engine latency histograms present in any column: the known ones first, then
  * any other `cable.*`, except the generator's own event-loop lag.
  */
 export function latencyMetrics(merged: MergedResults): Array<{ metric: string; title: string }> {
-  const present = new Set(Object.keys(merged.all.histograms).filter((name) => name.startsWith("cable.") && !NOT_LATENCIES.has(name)));
+  const present = new Set(Object.keys(merged.all.histograms).filter(isLatencyMetric));
   const known = KNOWN_LATENCIES.filter(([metric]) => present.has(metric)).map(([metric, title]) => ({ metric, title }));
   const knownNames = new Set(KNOWN_LATENCIES.map(([metric]) => metric));
   const others = [...present]
@@ -85,12 +85,12 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
       ["p95", "p95"],
       ["p99", "p99"],
     ], null),
-    counterRow("Messages", "Sent", "cable.messages_sent", null),
-    counterRow("Messages", "Received", "cable.messages_received", null),
-    rateRow("Messages", "Average send rate (msg/s)", "cable.send_rate", "mean"),
-    rateRow("Messages", "Peak send rate (msg/s)", "cable.send_rate", "peak"),
-    rateRow("Messages", "Average receive rate (msg/s)", "cable.receive_rate", "mean"),
-    rateRow("Messages", "Peak receive rate (msg/s)", "cable.receive_rate", "peak"),
+    counterRow("Messages", "Sent", METRICS.messagesSent, null),
+    counterRow("Messages", "Received", METRICS.messagesReceived, null),
+    rateRow("Messages", "Average send rate (msg/s)", METRICS.sendRate, "mean"),
+    rateRow("Messages", "Peak send rate (msg/s)", METRICS.sendRate, "peak"),
+    rateRow("Messages", "Average receive rate (msg/s)", METRICS.receiveRate, "mean"),
+    rateRow("Messages", "Peak receive rate (msg/s)", METRICS.receiveRate, "peak"),
     ...latencyMetrics(merged).flatMap(({ metric, title }) => [
       samplesRow(`${title} (ms)`, metric),
       ...distributionRows(`${title} (ms)`, metric, [
@@ -108,8 +108,8 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
       worse: null,
       value: (c) => c.peakOpenConnections,
     },
-    counterRow("Connections", "Opened", "cable.connections", null),
-    counterRow("Connections", "Subscriptions", "cable.subscriptions", null),
+    counterRow("Connections", "Opened", METRICS.connections, null),
+    counterRow("Connections", "Subscriptions", METRICS.subscriptions, null),
     ...customHistogramRows(merged),
     ...errorRows(merged.all, limits.maxErrorRows),
     ...otherCounterRows(merged.all, limits.maxErrorRows, seen),
@@ -214,10 +214,10 @@ const SHOWN_COUNTERS = new Set([
   "vusers.created",
   "vusers.completed",
   "vusers.failed",
-  "cable.messages_sent",
-  "cable.messages_received",
-  "cable.connections",
-  "cable.subscriptions",
+  METRICS.messagesSent,
+  METRICS.messagesReceived,
+  METRICS.connections,
+  METRICS.subscriptions,
   OPEN_PEAK_COUNTER,
 ]);
 

@@ -1,14 +1,15 @@
 // From the tasks' live periods to one step's figures: which periods belong to the step's climb,
 // to its hold (whole periods inside it only), and to the step as a whole. Pure.
 import { DDSketch } from "@artilleryio/sketches-js";
+import { METRICS } from "artillery-engine-cable/metrics";
 import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { decodeHistograms, type LivePeriod, type TaskLive } from "../live/feed.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
 import type { StepFigures } from "./slo.js";
 
-export const LAG_METRIC = "cable.event_loop_lag";
-export const SENT_METRIC = "cable.messages_sent";
-export const RECEIVED_METRIC = "cable.messages_received";
+export const LAG_METRIC = METRICS.eventLoopLag;
+export const SENT_METRIC = METRICS.messagesSent;
+export const RECEIVED_METRIC = METRICS.messagesReceived;
 /**
  * The generator verdict is the PR report's (cable-report's detectSaturation and its thresholds:
  * event-loop lag over 100 ms, CPU over 90 %), read over one step. The report judges a whole run on
