@@ -89,6 +89,12 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   try {
     merged = mergeResults(runDir, { regions: record.regions, tasksPerRegion: record.count });
     if (record.aborted && merged.timeline) merged.timeline.aborted = record.aborted;
+    if (record.aborted || tasks.some((t) => t.state !== "ok")) {
+      // Artillery cannot end a virtual user from outside: those still in their flow at the stop are neither completed nor failed.
+      const count = (name: string) => merged!.all.counters[name] ?? 0;
+      const cutOff = count("vusers.created") - count("vusers.completed") - count("vusers.failed");
+      if (cutOff > 0) merged.notes.push(`${cutOff} virtual user(s) were still in their flow when the tasks were stopped: neither completed nor failed.`);
+    }
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;
     input.log(`no report: ${err.message}`);

@@ -108,5 +108,6 @@ describe("cable-fanout run --local, over time", () => {
     const report = readFileSync(path.join(runDir, "report.md"), "utf8");
     expect(report).toMatch(/⛔ Stopped early at \d+:\d\d\*\* by `--abort-on cable.broadcast_latency.p95>200 for 10s`/);
     expect(report).toContain("stopped before Artillery wrote its report");
+    expect(report).toMatch(/\d+ virtual user\(s\) were still in their flow when the tasks were stopped/);
   }, 200_000);
 });

@@ -18,6 +18,7 @@ import { around, taskOf, writeTask, type PeriodSpec } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");
 const SHOT = join(ROOT, "docs", "report-render", "report-html.png");
+const CHARTS_SHOT = join(ROOT, "docs", "report-render", "report-html-charts.png");
 const CHROMIUM = "/usr/bin/chromium";
 const UPDATE = Boolean(process.env.UPDATE_GOLDEN);
 const HOSTILE = "</script><img src=x onerror=alert(1)>";
@@ -343,6 +344,18 @@ describe("report.html in headless Chromium", () => {
     expect(errors).toEqual([]);
 
     mkdirSync(join(ROOT, "docs", "report-render"), { recursive: true });
+    // The charts against their golden picture, as report.md's mermaid charts are: a chart that stops
+    // drawing, loses a series or its phases' shading fails here (font antialiasing is tolerated).
+    const charts = await page.locator("#over-time").screenshot();
+    if (UPDATE || !existsSync(CHARTS_SHOT)) writeFileSync(CHARTS_SHOT, charts);
+    else {
+      const pixelmatch = (await import("pixelmatch")).default;
+      const a = PNG.sync.read(charts);
+      const b = PNG.sync.read(readFileSync(CHARTS_SHOT));
+      expect([a.width, a.height], `${CHARTS_SHOT}: size`).toEqual([b.width, b.height]);
+      const differing = pixelmatch(a.data, b.data, undefined, a.width, a.height, { threshold: 0.2 });
+      expect(differing / (a.width * a.height), `${differing} pixels differ from ${CHARTS_SHOT} (UPDATE_GOLDEN=1 rewrites it)`).toBeLessThanOrEqual(0.01);
+    }
     if (UPDATE || !existsSync(SHOT)) {
       await page.evaluate(() => document.querySelectorAll("details").forEach((d) => d.setAttribute("open", "")));
       writeFileSync(SHOT, await page.screenshot({ fullPage: true }));
