@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { startTarget, type LocalTarget } from "cable-local-target";
@@ -30,19 +31,31 @@ const runDirOf = (out: string) => path.join(out, readdirSync(out).filter((d) => 
 describe("cable-fanout run --local, over time", () => {
   let target: LocalTarget;
   let work: string;
+  // The server's own figures for --server-metrics: a Prometheus text endpoint whose CPU counter
+  // grows by 0.25 s a second (the parser is held against real anycable-go's in capacity-server-metrics.test.ts).
+  let metrics: Server;
+  let metricsUrl: string;
+  const metricsStart = Date.now();
 
   beforeAll(async () => {
     target = await startTarget({ port: 0, faults: { capacityConnections: 50, overCapacityDelayMs: DELAY_MS } });
     work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-over-time-"));
+    metrics = createServer((_req, res) => {
+      const cpu = ((Date.now() - metricsStart) / 1000) * 0.25;
+      res.end(`# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ${cpu}\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ${64 * 2 ** 20}\n`);
+    });
+    await new Promise<void>((resolve) => metrics.listen(0, "127.0.0.1", resolve));
+    metricsUrl = `http://127.0.0.1:${(metrics.address() as { port: number }).port}/metrics`;
   });
   afterAll(async () => {
     await target.close();
+    await new Promise((resolve) => metrics.close(resolve));
     rmSync(work, { recursive: true, force: true });
   });
 
   it("merges the tasks' periods into series that show the spike as low, high, low, and prints live lines per region", async () => {
     const out = path.join(work, "spike");
-    const result = await runCli(["run", SPIKE, "--local", "--regions", "local-a,local-b", "--target", target.cableUrl, "--overrides", PHASES, "--start-delay", "2", "--out", out], { cwd: work, timeoutMs: 180_000 });
+    const result = await runCli(["run", SPIKE, "--local", "--regions", "local-a,local-b", "--target", target.cableUrl, "--overrides", PHASES, "--start-delay", "2", "--out", out, "--server-metrics", metricsUrl], { cwd: work, timeoutMs: 180_000 });
     expect(result.code, result.stderr).toBe(0);
     const runDir = runDirOf(out);
     const merged = json(path.join(runDir, "merged.json"));
@@ -83,6 +96,17 @@ describe("cable-fanout run --local, over time", () => {
     const report = readFileSync(path.join(runDir, "report.md"), "utf8");
     expect(report).toContain("### Over time");
     expect(report).toContain("Phases: normal 0:");
+
+    // The server's figures on the run's time axis: a sample every 5 s, 0.25 vCPU, 64 MiB.
+    const server = merged.timeline.server;
+    expect(server.at.length).toBeGreaterThanOrEqual(15);
+    const vcpu = server.vcpu.filter((v: number | null) => v !== null);
+    expect(Math.min(...vcpu)).toBeGreaterThan(0.2);
+    expect(Math.max(...vcpu)).toBeLessThan(0.3);
+    expect(new Set(server.memoryMiB)).toEqual(new Set([64]));
+    expect(report).toContain("**Server CPU (vCPU)**");
+    expect(report).toContain("**Server memory (MiB)**");
+    expect(readFileSync(path.join(runDir, "report.html"), "utf8")).toContain('"vcpu"');
   }, 200_000);
 
   it("--abort-on stops every task in the spike, keeps what they measured, says why, and exits 7", async () => {

@@ -131,3 +131,33 @@ describe("report.md over time", () => {
     expect(fillGaps([null, null])).toBeNull();
   });
 });
+
+describe("report.md over time, a long run", () => {
+  it("folds a 30-minute run of 3 regions × 6 tasks into 60 points per line and stays under the comment limit", () => {
+    const regions = ["ap-south-1", "eu-west-2", "us-east-1"].map((name, r) => ({
+      name,
+      files: Array.from({ length: 6 }, (_, t) => `${name}/t${t}.json`),
+      tasks: Array.from({ length: 6 }, (_, t) =>
+        taskOf(
+          {
+            counters: { "vusers.created": 180 },
+            histograms: { [BROADCAST]: [10] },
+            periods: Array.from({ length: 180 }, (_, i) => ({
+              period: T0 + i * 10_000,
+              counters: { "vusers.created": 1, "vusers.completed": 1, "cable.messages_received": 100, "cable.connections_open_period_peak": 10 },
+              samples: { [BROADCAST]: around(20, 5, r * 10_000 + t * 1_000 + i) },
+            })),
+          },
+          `${name}/t${t}.json`,
+        ),
+      ),
+    }));
+    const markdown = renderMarkdown(mergeRegions(regions));
+    expect(Buffer.byteLength(markdown)).toBeLessThan(60_000);
+    const section = markdown.slice(markdown.indexOf("### Over time"));
+    expect(section).toContain("Each point folds 3 periods");
+    const lines = [...section.matchAll(/line \[([^\]]*)\]/g)].map((m) => m[1].split(", ").length);
+    expect(lines.length).toBeGreaterThanOrEqual(8);
+    expect(new Set(lines)).toEqual(new Set([60]));
+  });
+});
