@@ -109,7 +109,30 @@
       ctx.fillStyle = i % 2 === 0 ? "rgba(78, 121, 167, 0.10)" : "rgba(160, 160, 160, 0.10)";
       ctx.fillRect(x0, b.top, x1 - x0, b.height);
     });
+    drawRecovery(u);
     ctx.restore();
+  }
+
+  /** After each spike, the time until p95 was back (orange), or on to the end when it never was (red), named along the bottom. */
+  function drawRecovery(u) {
+    var ctx = u.ctx;
+    var b = u.bbox;
+    var pr = pxRatio(u);
+    (data.recovery || []).forEach(function (r) {
+      var x0 = u.valToPos(r.from, "x", true);
+      var x1 = r.to == null ? b.left + b.width : u.valToPos(r.to, "x", true);
+      ctx.fillStyle = r.recovered ? "rgba(242, 142, 43, 0.18)" : "rgba(225, 87, 89, 0.18)";
+      ctx.fillRect(x0, b.top, Math.max(2 * pr, x1 - x0), b.height);
+      ctx.font = 11 * pr + "px system-ui, sans-serif";
+      ctx.textBaseline = "bottom";
+      ctx.textAlign = "left";
+      var w = ctx.measureText(r.label).width;
+      var left = Math.min(x0 + 4 * pr, b.left + b.width - w - 6 * pr);
+      ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+      ctx.fillRect(left - 2 * pr, b.top + b.height - 18 * pr, w + 4 * pr, 15 * pr);
+      ctx.fillStyle = r.recovered ? "#a65a00" : "#c00000";
+      ctx.fillText(r.label, left, b.top + b.height - 4 * pr);
+    });
   }
 
   /** The phases' names along the top, and the abort marker, over the lines. */
@@ -376,7 +399,9 @@
     return;
   }
   if (data.phases.length > 0) {
-    element("p", "chart-desc", "Shaded bands: the test's phases. Drag across a chart to zoom all of them; double-click to zoom out. " +
+    element("p", "chart-desc", "Shaded bands: the test's phases" +
+      ((data.recovery || []).length > 0 ? "; after a spike, orange until the main latency's p95 was back (red: it never was)" : "") +
+      ". Drag across a chart to zoom all of them; double-click to zoom out. " +
       "Hover for the values; click a legend entry to hide that line.", root);
   }
   latencyChart();

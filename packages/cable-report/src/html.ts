@@ -19,6 +19,7 @@ import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { latencyMetrics } from "./rows.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
+import { describeRecovery } from "./recovery.js";
 import { mainLatency } from "./series.js";
 
 export interface HtmlOptions {
@@ -62,6 +63,8 @@ interface PageData {
   saturation: { lagP99Ms: number; cpuPercent: number };
   phases: Array<{ name: string; from: number; to: number | null }>;
   aborted: { at: number; condition: string; figure: string } | null;
+  /** Each spike's recovery (all regions): from the spike phase's end to the first recovered period, or on to the end. */
+  recovery: Array<{ from: number; to: number | null; label: string; recovered: boolean }>;
   server: { x: number[]; vcpu: Values; memory: Values; connections: Values } | null;
 }
 
@@ -256,6 +259,11 @@ function pageData(merged: MergedResults): PageData {
       to: p.endTime === null ? null : elapsed(p.endTime),
     })),
     aborted: merged.timeline?.aborted ? { ...merged.timeline.aborted, at: elapsed(merged.timeline.aborted.at) } : null,
+    recovery: (merged.verdicts?.spikes ?? []).flatMap((spike) => {
+      const all = spike.columns[merged.all.name];
+      if (!all || spike.end === null || all.before === null) return [];
+      return [{ from: elapsed(spike.end), to: all.recoveredAt === null ? null : elapsed(all.recoveredAt), label: `${spike.phase}: p95 back ${describeRecovery(all)}`, recovered: all.recoveredAt !== null }];
+    }),
     server: server && server.at.length > 0 ? { x: server.at.map(elapsed), vcpu: server.vcpu, memory: server.memoryMiB, connections: server.connections } : null,
   };
 }

@@ -129,6 +129,37 @@ export const timelineSchema = z.object({
   aborted: z.object({ condition: z.string(), at: z.number(), figure: z.string() }).nullable().default(null),
 });
 
+/** One column's recovery from one spike (recovery.ts). */
+export const spikeColumnSchema = z.object({
+  /** Median p95 of the last whole periods of the phase before, ms; null when there were none. */
+  before: z.number().nullable(),
+  /** The highest p95 of a period overlapping the spike phase, ms. */
+  worst: z.number().nullable(),
+  /** The p95 a period must be at or under to count as recovered, ms. */
+  threshold: z.number().nullable(),
+  /** From the spike phase's end to the start of the first recovered stretch; null: not recovered by the end of the run. */
+  recoveredAfterMs: z.number().nullable(),
+  recoveredAt: z.number().nullable(),
+});
+
+export const spikeSchema = z.object({
+  phase: z.string(),
+  index: z.number(),
+  /** The latency judged: the main one (broadcast latency when there is one). */
+  metric: z.string(),
+  start: z.number(),
+  end: z.number().nullable(),
+  rateBefore: z.number(),
+  rate: z.number(),
+  /** By column name (each region, and all regions). */
+  columns: z.record(z.string(), spikeColumnSchema),
+});
+
+/** Answers that need time: each spike's recovery. */
+export const verdictsSchema = z.object({
+  spikes: z.array(spikeSchema),
+});
+
 export const mergedSchema = z.object({
   format: z.literal(MERGED_FORMAT),
   version: z.union([z.literal(1), z.literal(2), z.literal(MERGED_VERSION)]),
@@ -143,6 +174,7 @@ export const mergedSchema = z.object({
   notes: z.array(z.string()),
   /** Absent in merged files before version 3. */
   timeline: timelineSchema.optional(),
+  verdicts: verdictsSchema.optional(),
 });
 
 export type Distribution = z.infer<typeof distributionSchema>;
@@ -155,3 +187,6 @@ export type MergedResults = z.infer<typeof mergedSchema>;
 export type Series = z.infer<typeof seriesSchema>;
 export type ServerSeries = z.infer<typeof serverSeriesSchema>;
 export type Timeline = z.infer<typeof timelineSchema>;
+export type Spike = z.infer<typeof spikeSchema>;
+export type SpikeColumn = z.infer<typeof spikeColumnSchema>;
+export type Verdicts = z.infer<typeof verdictsSchema>;

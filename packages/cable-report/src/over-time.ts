@@ -5,8 +5,9 @@
 // MAX_POINTS points (the worst period of each fold for latencies and peaks, the mean for rates).
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
+import { describeRecovery, RECOVERY_FLOOR_MS, RECOVERY_TOLERANCE, STAY_PERIODS } from "./recovery.js";
 import { mainLatency } from "./series.js";
-import { chartLabel, clock, code, inline, niceCeiling } from "./text.js";
+import { cell, chartLabel, clock, code, inline, niceCeiling } from "./text.js";
 
 export const MAX_POINTS = 60;
 
@@ -63,14 +64,37 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
   charts.push({ title: "Open connections", unit: "connections", fold: "max", lines: lines((s) => s.connections) });
   charts.push({ title: "Messages received per second", unit: "msg/s", fold: "mean", lines: lines((s) => s.messages.received) });
   charts.push({ title: `Errors per ${foldS} s`, unit: "errors", fold: "sum", lines: lines((s) => s.errors.total ?? s.periods.map((_, i) => (s.users.created[i] === null ? null : 0))) });
-  for (const chart of charts) {
+  for (const [i, chart] of charts.entries()) {
     const drawn = lineChart(chart.title, chart.unit, minutes, chart.lines, chart.fold, foldSize);
     // A chart of zeros says less than one line: "no errors".
     if (drawn.length === 0 && chart.unit === "errors") out.push("", "No errors in any period.");
     out.push(...drawn);
+    // The answer the latency chart asks for: did it come back after each spike, and how fast?
+    if (i === 0 && main) out.push(...spikeTable(merged, drawnColumns(columns, merged), start));
   }
   out.push(...serverCharts(merged, axis, minutes, foldSize));
   out.push(...phaseLine(merged, start));
+  return out;
+}
+
+function drawnColumns(columns: Column[], merged: MergedResults): Column[] {
+  return [...columns.filter((c) => c !== merged.all).slice(0, PALETTE.length), merged.all];
+}
+
+/** One row per spike and column: p95 before, worst during, and when it was back. */
+function spikeTable(merged: MergedResults, columns: Column[], start: number): string[] {
+  const spikes = merged.verdicts?.spikes ?? [];
+  if (spikes.length === 0) return [];
+  const out = ["", `**Recovery after each spike** (${code(spikes[0].metric)} p95; back = within ${RECOVERY_TOLERANCE * 100}% or ${RECOVERY_FLOOR_MS} ms of before, for ${STAY_PERIODS} periods in a row)`, "", "| Spike | Column | p95 before | Worst p95 | Back under | Recovered |", "|:--|:--|--:|--:|--:|:--|"];
+  const ms = (v: number | null) => (v === null ? "—" : `${v.toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`);
+  for (const spike of spikes.slice(0, 10)) {
+    const when = `${cell(spike.phase)} ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;
+    for (const column of columns) {
+      const c = spike.columns[column.name];
+      if (!c) continue;
+      out.push(`| ${when} | ${cell(column.name)} | ${ms(c.before)} | ${ms(c.worst)} | ${ms(c.threshold)} | ${c.before === null ? "" : c.recoveredAfterMs === null ? "❌ " : "✅ "}${describeRecovery(c)} |`);
+    }
+  }
   return out;
 }
 

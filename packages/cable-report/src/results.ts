@@ -4,6 +4,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
 import { mergeColumn } from "./merge.js";
+import { findSpikes } from "./recovery.js";
 import { mergeSeries } from "./series.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
@@ -183,6 +184,7 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     notes: [...notes],
     timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
   };
+  merged.verdicts = { spikes: findSpikes(merged) };
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {
     merged.notes.push(

@@ -1,0 +1,86 @@
+// Spike recovery, from constructed runs whose truth is known: quiet, a fivefold spike, quiet again,
+// with the slow periods lasting a known time past the spike's end.
+import { describe, expect, it } from "vitest";
+import { renderMarkdown } from "../src/markdown.js";
+import { findSpikes, phaseRate } from "../src/recovery.js";
+import { mergeRegions } from "../src/results.js";
+import { around, taskOf, TEST } from "./fixtures.js";
+
+const T0 = 1_700_000_000_000;
+const BROADCAST = "cable.broadcast_latency";
+const PHASES = [
+  { name: "quiet", duration: 60, arrivalRate: 1 },
+  { name: "spike", duration: 40, arrivalRate: 5 },
+  { name: "after", duration: 80, arrivalRate: 1 },
+];
+
+/** 18 periods; p95 ~20 ms, ~200 ms from period 6 (the spike's start) through period `slowUntil` − 1. */
+function run(slowUntil: number, regions = ["eu-west-2", "us-east-1"]) {
+  return mergeRegions(
+    regions.map((name, r) => ({
+      name,
+      files: [`${name}/t.json`],
+      tasks: [
+        taskOf(
+          {
+            test: { ...TEST, phases: PHASES },
+            phaseStarts: [
+              { index: 0, name: "quiet", startTime: T0 },
+              { index: 1, name: "spike", startTime: T0 + 60_000 },
+              { index: 2, name: "after", startTime: T0 + 100_000 },
+            ],
+            counters: { "vusers.created": 18 },
+            histograms: { [BROADCAST]: [10] },
+            periods: Array.from({ length: 18 }, (_, i) => ({
+              period: T0 + i * 10_000,
+              counters: { "vusers.created": 1 },
+              samples: { [BROADCAST]: around(i >= 6 && i < slowUntil ? 200 : 20, 40, r * 100 + i) },
+            })),
+          },
+          `${name}/t.json`,
+        ),
+      ],
+    })),
+  );
+}
+
+describe("spike recovery", () => {
+  it("finds the phase at least 3× the rate of the one before", () => {
+    expect(phaseRate({ arrivalRate: 2, rampTo: 10 })).toBe(10);
+    expect(phaseRate({ arrivalCount: 50, duration: 10 })).toBe(5);
+    expect(phaseRate({ pause: 5 })).toBe(0);
+    const spikes = findSpikes(run(10));
+    expect(spikes.map((s) => [s.phase, s.rateBefore, s.rate, s.start - T0, s.end! - T0])).toEqual([["spike", 1, 5, 60_000, 100_000]]);
+  });
+
+  it("says 'at once' when the first period after the spike is back, and when otherwise, within one period of the truth", () => {
+    const atOnce = findSpikes(run(10))[0];
+    for (const column of ["eu-west-2", "us-east-1", "all regions"]) {
+      expect(atOnce.columns[column]).toMatchObject({ recoveredAfterMs: 0 });
+      expect(atOnce.columns[column].before).toBeGreaterThan(18);
+      expect(atOnce.columns[column].before).toBeLessThan(23);
+      expect(atOnce.columns[column].worst).toBeGreaterThan(200);
+    }
+    // Slow for 30 s past the spike's end (periods 10, 11, 12): back from the period at 130 s.
+    const late = findSpikes(run(13))[0];
+    expect(late.columns["all regions"].recoveredAfterMs).toBe(30_000);
+    expect(late.columns["all regions"].recoveredAt).toBe(T0 + 130_000);
+  });
+
+  it("says when latency never came back, and one period back is not a recovery", () => {
+    expect(findSpikes(run(99))[0].columns["all regions"]).toMatchObject({ recoveredAfterMs: null, recoveredAt: null });
+    // Back only in the very last period: not two in a row.
+    expect(findSpikes(run(17))[0].columns["eu-west-2"].recoveredAfterMs).toBeNull();
+  });
+
+  it("puts a table under report.md's latency chart and the verdicts in merged.json", () => {
+    const merged = run(13);
+    expect(merged.verdicts?.spikes).toHaveLength(1);
+    const markdown = renderMarkdown(merged);
+    const table = markdown.slice(markdown.indexOf("**Recovery after each spike**"));
+    expect(markdown.indexOf("**Recovery after each spike**")).toBeGreaterThan(markdown.indexOf("title \"cable.broadcast_latency p95\""));
+    expect(markdown.indexOf("**Recovery after each spike**")).toBeLessThan(markdown.indexOf("No errors in any period."));
+    expect(table).toMatch(/\| spike 1:00–1:40 \(5\/s after 1\/s\) \| all regions \| 2\d(\.\d)? ms \| 2\d\d(\.\d)? ms \| 2\d(\.\d)? ms \| ✅ after 30 s \|/);
+    expect(renderMarkdown(run(99))).toContain("❌ not recovered by the end of the run");
+  });
+});
