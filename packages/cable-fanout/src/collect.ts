@@ -156,9 +156,13 @@ export function taskOutcomes(region: string, regionDir: string, snapshots: TaskS
     const base = { region, taskId, ref: snapshot?.ref, log: snapshot?.log, startLagMs: status?.startLagMs ?? null };
     // Stopped (or exited) because the run started without it: marked, and not a failure of the region.
     if (missedBarrier(taskId) && !(status && status.exitCode === 0)) return { ...base, state: "missed-barrier" as const, reason: "not ready when the run started" };
-    // Stopped by the run's own --abort-on after its load began: its live periods still count.
+    // Stopped by the run's own --abort-on after its load began: its live periods still count. A task
+    // killed before it could write its status (Fargate's stop timeout) is known by its live periods.
     if (aborted && status && status.loadStartedAt !== null && status.exitCode !== 0 && (status.reason ?? "").startsWith(STOPPED_REASON)) {
       return { ...base, state: "aborted" as const, reason: status.reason };
+    }
+    if (aborted && !status && existsSync(path.join(regionDir, taskId, "live"))) {
+      return { ...base, state: "aborted" as const, reason: "stopped by --abort-on before it wrote its status.json; its live periods count" };
     }
     const stopFailure = snapshot && snapshot.phase === "stopped" && snapshot.stopCode && !["EssentialContainerExited"].includes(snapshot.stopCode);
     if (status && status.exitCode === 0 && !stopFailure) return { ...base, state: "ok" as const, reason: null };

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { writeFileAtomic } from "artillery-plugin-cable-report";
+import { describeSpikes, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot, Timing } from "./backend.js";
 import { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
 import { buildBundle } from "./bundle.js";
@@ -269,6 +269,8 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     title: options.title,
     log: deps.log,
   });
+  // The answers that need time, on the console too.
+  for (const line of collected.merged ? describeSpikes(collected.merged) : []) deps.log(line);
   return { ...collected, runId, runDir };
 }
 

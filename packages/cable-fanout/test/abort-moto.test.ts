@@ -202,7 +202,7 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
     expect(merged.all.histograms["cable.broadcast_latency"].p99).toBeGreaterThan(DELAY_MS * 0.95);
     expect(merged.notes.filter((n: string) => n.includes("stopped before Artillery wrote its report"))).toHaveLength(2);
     const report = readFileSync(path.join(runDir, "report.md"), "utf8");
-    expect(report).toMatch(/⛔ Stopped early at \d+:\d\d\*\* by `--abort-on cable.broadcast_latency.p95>200 for 10s`: cable\.broadcast_latency\.p95 [\d,.]+ ms &gt; 200 in /);
+    expect(report).toMatch(/⛔ Stopped early at \d+:\d\d\*\* by `--abort-on cable.broadcast_latency.p95>200 for 10s`: `cable\.broadcast_latency\.p95 [\d,.]+ ms > 200 in /);
     expect(report).toContain("stopped before Artillery wrote its report");
     expect(target.counters().connectionsOpen).toBe(0);
 

@@ -86,6 +86,16 @@ describe("cable-fanout run --local, over time", () => {
     }
     expect(Math.max(...merged.all.series.connections.filter((c: number | null) => c !== null))).toBeGreaterThan(50);
 
+    // The spike's verdict: p95 back once the spike's sessions ended (10 s after its last arrival).
+    const [spike] = merged.verdicts.spikes;
+    expect(spike).toMatchObject({ phase: "spike", rateBefore: 1, rate: 5, metric: "cable.broadcast_latency" });
+    for (const c of Object.values(spike.columns) as Array<{ recoveredAfterMs: number | null; worst: number }>) {
+      expect(c.worst).toBeGreaterThan(DELAY_MS);
+      expect(c.recoveredAfterMs).not.toBeNull();
+      expect(c.recoveredAfterMs).toBeLessThanOrEqual(30_000);
+    }
+    expect(result.stderr).toMatch(/spike "spike" \d:\d\d–\d:\d\d \(5\/s after 1\/s\), all regions: cable.broadcast_latency p95 [\d.]+ ms before, worst [\d.]+ ms, back (at once|after \d+ s)/);
+
     // One line per region per period while it ran.
     const lines = result.stderr.split("\n").filter((l) => / · \d[\d,]* users active · /.test(l));
     expect(lines.filter((l) => l.startsWith("local-a ")).length).toBeGreaterThanOrEqual(6);

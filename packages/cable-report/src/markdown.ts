@@ -137,7 +137,7 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
   const aborted = merged.timeline?.aborted;
   if (aborted) {
     const at = merged.timeline?.start ? ` at ${clock(aborted.at - merged.timeline.start)}` : "";
-    lines.push(`- **⛔ Stopped early${at}** by ${code(`--abort-on ${aborted.condition}`)}: ${inline(aborted.figure)}`);
+    lines.push(`- **⛔ Stopped early${at}** by ${code(`--abort-on ${aborted.condition}`)}: ${code(aborted.figure)}`);
   }
   const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
   lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);

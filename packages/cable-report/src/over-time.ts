@@ -122,7 +122,7 @@ function phaseLine(merged: MergedResults, start: number): string[] {
   const parts = phases.slice(0, 20).map((p) => `${inline(p.name || `phase ${p.index + 1}`)} ${clock(p.startTime - start)}–${p.endTime === null ? "end" : clock(p.endTime - start)}`);
   const lines = parts.length > 0 ? ["", `Phases: ${parts.join(" · ")}${phases.length > 20 ? ` · … ${phases.length - 20} more` : ""}`] : [];
   const aborted = merged.timeline?.aborted;
-  if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by ${code(`--abort-on ${aborted.condition}`)} (${inline(aborted.figure)}).`);
+  if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by ${code(`--abort-on ${aborted.condition}`)} (${code(aborted.figure)}).`);
   return lines;
 }
 

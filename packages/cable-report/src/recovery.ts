@@ -94,3 +94,16 @@ export function describeRecovery(c: SpikeColumn): string {
   if (c.recoveredAfterMs === null) return "not recovered by the end of the run";
   return c.recoveredAfterMs === 0 ? "at once" : `after ${Math.round(c.recoveredAfterMs / 1000)} s`;
 }
+
+/** One line per spike and column, for a console: `spike "spike" 1:00–1:40 (5/s after 1/s), all regions: cable.broadcast_latency p95 20 ms before, worst 480 ms, back after 20 s`. */
+export function describeSpikes(merged: MergedResults): string[] {
+  const start = merged.timeline?.start ?? 0;
+  const clock = (ms: number) => `${Math.floor(ms / 60_000)}:${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}`;
+  return (merged.verdicts?.spikes ?? []).flatMap((spike) =>
+    Object.entries(spike.columns).map(([column, c]) => {
+      const when = `spike "${spike.phase}" ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;
+      if (c.before === null) return `${when}, ${column}: ${describeRecovery(c)}`;
+      return `${when}, ${column}: ${spike.metric} p95 ${c.before} ms before, worst ${c.worst ?? "–"} ms, back ${describeRecovery(c)}`;
+    }),
+  );
+}
