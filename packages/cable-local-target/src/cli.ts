@@ -24,7 +24,8 @@ Server
   --presence-ttl-ms <n>         how long a closed session stays in presence sets (default 15000)
   --streams-whisper             allow whispers on signed $pubsub streams (public ones always allow them)
   --streams-presence            allow presence on signed $pubsub streams (public ones always allow it)
-  --control                     enable POST /_restart[?forget_state=1] (drops every Action Cable connection)
+  --control                     enable POST /_restart[?forget_state=1] (drops every connection: Action Cable
+                                with disconnect server_restart + close 1001, Pusher with close 4200)
   --pusher-app-id <s>           (default ${DEFAULT_PUSHER_APP.appId})
   --pusher-key <s>              (default ${DEFAULT_PUSHER_APP.key})
   --pusher-secret <s>           (default ${DEFAULT_PUSHER_APP.secret})
@@ -49,6 +50,11 @@ Faults (see README)
   --rate-capacity <n>           a known message-rate capacity: above n broadcasts/s (over the last 5 s),
                                 deliver every broadcast late
   --over-capacity-delay-ms <n>  how late, above --capacity or --rate-capacity (default 1000)
+  --over-capacity-linger-ms <n> stay that late this long more once the connections are back to --capacity
+                                or fewer (a spike with a known recovery time; default 0)
+  --leak-mb-per-minute <n>      a known leak: allocate and retain n MiB per minute of uptime
+  --leak-max-mb <n>             bound of that leak (default 512)
+  --leak-delay-ms-per-minute <n>  hold every broadcast delivery back (minutes of uptime × n) ms more
   --fault-seed <n>              seed for the ratios
   --faults <file.json>          full fault configuration (per-channel overrides), merged under the flags
   -h, --help`;
@@ -107,6 +113,10 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
       capacity: { type: "string" },
       "rate-capacity": { type: "string" },
       "over-capacity-delay-ms": { type: "string" },
+      "over-capacity-linger-ms": { type: "string" },
+      "leak-mb-per-minute": { type: "string" },
+      "leak-max-mb": { type: "string" },
+      "leak-delay-ms-per-minute": { type: "string" },
       "fault-seed": { type: "string" },
       faults: { type: "string" },
     },
@@ -144,6 +154,10 @@ export function optionsFromArgs(argv: string[]): TargetOptions | "help" {
     capacityConnections: number("capacity", values.capacity),
     rateCapacity: number("rate-capacity", values["rate-capacity"]),
     overCapacityDelayMs: number("over-capacity-delay-ms", values["over-capacity-delay-ms"]),
+    overCapacityLingerMs: number("over-capacity-linger-ms", values["over-capacity-linger-ms"]),
+    leakMbPerMinute: number("leak-mb-per-minute", values["leak-mb-per-minute"]),
+    leakMaxMb: number("leak-max-mb", values["leak-max-mb"]),
+    leakDelayMsPerMinute: number("leak-delay-ms-per-minute", values["leak-delay-ms-per-minute"]),
     seed: number("fault-seed", values["fault-seed"]),
   });
   const style = values["error-style"];

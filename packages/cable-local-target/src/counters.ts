@@ -21,7 +21,7 @@ export class Counters {
   historyRejected = 0;
   /** `whisper` commands relayed. */
   whispers = 0;
-  /** `restart()` calls (each drops every Action Cable connection). */
+  /** `restart()` calls (each drops every Action Cable and Pusher connection). */
   restarts = 0;
 
   snapshot() {

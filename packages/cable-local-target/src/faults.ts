@@ -48,6 +48,22 @@ export const faultsSchema = channelFaultsSchema
     rateCapacity: z.number().min(0.001).max(10_000_000),
     /** The extra delay above `capacityConnections` or `rateCapacity` (default 1000 ms). */
     overCapacityDelayMs: z.number().int().min(0).max(120_000),
+    /**
+     * A spike penalty that lingers: once the open connections drop back to `capacityConnections` or
+     * fewer (after having been above it), deliveries stay `overCapacityDelayMs` late for this long
+     * more, then are on time again. A spike whose recovery time is known: the end of the overload
+     * plus the linger. Default 0: on time as soon as the connections are back under the capacity.
+     */
+    overCapacityLingerMs: z.number().int().min(0).max(3_600_000),
+    /**
+     * A known leak: the target really allocates and retains this many MiB per minute since it
+     * started (a filled Buffer every second, so the pages are resident), up to `leakMaxMb`.
+     */
+    leakMbPerMinute: z.number().min(0).max(60_000),
+    /** The bound of the leak, MiB (default 512): it can never eat the machine. */
+    leakMaxMb: z.number().min(0).max(16_384),
+    /** A known slowdown that grows: every broadcast delivery is held back (minutes since start × this) ms more. */
+    leakDelayMsPerMinute: z.number().min(0).max(60_000),
     /** Seed of the generator behind the ratios, for repeatable runs. */
     seed: z.number().int(),
     /** Overrides by channel: Action Cable channel class (`ChatChannel`, `$pubsub`) or Pusher channel name. */
@@ -107,20 +123,33 @@ export class RateWindow {
   }
 }
 
+/** Default bound of the leak (`leakMaxMb`), MiB. */
+export const DEFAULT_LEAK_MAX_MB = 512;
+
 /** The live fault configuration of a target; replaced as a whole by `set`. */
 export class Faults {
   private current: FaultConfig = {};
   private random: () => number = Math.random;
   private connectionsSeen = 0;
   private readonly broadcastRate = new RateWindow();
+  /** Whether the open connections were above `capacityConnections` when last noted. */
+  private overConnections = false;
+  /** Until when (epoch ms) the over-capacity delay lingers after the connections dropped back. */
+  private lingerUntil = 0;
 
-  constructor(config: FaultConfig = {}) {
+  /** `startedAt`: the target's start (epoch ms), from which `leakDelayMsPerMinute` counts; injectable for tests. */
+  constructor(
+    config: FaultConfig = {},
+    readonly startedAt = Date.now(),
+  ) {
     this.set(config);
   }
 
   set(config: unknown): void {
     this.current = parseFaults(config);
     this.random = generator(this.current.seed ?? Math.floor(Math.random() * 2 ** 32));
+    // A configuration without the capacity or the linger ends a linger under way.
+    if (this.current.capacityConnections === undefined || !this.current.overCapacityLingerMs) this.lingerUntil = 0;
   }
 
   get config(): FaultConfig {
@@ -146,15 +175,30 @@ export class Faults {
   }
 
   /**
+   * Notes the number of open connections, at every open and close: the moment they drop back to
+   * `capacityConnections` or fewer starts the `overCapacityLingerMs` linger.
+   */
+  noteOpenConnections(openConnections: number, now = Date.now()): void {
+    const { capacityConnections } = this.current;
+    const over = capacityConnections !== undefined && openConnections > capacityConnections;
+    if (this.overConnections && !over) this.lingerUntil = now + (this.current.overCapacityLingerMs ?? 0);
+    this.overConnections = over;
+  }
+
+  /**
    * How long a broadcast delivery is held back: the channel's `broadcastDelayMs`, plus the
-   * over-capacity delay above `capacityConnections` open connections or above `rateCapacity`
-   * broadcasts a second.
+   * over-capacity delay above `capacityConnections` open connections (and for
+   * `overCapacityLingerMs` after they dropped back) or above `rateCapacity` broadcasts a second,
+   * plus `leakDelayMsPerMinute` × the minutes since the target started.
    */
   deliveryDelayMs(channel: ChannelFaults, openConnections: number, now = Date.now()): number {
-    const base = channel.broadcastDelayMs ?? 0;
-    const { capacityConnections, rateCapacity } = this.current;
-    const over = (capacityConnections !== undefined && openConnections > capacityConnections) || (rateCapacity !== undefined && this.broadcastRate.rate(now) > rateCapacity);
-    return over ? base + (this.current.overCapacityDelayMs ?? 1000) : base;
+    this.noteOpenConnections(openConnections, now);
+    let delay = channel.broadcastDelayMs ?? 0;
+    const { rateCapacity, leakDelayMsPerMinute } = this.current;
+    const over = this.overConnections || now < this.lingerUntil || (rateCapacity !== undefined && this.broadcastRate.rate(now) > rateCapacity);
+    if (over) delay += this.current.overCapacityDelayMs ?? 1000;
+    if (leakDelayMsPerMinute) delay += Math.round((Math.max(0, now - this.startedAt) / 60_000) * leakDelayMsPerMinute);
+    return delay;
   }
 
   /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */

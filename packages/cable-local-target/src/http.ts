@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { parseBroadcastBody } from "./anycable/broadcast.js";
+import { PROMETHEUS_CONTENT_TYPE } from "./metrics.js";
 import { apiAuthError } from "./pusher/signatures.js";
 
 /** Bodies are bounded: this is a local target, and a runaway client must not exhaust memory. */
@@ -61,6 +62,8 @@ export interface HttpHandlers {
   /** Pusher event to one channel. */
   trigger(channel: string, event: string, data: unknown, exceptSocketId?: string): void;
   health(): unknown;
+  /** `GET /metrics`: the Prometheus text exposition. */
+  metrics(): string;
   /** `POST /_restart[?forget_state=1]`, only when the target was started with `control`. */
   restart?(options: { forgetState: boolean }): number;
 }
@@ -104,7 +107,7 @@ async function handleEvents(request: IncomingMessage, response: ServerResponse, 
   reply(response, 200, {});
 }
 
-/** The target's plain HTTP routes: AnyCable's broadcast endpoint, Pusher's events API, and a health check. */
+/** The target's plain HTTP routes: AnyCable's broadcast endpoint, Pusher's events API, a health check and Prometheus metrics. */
 export async function handleHttp(request: IncomingMessage, response: ServerResponse, handlers: HttpHandlers): Promise<void> {
   const url = new URL(request.url ?? "/", "http://localhost");
   try {
@@ -112,6 +115,11 @@ export async function handleHttp(request: IncomingMessage, response: ServerRespo
     if (request.method === "POST" && url.pathname === `/apps/${handlers.pusher.appId}/events`) return await handleEvents(request, response, url, handlers);
     if (request.method === "POST" && /^\/apps\/[^/]+\/events$/.test(url.pathname)) throw new HttpError(404, "Unknown app id");
     if (request.method === "GET" && url.pathname === "/health") return reply(response, 200, handlers.health());
+    if (request.method === "GET" && url.pathname === "/metrics") {
+      const text = handlers.metrics();
+      response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE, "content-length": Buffer.byteLength(text) }).end(text);
+      return;
+    }
     if (request.method === "POST" && url.pathname === "/_restart" && handlers.restart) {
       const forgetState = ["1", "true"].includes(url.searchParams.get("forget_state") ?? "");
       return reply(response, 200, { disconnected: handlers.restart({ forgetState }) });

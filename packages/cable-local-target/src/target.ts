@@ -7,6 +7,8 @@ import { ActionCableServer, chooseSubprotocol } from "./actioncable/server.js";
 import { Counters, type CounterSnapshot } from "./counters.js";
 import { Faults, type FaultConfig } from "./faults.js";
 import { handleHttp } from "./http.js";
+import { Leak, LEAK_TICK_MS } from "./leak.js";
+import { renderMetrics } from "./metrics.js";
 import { parseTargetOptions, type TargetOptions } from "./options.js";
 import { PusherServer } from "./pusher/server.js";
 import { TimerSet } from "./timers.js";
@@ -20,7 +22,7 @@ export interface LocalTarget {
   cableUrl: string;
   /** `ws://HOST:PORT/app/<key>`: Pusher protocol 7 (add `?protocol=7&client=…&version=…` as clients do). */
   pusherUrl: string;
-  /** `http://HOST:PORT`: POST /_broadcast, POST /apps/<id>/events, GET /health. */
+  /** `http://HOST:PORT`: POST /_broadcast, POST /apps/<id>/events, GET /health, GET /metrics. */
   httpUrl: string;
   pusher: { appId: string; key: string; secret: string };
   /** The secret `$pubsub` signed stream names are checked with. */
@@ -28,7 +30,7 @@ export interface LocalTarget {
   /** Replaces the fault configuration (validated; throws naming the bad field). */
   setFaults(faults: FaultConfig): void;
   faults(): FaultConfig;
-  counters(): CounterSnapshot & { cableConnections: number; pusherConnections: number };
+  counters(): CounterSnapshot & { cableConnections: number; pusherConnections: number; leakedBytes: number };
   /** AnyCable-style broadcast to an Action Cable stream; returns the number of subscribers reached. */
   broadcast(stream: string, data: string): number;
   /**
@@ -36,7 +38,8 @@ export interface LocalTarget {
    * `{"type":"disconnect","reason":"server_restart","reconnect":true}` and close 1001, while stream
    * history, cached sessions and presence are kept (so reconnecting `?sid=` clients are restored and
    * can fetch history). `forgetState` also drops them and starts a new epoch, as restarting AnyCable's
-   * in-memory broker does. Returns the number of connections dropped. Pusher connections are not touched.
+   * in-memory broker does. Every Pusher connection gets `pusher:error` code 4200 and close 4200
+   * (reconnect immediately). Returns the number of connections dropped, both protocols.
    */
   restart(options?: { forgetState?: boolean }): number;
   /** The current epoch of the reliable streams (`epoch` in extended-protocol broadcasts). */
@@ -56,6 +59,9 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
   const counters = new Counters();
   const faults = new Faults(options.faults);
   const timers = new TimerSet();
+  // leakMbPerMinute: checked every tick, so that setFaults can switch it on (or off) at runtime.
+  const leak = new Leak(faults);
+  timers.interval(() => leak.tick(), LEAK_TICK_MS);
   const cable = new ActionCableServer(
     {
       requireUid: options.cable.requireUid,
@@ -73,6 +79,7 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
   );
   const pusher = new PusherServer({ ...options.pusher }, faults, counters);
   const broadcast = (stream: string, data: string) => cable.broadcast(stream, broadcastPayloadJson(data));
+  const restart = (restartOptions?: { forgetState?: boolean }) => cable.restart(restartOptions) + pusher.restart();
 
   const cableWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES, handleProtocols: chooseSubprotocol });
   const pusherWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
@@ -85,7 +92,8 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
       broadcast,
       trigger: (channel, event, data, except) => pusher.trigger(channel, event, data, except),
       health: () => ({ status: "ok", ...counters.snapshot() }),
-      restart: options.control ? (restartOptions) => cable.restart(restartOptions) : undefined,
+      metrics: () => renderMetrics({ connections: cable.openConnections + pusher.openConnections, leakedBytes: leak.heldBytes }),
+      restart: options.control ? restart : undefined,
     });
   });
 
@@ -140,14 +148,15 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
     streamsSecret: options.cable.streamsSecret,
     setFaults: (config) => faults.set(config),
     faults: () => faults.config,
-    counters: () => ({ ...counters.snapshot(), cableConnections: cable.openConnections, pusherConnections: pusher.openConnections }),
+    counters: () => ({ ...counters.snapshot(), cableConnections: cable.openConnections, pusherConnections: pusher.openConnections, leakedBytes: leak.heldBytes }),
     broadcast,
-    restart: (restartOptions) => cable.restart(restartOptions),
+    restart,
     epoch: () => cable.epoch,
     trigger: (channel, event, data) => pusher.trigger(channel, event, data),
     close() {
       closing ??= new Promise<void>((resolve) => {
         timers.clearAll();
+        leak.release();
         for (const socket of pendingUpgrades) socket.destroy();
         pendingUpgrades.clear();
         cable.close();

@@ -52,6 +52,17 @@ describe("flags", () => {
     expect(() => optionsFromArgs(["--rate-capacity", "fast"])).toThrow(/--rate-capacity: expected a number/);
   });
 
+  test("the known-truth knobs: --over-capacity-linger-ms, --leak-mb-per-minute, --leak-max-mb, --leak-delay-ms-per-minute", () => {
+    expect(
+      optionsFromArgs(["--capacity", "2", "--over-capacity-linger-ms", "1500", "--leak-mb-per-minute", "10", "--leak-max-mb", "64", "--leak-delay-ms-per-minute", "20"]),
+    ).toMatchObject({
+      faults: { capacityConnections: 2, overCapacityLingerMs: 1500, leakMbPerMinute: 10, leakMaxMb: 64, leakDelayMsPerMinute: 20 },
+    });
+    expect(() => optionsFromArgs(["--leak-mb-per-minute", "lots"])).toThrow(/--leak-mb-per-minute: expected a number/);
+    expect(() => optionsFromArgs(["--over-capacity-linger-ms=-1"])).toThrow(/faults\.overCapacityLingerMs/);
+    expect(() => optionsFromArgs(["--leak-max-mb", "100000"])).toThrow(/faults\.leakMaxMb/);
+  });
+
   test("a faults file gives per-channel overrides; flags win over it", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "clt-"));
     const file = path.join(dir, "faults.json");

@@ -168,6 +168,7 @@ export class ActionCableServer {
 
   accept(ws: WebSocket, request: IncomingMessage): void {
     this.counters.connectionsOpened++;
+    this.faults.noteOpenConnections(this.counters.connectionsOpened - this.counters.connectionsClosed);
     const extended = ws.protocol === ext.EXTENDED_PROTOCOL;
     // node.go `Authenticate`: a resumable session is restored before (and instead of) authentication.
     const restored = extended ? this.findSession(previousSid(request)) : undefined;
@@ -299,6 +300,7 @@ export class ActionCableServer {
 
   private forget(connection: CableConnection): void {
     this.counters.connectionsClosed++;
+    this.faults.noteOpenConnections(this.counters.connectionsOpened - this.counters.connectionsClosed);
     connection.timers.clearAll();
     if (this.connections.delete(connection) && connection.sid) {
       this.liveSessions.delete(connection.sid);

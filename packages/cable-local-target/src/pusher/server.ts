@@ -71,6 +71,7 @@ export class PusherServer {
   /** `key` is the app key from the URL path `/app/<key>`. */
   accept(ws: WebSocket, request: IncomingMessage, key: string): void {
     this.counters.connectionsOpened++;
+    this.faults.noteOpenConnections(this.counters.connectionsOpened - this.counters.connectionsClosed);
     const connection = new PusherConnection(ws, `${randomInt(1, 2 ** 31)}.${++this.socketSequence}`);
     ws.once("close", () => this.forget(connection));
     if (key !== this.options.key) {
@@ -100,6 +101,21 @@ export class PusherServer {
     this.counters.broadcasts++;
     this.faults.noteBroadcast();
     return this.publish(channel, frames.event(event, channel, data, userId), exceptSocketId ? this.bySocketId.get(exceptSocketId) : undefined);
+  }
+
+  /**
+   * A server restart, as `POST /_restart` performs it: every connection gets `pusher:error` with code
+   * 4200 ("reconnect immediately" in the Pusher protocol), then close 4200 `Server restart`.
+   * Returns the number of connections dropped.
+   */
+  restart(): number {
+    const dropped = [...this.connections];
+    const frame = Buffer.from(frames.error("Server restart", 4200));
+    for (const connection of dropped) {
+      send(connection.ws, frame, this.counters);
+      connection.ws.close(4200, "Server restart");
+    }
+    return dropped.length;
   }
 
   close(): void {
@@ -152,6 +168,7 @@ export class PusherServer {
 
   private forget(connection: PusherConnection): void {
     this.counters.connectionsClosed++;
+    this.faults.noteOpenConnections(this.counters.connectionsOpened - this.counters.connectionsClosed);
     connection.timers.clearAll();
     for (const [channel, subscription] of connection.channels) this.unsubscribe(connection, channel, subscription);
     this.connections.delete(connection);
