@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { describeSpikes, writeFileAtomic } from "artillery-plugin-cable-report";
+import { describeVerdicts, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot, Timing } from "./backend.js";
 import { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
 import { buildBundle } from "./bundle.js";
@@ -270,7 +270,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     log: deps.log,
   });
   // The answers that need time, on the console too.
-  for (const line of collected.merged ? describeSpikes(collected.merged) : []) deps.log(line);
+  for (const line of collected.merged ? describeVerdicts(collected.merged) : []) deps.log(line);
   return { ...collected, runId, runDir };
 }
 

@@ -155,9 +155,24 @@ export const spikeSchema = z.object({
   columns: z.record(z.string(), spikeColumnSchema),
 });
 
-/** Answers that need time: each spike's recovery. */
+/** A reconnect storm in one column: how long until the dropped users were back (storms.ts). */
+export const stormColumnSchema = z.object({
+  /** Users whose connection dropped: back (`cable.restore_latency` samples) plus never back (`cable.reconnect_timeout`). */
+  dropped: z.number(),
+  back: z.number(),
+  never: z.number(),
+  /** From the drop until 50%, 95% and all of the dropped users were back, ms; null: that many never came back. */
+  halfBackMs: z.number().nullable(),
+  mostBackMs: z.number().nullable(),
+  allBackMs: z.number().nullable(),
+  /** Read from the summary's percentiles, not a sketch. */
+  approximate: z.boolean(),
+});
+
+/** Answers that need time: each spike's recovery, and the reconnect storm's completion per column. */
 export const verdictsSchema = z.object({
   spikes: z.array(spikeSchema),
+  storms: z.record(z.string(), stormColumnSchema).default({}),
 });
 
 export const mergedSchema = z.object({
@@ -190,3 +205,4 @@ export type Timeline = z.infer<typeof timelineSchema>;
 export type Spike = z.infer<typeof spikeSchema>;
 export type SpikeColumn = z.infer<typeof spikeColumnSchema>;
 export type Verdicts = z.infer<typeof verdictsSchema>;
+export type StormColumn = z.infer<typeof stormColumnSchema>;

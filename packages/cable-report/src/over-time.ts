@@ -72,6 +72,7 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
     // The answer the latency chart asks for: did it come back after each spike, and how fast?
     if (i === 0 && main) out.push(...spikeTable(merged, drawnColumns(columns, merged), start));
   }
+  out.push(...stormTable(merged, drawnColumns(columns, merged)));
   out.push(...serverCharts(merged, axis, minutes, foldSize));
   out.push(...phaseLine(merged, start));
   return out;
@@ -96,6 +97,25 @@ function spikeTable(merged: MergedResults, columns: Column[], start: number): st
     }
   }
   return out;
+}
+
+/** After a reconnect storm: how long until the dropped users were back, per column. */
+function stormTable(merged: MergedResults, columns: Column[]): string[] {
+  const storms = merged.verdicts?.storms ?? {};
+  const rows = columns.filter((c) => storms[c.name]).map((c) => {
+    const s = storms[c.name];
+    const sec = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(1)} s`);
+    return `| ${cell(c.name)} | ${s.dropped.toLocaleString("en-US")} | ${s.approximate ? "≈" : ""}${sec(s.halfBackMs)} | ${s.approximate ? "≈" : ""}${sec(s.mostBackMs)} | ${sec(s.allBackMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
+  });
+  if (rows.length === 0) return [];
+  return [
+    "",
+    "**Reconnect storm: back after the drop** (from each user's drop to every channel usable again, the engine's `cable.restore_latency`)",
+    "",
+    "| Column | Dropped | 50% back | 95% back | All back | Never came back |",
+    "|:--|--:|--:|--:|--:|--:|",
+    ...rows,
+  ];
 }
 
 /** The server's own CPU and memory (`--server-metrics`), resampled onto the periods. */

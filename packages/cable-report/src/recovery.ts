@@ -15,6 +15,7 @@
 import type { Column, MergedResults, Spike, SpikeColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mainLatency } from "./series.js";
+import { describeStorm } from "./storms.js";
 
 export const SPIKE_FACTOR = 3;
 export const BEFORE_PERIODS = 3;
@@ -93,6 +94,12 @@ export function describeRecovery(c: SpikeColumn): string {
   if (c.before === null) return "no whole period before the spike to compare with";
   if (c.recoveredAfterMs === null) return "not recovered by the end of the run";
   return c.recoveredAfterMs === 0 ? "at once" : `after ${Math.round(c.recoveredAfterMs / 1000)} s`;
+}
+
+/** Every time verdict as console lines: each spike's recovery, then each column's reconnect storm. */
+export function describeVerdicts(merged: MergedResults): string[] {
+  const storms = Object.entries(merged.verdicts?.storms ?? {}).map(([column, s]) => `reconnect storm, ${column}: ${describeStorm(s)}`);
+  return [...describeSpikes(merged), ...storms];
 }
 
 /** One line per spike and column, for a console: `spike "spike" 1:00–1:40 (5/s after 1/s), all regions: cable.broadcast_latency p95 20 ms before, worst 480 ms, back after 20 s`. */

@@ -5,8 +5,9 @@ import { dirname, join, relative } from "node:path";
 import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
 import { mergeColumn } from "./merge.js";
 import { findSpikes } from "./recovery.js";
+import { judgeStorm } from "./storms.js";
 import { mergeSeries } from "./series.js";
-import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type Timeline } from "./model.js";
+import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type StormColumn, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
@@ -184,7 +185,12 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     notes: [...notes],
     timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
   };
-  merged.verdicts = { spikes: findSpikes(merged) };
+  const storms: Record<string, StormColumn> = {};
+  for (const column of [...columns, all]) {
+    const storm = column.tasks > 0 ? judgeStorm(column) : null;
+    if (storm) storms[column.name] = storm;
+  }
+  merged.verdicts = { spikes: findSpikes(merged), storms };
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {
     merged.notes.push(
