@@ -18,7 +18,7 @@
 import type { EventEmitter } from "node:events";
 import { BroadcastChannel, isMainThread } from "node:worker_threads";
 import { CAPACITY_PLUGIN, CAPACITY_STOP_CHANNEL, type LiveEnded, type LivePhase, endedKey, stopKey } from "./live-keys.js";
-import type { Store } from "./store.js";
+import { artilleryLog, LiveWriter, openTaskStore } from "./live-writer.js";
 
 interface PhaseSpec {
   pause?: number;
@@ -33,29 +33,21 @@ interface PeriodStats {
   counters?: Record<string, number>;
 }
 
-interface ArtilleryGlobal {
-  log(message: string, level?: string): void;
-  ext(extension: { ext: "beforeExit" | "onShutdown"; method: (event: unknown) => Promise<void> }): void;
-}
-
 /** How often the stop marker is looked for (on S3 each look is a LIST request: 3,600 an hour per task). */
 const POLL_MS = 1_000;
 /** How long a hold must still last for the search to end the run before the next climb. */
 const QUIET_MARGIN_MS = 10_000;
 
 export class Plugin {
-  private store: Store | undefined;
+  private writer: LiveWriter | undefined;
   private readonly phases: LivePhase[] = [];
   private stopped = false;
   private endedWritten = false;
   private readonly totals = { created: 0, completed: 0, failed: 0 };
   private timer: NodeJS.Timeout | undefined;
   private channel: BroadcastChannel | undefined;
-  private warned = false;
   private lookWarned = false;
   private polling = false;
-  /** Writes not yet settled: Artillery exits right after `done`, so its beforeExit hook waits for them. */
-  private readonly pending = new Set<Promise<void>>();
 
   private current: LivePhase | undefined;
   private lastPhaseDone = false;
@@ -66,15 +58,11 @@ export class Plugin {
     if (!isMainThread) return;
     const { CABLE_RUN_ID: runId, CABLE_REGION: region, CABLE_TASK_ID: taskId, CABLE_STORE: storeUrl } = process.env;
     if (!runId || !region || !taskId || !storeUrl) {
-      this.log(`${CAPACITY_PLUGIN}: not inside a cable-fanout task (CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID, CABLE_STORE); nothing is recorded`, "warn");
+      artilleryLog(`${CAPACITY_PLUGIN}: not inside a cable-fanout task (CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID, CABLE_STORE); nothing is recorded`, "warn");
       return;
     }
-    // Loaded here, in the main thread only: the store pulls in the S3 SDK, which no worker thread needs.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { openStore } = require("./store.js") as typeof import("./store.js");
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const store = openStore(storeUrl, { s3Client: () => new (require("@aws-sdk/client-s3") as typeof import("@aws-sdk/client-s3")).S3Client({}) });
-    this.store = store;
+    const store = openTaskStore(storeUrl);
+    this.writer = new LiveWriter(store, CAPACITY_PLUGIN);
     const endAfterMs = (script.config?.plugins?.[CAPACITY_PLUGIN]?.endAfterS ?? Infinity) * 1000;
     this.phaseSpecs = script.config?.phases ?? [];
     this.channel = new BroadcastChannel(CAPACITY_STOP_CHANNEL);
@@ -128,13 +116,12 @@ export class Plugin {
           (err: Error) => {
             if (this.lookWarned) return;
             this.lookWarned = true;
-            this.log(`${CAPACITY_PLUGIN}: cannot look for the stop marker ${store.location}/${marker} (${err.name}: ${err.message}); while it cannot, the search ends the run by stopping this task (an older stack: cdk deploy again)`, "warn");
+            artilleryLog(`${CAPACITY_PLUGIN}: cannot look for the stop marker ${store.location}/${marker} (${err.name}: ${err.message}); while it cannot, the search ends the run by stopping this task (an older stack: cdk deploy again)`, "warn");
           },
         )
         .finally(() => (this.polling = false));
     }, POLL_MS);
     this.timer.unref();
-    this.artillery()?.ext({ ext: "beforeExit", method: () => Promise.all(this.pending).then(() => undefined) });
   }
 
   private stop(): void {
@@ -149,7 +136,7 @@ export class Plugin {
     if (!done && (created === 0 || completed + failed < created || !this.noMoreArrivals())) return;
     this.endedWritten = true;
     const ended: LiveEnded = { at: Date.now(), created, completed, failed };
-    this.put(endedKey(runId, region, taskId), ended);
+    this.writer?.put(endedKey(runId, region, taskId), ended);
   }
 
   /**
@@ -162,25 +149,6 @@ export class Plugin {
     const spec = this.current && this.phaseSpecs[this.current.index];
     if (!this.current || !spec || spec.pause === undefined) return false;
     return this.current.startTime + spec.pause * 1000 - Date.now() > QUIET_MARGIN_MS;
-  }
-
-  private put(key: string, value: unknown): void {
-    if (!this.store) return;
-    const write = this.store.putText(key, JSON.stringify(value)).catch((err: Error) => {
-      if (this.warned) return;
-      this.warned = true;
-      this.log(`${CAPACITY_PLUGIN}: could not write ${key}: ${err.message}`, "error");
-    });
-    this.pending.add(write);
-    void write.finally(() => this.pending.delete(write));
-  }
-
-  private artillery(): ArtilleryGlobal | undefined {
-    return (global as unknown as { artillery?: ArtilleryGlobal }).artillery;
-  }
-
-  private log(message: string, level: string): void {
-    this.artillery()?.log(message, level);
   }
 }
 
