@@ -3,7 +3,7 @@
 import { baselineColumn, changeOf, findRegressions, gateCell, GATE, onlyInBaseline, type Regression } from "./compare.js";
 import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
-import { overTimeSection } from "./over-time.js";
+import { overTimeSection, verdictSection } from "./over-time.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
 import { cell, chartLabel, clock, code, inline, niceCeiling, truncate } from "./text.js";
 
@@ -74,7 +74,9 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
         truncate(left.join(", "), 1_000),
     );
   }
-  if (limits.charts) out.push(...overTimeSection(merged, columns), ...charts(view, columns));
+  if (limits.charts) out.push(...overTimeSection(merged, columns));
+  out.push(...verdictSection(merged, columns));
+  if (limits.charts) out.push(...charts(view, columns));
   out.push(...notes(merged, options));
   return out.join("\n") + "\n";
 }

@@ -169,10 +169,30 @@ export const stormColumnSchema = z.object({
   approximate: z.boolean(),
 });
 
-/** Answers that need time: each spike's recovery, and the reconnect storm's completion per column. */
+/** A trend over the run (drift.ts): Theil–Sen per hour with its 95% interval, judged against a floor. */
+export const driftVerdictSchema = z.object({
+  kind: z.enum(["drifting", "flat", "too-short", "no-data"]),
+  perHour: z.number().nullable(),
+  low: z.number().nullable(),
+  high: z.number().nullable(),
+  level: z.number().nullable(),
+  relativePerHour: z.number().nullable(),
+  reason: z.string(),
+});
+
+/** Answers that need time: each spike's recovery, the reconnect storm's completion per column, a soak's drift. */
 export const verdictsSchema = z.object({
   spikes: z.array(spikeSchema),
   storms: z.record(z.string(), stormColumnSchema).default({}),
+  /** Runs of at least 10 minutes: the main latency's p95 per column, and the server's memory (--server-metrics). */
+  drift: z
+    .object({
+      metric: z.string().nullable(),
+      latency: z.record(z.string(), driftVerdictSchema),
+      memory: driftVerdictSchema.nullable(),
+    })
+    .nullable()
+    .default(null),
 });
 
 export const mergedSchema = z.object({

@@ -64,22 +64,36 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
   charts.push({ title: "Open connections", unit: "connections", fold: "max", lines: lines((s) => s.connections) });
   charts.push({ title: "Messages received per second", unit: "msg/s", fold: "mean", lines: lines((s) => s.messages.received) });
   charts.push({ title: `Errors per ${foldS} s`, unit: "errors", fold: "sum", lines: lines((s) => s.errors.total ?? s.periods.map((_, i) => (s.users.created[i] === null ? null : 0))) });
-  for (const [i, chart] of charts.entries()) {
+  for (const chart of charts) {
     const drawn = lineChart(chart.title, chart.unit, minutes, chart.lines, chart.fold, foldSize);
     // A chart of zeros says less than one line: "no errors".
     if (drawn.length === 0 && chart.unit === "errors") out.push("", "No errors in any period.");
     out.push(...drawn);
-    // The answer the latency chart asks for: did it come back after each spike, and how fast?
-    if (i === 0 && main) out.push(...spikeTable(merged, drawnColumns(columns, merged), start));
   }
-  out.push(...stormTable(merged, drawnColumns(columns, merged)));
   out.push(...serverCharts(merged, axis, minutes, foldSize));
   out.push(...phaseLine(merged, start));
   return out;
 }
 
-function drawnColumns(columns: Column[], merged: MergedResults): Column[] {
-  return [...columns.filter((c) => c !== merged.all).slice(0, PALETTE.length), merged.all];
+/**
+ * The answers the charts ask for, as tables and lines (in report.md with or without its charts, and
+ * so in report.html): did latency come back after each spike, and how fast; how long until a
+ * reconnect storm's users were back; does anything creep up over a soak.
+ */
+export function verdictSection(merged: MergedResults, columns: Column[]): string[] {
+  const start = merged.timeline?.start ?? merged.all.series?.periods[0] ?? 0;
+  const out = [...spikeTable(merged, columns, start), ...stormTable(merged, columns), ...driftLines(merged, columns)];
+  return out.length > 0 ? ["", "### What happened when: the verdicts", ...out] : [];
+}
+
+function driftLines(merged: MergedResults, columns: Column[]): string[] {
+  const drift = merged.verdicts?.drift;
+  if (!drift) return [];
+  const mark = (kind: string) => (kind === "drifting" ? "❌ drifting" : kind === "flat" ? "✅ flat" : kind);
+  const lines = columns.filter((c) => drift.latency[c.name]).map((c) => `- ${cell(c.name)}: ${mark(drift.latency[c.name].kind)}: ${inline(drift.latency[c.name].reason)}`);
+  if (drift.memory) lines.push(`- server memory: ${mark(drift.memory.kind)}: ${inline(drift.memory.reason)}`);
+  if (lines.length === 0) return [];
+  return ["", `**Soak drift** (Theil–Sen trend per hour with its 95% interval; drifting only when the whole interval is above the floor)`, "", ...lines];
 }
 
 /** One row per spike and column: p95 before, worst during, and when it was back. */

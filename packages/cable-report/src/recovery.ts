@@ -99,7 +99,11 @@ export function describeRecovery(c: SpikeColumn): string {
 /** Every time verdict as console lines: each spike's recovery, then each column's reconnect storm. */
 export function describeVerdicts(merged: MergedResults): string[] {
   const storms = Object.entries(merged.verdicts?.storms ?? {}).map(([column, s]) => `reconnect storm, ${column}: ${describeStorm(s)}`);
-  return [...describeSpikes(merged), ...storms];
+  const drift = merged.verdicts?.drift;
+  const soak = drift
+    ? [...Object.entries(drift.latency).map(([column, d]) => `soak drift, ${column}: ${d.kind}: ${d.reason}`), ...(drift.memory ? [`soak drift, server memory: ${drift.memory.kind}: ${drift.memory.reason}`] : [])]
+    : [];
+  return [...describeSpikes(merged), ...storms, ...soak];
 }
 
 /** One line per spike and column, for a console: `spike "spike" 1:00–1:40 (5/s after 1/s), all regions: cable.broadcast_latency p95 20 ms before, worst 480 ms, back after 20 s`. */

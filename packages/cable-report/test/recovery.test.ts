@@ -78,8 +78,10 @@ describe("spike recovery", () => {
     expect(merged.verdicts?.spikes).toHaveLength(1);
     const markdown = renderMarkdown(merged);
     const table = markdown.slice(markdown.indexOf("**Recovery after each spike**"));
-    expect(markdown.indexOf("**Recovery after each spike**")).toBeGreaterThan(markdown.indexOf("title \"cable.broadcast_latency p95\""));
-    expect(markdown.indexOf("**Recovery after each spike**")).toBeLessThan(markdown.indexOf("No errors in any period."));
+    // Under the charts over time, in the verdicts' section, which report.html keeps too (it draws its own charts).
+    expect(markdown.indexOf("**Recovery after each spike**")).toBeGreaterThan(markdown.indexOf("### What happened when: the verdicts"));
+    expect(markdown.indexOf("### What happened when: the verdicts")).toBeGreaterThan(markdown.indexOf("No errors in any period."));
+    expect(renderMarkdown(merged, { charts: false })).toContain("**Recovery after each spike**");
     expect(table).toMatch(/\| spike 1:00–1:40 \(5\/s after 1\/s\) \| all regions \| 2\d(\.\d)? ms \| 2\d\d(\.\d)? ms \| 2\d(\.\d)? ms \| ✅ after 30 s \|/);
     expect(renderMarkdown(run(99))).toContain("❌ not recovered by the end of the run");
   });
