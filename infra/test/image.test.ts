@@ -111,7 +111,10 @@ scenarios:
       await runStagedWorker("cable1");
 
       const results = path.join(store, "runs/cable1/local/t0");
-      expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
+      expect((await readdir(results)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json", "status.json"]);
+      // The live plugin, loaded by name from the staged worker, streamed the periods and phases.
+      expect((await readdir(path.join(results, "live"))).some((f) => /^period-\d+\.live$/.test(f))).toBe(true);
+      expect(await readdir(path.join(results, "live"))).toContain("phases.live");
       const report = JSON.parse(await readFile(path.join(results, "report.json"), "utf8"));
       expect(report.aggregate.counters["vusers.completed"]).toBe(2);
       expect(report.aggregate.summaries["cable.rtt"].count).toBe(2);

@@ -50,13 +50,13 @@ describe("parseManifest and taskOverrides", () => {
     expect(() => parseManifest('{"scenario":"a.yml","startat":1}', "x/run.json")).toThrow("x/run.json is invalid: Unrecognized key(s) in object: 'startat'");
     expect(() => parseManifest("{", "x/run.json")).toThrow("x/run.json is not valid JSON");
   });
-  it("switches the report plugin on, keeping the manifest's other overrides and plugin options", () => {
-    expect(taskOverrides(undefined)).toEqual({ config: { plugins: { "cable-report": {} } } });
+  it("switches the report and live plugins on, keeping the manifest's other overrides and plugin options", () => {
+    expect(taskOverrides(undefined)).toEqual({ config: { plugins: { "cable-report": {}, "cable-live": {} } } });
     expect(taskOverrides({ config: { target: "ws://x", plugins: { ensure: {} } }, scenarios: [] })).toEqual({
-      config: { target: "ws://x", plugins: { "cable-report": {}, ensure: {} } },
+      config: { target: "ws://x", plugins: { "cable-report": {}, "cable-live": {}, ensure: {} } },
       scenarios: [],
     });
-    expect(taskOverrides({ config: { plugins: { "cable-report": { option: 1 } } } })).toEqual({ config: { plugins: { "cable-report": { option: 1 } } } });
+    expect(taskOverrides({ config: { plugins: { "cable-report": { option: 1 } } } })).toEqual({ config: { plugins: { "cable-report": { option: 1 }, "cable-live": {} } } });
   });
   it("passes overrides and environment to artillery run", () => {
     expect(artilleryArgs({ scenario: "/b/s.yml", output: "/r/report.json", environment: "prod", overrides: { a: 1 } })).toEqual([

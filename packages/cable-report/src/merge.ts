@@ -37,6 +37,7 @@ export function mergeColumn(name: string, tasks: TaskResult[], files: string[]):
     lastMetricAt: extreme(tasks.map((t) => t.lastMetricAt), Math.max),
     generator: tasks.map((t, i) => generatorHealth(t, files[i] ?? t.reportFile)),
     rejected: [],
+    partialTasks: tasks.filter((t) => t.partial).length,
   };
 }
 

@@ -101,6 +101,8 @@ const columnSchema = z.object({
   rejected: z.array(rejectedSchema).default([]),
   /** Absent in merged files before version 3. */
   series: seriesSchema.optional(),
+  /** Tasks rebuilt from their live periods: stopped before Artillery wrote their report (live-task.ts). */
+  partialTasks: z.number().default(0),
 });
 
 const regionSchema = columnSchema.extend({

@@ -347,13 +347,14 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
 
 /**
  * The users a run started and ended, from its tasks' final Artillery reports when every task left
- * one. Those are exact; the live periods the probe sums are not always: Artillery drops a worker's
+ * one (not rebuilt from its live periods). Those are exact; the live periods the probe sums are not always: Artillery drops a worker's
  * second batch of metrics for a period it already reported ("multiple batches of metrics for
  * period", launch-platform.js), which a starved generator produces, so ended.live can say 49
  * created and 60 ended. ended.live stays the signal that the users are done, and the fallback.
  */
 export function usersOf(merged: MergedResults | undefined): SegmentRecord["users"] {
-  if (!merged || merged.regions.length === 0 || merged.regions.some((r) => r.tasks < r.expectedTasks)) return null;
+  // A task stopped before it wrote its report is merged from its live periods: not exact either.
+  if (!merged || merged.regions.length === 0 || merged.regions.some((r) => r.tasks < r.expectedTasks || r.partialTasks > 0)) return null;
   const count = (name: string) => merged.all.counters[name] ?? 0;
   return { created: count("vusers.created"), completed: count("vusers.completed"), failed: count("vusers.failed") };
 }
