@@ -31,24 +31,11 @@ import { DDSketch } from "@artilleryio/sketches-js";
 import type { Column, Distribution, MergedResults } from "./model.js";
 import { tableRows, type GateSpec, type NumericRow } from "./rows.js";
 import { EVENT_LOOP_LAG } from "./merge.js";
+import type { Change, Regression } from "./regression.js";
 import { RELATIVE_ACCURACY } from "./sidecar.js";
+import { verdictRegressions } from "./verdict-gate.js";
 
-export interface Change {
-  /** Percent change from the baseline; Infinity when the baseline was 0. */
-  percent: number;
-  regression: boolean;
-}
-
-export interface Regression extends Change {
-  row: string;
-  column: string;
-  baseline: number;
-  current: number;
-  /** 95% interval of the change in percent (may be ±Infinity). */
-  interval: [number, number];
-  /** Why it counts, in words: the three conditions with their numbers. */
-  reason: string;
-}
+export type { Change, Regression } from "./regression.js";
 
 export const GATE = Object.freeze({
   /** Two-sided 95% per run: z for the order-statistic interval of a quantile. */
@@ -129,7 +116,8 @@ export function findRegressions(merged: MergedResults, baseline: MergedResults, 
       }
     }
   }
-  return regressions;
+  // The answers that need time (spike recovery, soak drift) are gated too.
+  return [...regressions, ...verdictRegressions(merged, baseline, thresholdPercent)];
 }
 
 /** Metrics the baseline has and this run does not: a metric that vanished is news too. */

@@ -1,6 +1,7 @@
 // Spike recovery, from constructed runs whose truth is known: quiet, a fivefold spike, quiet again,
 // with the slow periods lasting a known time past the spike's end.
 import { describe, expect, it } from "vitest";
+import { findRegressions } from "../src/compare.js";
 import { renderMarkdown } from "../src/markdown.js";
 import { findSpikes, phaseRate } from "../src/recovery.js";
 import { mergeRegions } from "../src/results.js";
@@ -84,5 +85,27 @@ describe("spike recovery", () => {
     expect(renderMarkdown(merged, { charts: false })).toContain("**Recovery after each spike**");
     expect(table).toMatch(/\| spike 1:00–1:40 \(5\/s after 1\/s\) \| all regions \| 2\d(\.\d)? ms \| 2\d\d(\.\d)? ms \| 2\d(\.\d)? ms \| ✅ after 30 s \|/);
     expect(renderMarkdown(run(99))).toContain("❌ not recovered by the end of the run");
+  });
+});
+
+describe("the regression gate on recovery", () => {
+  const gate = (current: number, baseline: number) => findRegressions(run(current), run(baseline), 10).filter((r) => r.row.startsWith("Verdicts:"));
+
+  it("passes identical runs, and a change no larger than one period (the verdict's resolution)", () => {
+    expect(gate(13, 13)).toEqual([]);
+    expect(gate(14, 13)).toEqual([]);
+  });
+
+  it("fails a spike that took 30 s to recover and now takes 60 s, and one that no longer recovers", () => {
+    const slower = gate(16, 13);
+    expect(slower.map((r) => [r.column, r.baseline, r.current])).toEqual([
+      ["eu-west-2", 30, 60],
+      ["us-east-1", 30, 60],
+      ["all regions", 30, 60],
+    ]);
+    expect(slower[0].reason).toContain("30 s → 60 s: +100% ≥ 10%");
+    expect(gate(99, 13).map((r) => r.reason)).toContain("recovered after 30 s in the baseline; not by the end of this run");
+    // The report lists it with the rest.
+    expect(renderMarkdown(run(16), { baseline: run(13), regressionThreshold: 10 })).toContain('**Verdicts: recovery after spike "spike" (s)**, all regions');
   });
 });

@@ -2,6 +2,7 @@
 // never, a short one gets no drift verdict at all; the server's memory likewise (drift.ts holds the
 // statistics and their A/A and A/B counts on 1,000 seeds).
 import { describe, expect, it } from "vitest";
+import { findRegressions } from "../src/compare.js";
 import { renderMarkdown } from "../src/markdown.js";
 import { mergeRegions } from "../src/results.js";
 import { describeVerdicts } from "../src/recovery.js";
@@ -70,5 +71,15 @@ describe("soak drift", () => {
   it("gives a run under 10 minutes no drift verdict at all", () => {
     expect(soak(5, 300).verdicts!.drift).toBeNull();
     expect(renderMarkdown(soak(5, 300))).not.toContain("Soak drift");
+  });
+});
+
+describe("the regression gate on drift", () => {
+  it("fails a soak that drifts where the baseline was flat, and passes identical flat ones", () => {
+    const verdictRows = (current: ReturnType<typeof soak>, baseline: ReturnType<typeof soak>) => findRegressions(current, baseline, 10).filter((r) => r.row.startsWith("Verdicts:"));
+    expect(verdictRows(soak(30, 0, 0), soak(30, 0, 0))).toEqual([]);
+    const drifting = verdictRows(soak(30, 30, 40), soak(30, 0, 0));
+    expect(drifting.map((r) => r.row)).toEqual(expect.arrayContaining(["Verdicts: cable.broadcast_latency p95 drift (per hour)", "Verdicts: server memory drift (MiB per hour)"]));
+    expect(drifting.every((r) => r.reason.startsWith("flat in the baseline, drifting now: "))).toBe(true);
   });
 });
