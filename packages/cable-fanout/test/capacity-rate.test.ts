@@ -8,7 +8,7 @@ import { measureRegion, stepHealth } from "../src/capacity/measure";
 import { checkStair, planRateLevel } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
 import { buildAnswer, headline, judgeStep, SEND_RATE_FLOOR } from "../src/capacity/search";
-import { parseSlo } from "../src/capacity/slo";
+import { parseSlo } from "../src/slo";
 import { segmentOverrides } from "../src/capacity/controller";
 
 const encoded = (values: number[]) => {

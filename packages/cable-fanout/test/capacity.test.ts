@@ -8,7 +8,7 @@ import { measureRegion, splitPeriods } from "../src/capacity/measure";
 import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, refineLevel, type StepResult } from "../src/capacity/search";
-import { evaluateSlo, parseSlo, type StepFigures } from "../src/capacity/slo";
+import { evaluateSlo, parseSlo, type StepFigures } from "../src/slo";
 import { segmentOverrides, usersOf } from "../src/capacity/controller";
 import type { MergedResults } from "artillery-plugin-cable-report";
 

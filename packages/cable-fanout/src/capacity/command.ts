@@ -8,7 +8,7 @@ import { parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, pa
 import { LineProgress } from "../progress.js";
 import { CAPACITY_EXIT, runCapacity } from "./controller.js";
 import { checkRefine, checkStair } from "./plan.js";
-import { parseSlo } from "./slo.js";
+import { parseSlo } from "../slo.js";
 
 export const CAPACITY_HELP = `
 A step adds --step users (the scenario's own flow; users that hold their connection stay through

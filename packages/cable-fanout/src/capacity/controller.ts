@@ -17,7 +17,7 @@ import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type S
 import { renderCapacityMarkdown } from "./report.js";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
 import { redactUrl, scrape, summarizeServer, type ServerSample } from "../server-metrics.js";
-import { statOf, type Slo } from "./slo.js";
+import { statOf, type Slo } from "../slo.js";
 
 type Json = Record<string, unknown>;
 

@@ -5,7 +5,7 @@ import { METRICS } from "artillery-engine-cable/metrics";
 import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { decodeHistograms, type LivePeriod, type TaskLive } from "../live/feed.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
-import type { StepFigures } from "./slo.js";
+import type { StepFigures } from "../slo.js";
 
 export const LAG_METRIC = METRICS.eventLoopLag;
 export const SENT_METRIC = METRICS.messagesSent;

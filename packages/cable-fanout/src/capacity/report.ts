@@ -3,7 +3,7 @@
 // per region, the bound as a line). Pure.
 import type { Axis, StairOptions } from "./plan.js";
 import { headline, SEND_RATE_FLOOR, type Answer } from "./search.js";
-import type { Slo } from "./slo.js";
+import type { Slo } from "../slo.js";
 
 export interface ReportContext {
   slos: Slo[];

@@ -2,7 +2,7 @@
 // and the answer. One noisy hold is never a verdict: a breach is repeated before it counts.
 import type { RegionStep } from "./measure.js";
 import type { Axis } from "./plan.js";
-import { compare, evaluateSlo, type Slo, type SloResult } from "./slo.js";
+import { compare, evaluateSlo, type Slo, type SloResult } from "../slo.js";
 
 export type Verdict = "held" | "breached" | "generator-bound" | "incomplete";
 export type Attempt = "stair" | "repeat" | "refine";

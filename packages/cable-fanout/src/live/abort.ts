@@ -13,7 +13,7 @@ import type { DDSketch } from "@artilleryio/sketches-js";
 import { mergeSeries, mergeSketches, PERIOD_MS, periodSketches } from "artillery-plugin-cable-report";
 import { FanoutInputError } from "../errors.js";
 import { parseDuration } from "../options.js";
-import { compare, counterValue, parseSlo, statOf, type Slo } from "../capacity/slo.js";
+import { compare, counterValue, parseSlo, statOf, type Slo } from "../slo.js";
 import type { TaskLive } from "./feed.js";
 import { asTasks, periodComplete } from "./view.js";
 

@@ -1,8 +1,8 @@
-// Service-level objectives of a capacity search: a metric, a statistic and a bound, written as on
+// Conditions on a run's metrics, shared by the capacity search's SLOs and `run --abort-on`: a metric, a statistic and a bound, written as on
 // the command line (`cable.broadcast_latency.p95<250`, `errors<1%`, `vusers.failed=0`), and their
 // verdict on one step's measurement.
 import type { DDSketch } from "@artilleryio/sketches-js";
-import { FanoutInputError } from "../errors.js";
+import { FanoutInputError } from "./errors.js";
 
 export type Comparator = "<" | "<=" | "=" | ">=" | ">";
 
