@@ -129,7 +129,11 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start };
   writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
 
-  const ensureFailed = tasks.some((t) => t.state === "ensure-failed") || (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0));
+  const ensureFailed =
+    tasks.some((t) => t.state === "ensure-failed") ||
+    (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0)) ||
+    // cable-report's own ensure conditions on the time verdicts, judged on the merged run.
+    (merged?.verdicts?.checks ?? []).some((c) => Object.values(c.columns).some((o) => !o.passed));
   result.exitCode =
     result.failedRegions.length > 0 || !merged
       ? EXIT.regionFailed

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
+import { verdictCheckProblems } from "artillery-plugin-cable-report";
 import { FanoutInputError } from "./errors.js";
 
 export interface Scenario {
@@ -29,6 +30,10 @@ export function loadScenario(file: string, overrides?: Json): Scenario {
   if (!isRecord(script) || !isRecord(script.config)) throw new FanoutInputError(`${file}: has no config section (not an Artillery script)`);
   const config = script.config;
   const dir = path.dirname(absolute);
+  // cable-report's own ensure conditions are judged after the merge: a typo must stop the run before any task starts.
+  const pluginOptions = (section: unknown) => (isRecord(section) && isRecord(section.plugins) ? section.plugins["cable-report"] : undefined);
+  const problems = [...verdictCheckProblems(pluginOptions(config)), ...verdictCheckProblems(pluginOptions(isRecord(overrides?.config) ? overrides.config : undefined))];
+  if (problems.length > 0) throw new FanoutInputError(`${file}: ${problems.join("; ")}`);
 
   const referenced: Array<{ field: string; value: unknown }> = [];
   const collect = (section: Json, prefix: string) => {

@@ -16,6 +16,8 @@ const SPIKE = path.join(ROOT, "scenarios/spike.yml");
 // Per task; two regions of one task each: ~20 connections, then ~100, then ~20 again (10 s sessions).
 const PHASES = JSON.stringify({
   config: {
+    // cable-report's own ensure condition on the recovery verdict, judged on the merged run.
+    plugins: { "cable-report": { ensure: ["recovery < 60s"] } },
     phases: [
       { name: "normal", duration: 30, arrivalRate: 1 },
       { name: "spike", duration: 20, arrivalRate: 5 },
@@ -105,6 +107,7 @@ describe("cable-fanout run --local, over time", () => {
       expect(c.recoveredAfterMs, `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).not.toBeNull();
       expect(Math.abs(c.recoveredAfterMs! - truth), `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).toBeLessThanOrEqual(10_000);
     }
+    expect(merged.verdicts.checks).toEqual([{ check: "recovery < 60s", columns: expect.objectContaining({ "all regions": { passed: true, value: expect.stringMatching(/^"spike" recovered after \d+ s$/) } }) }]);
     expect(result.stderr).toMatch(/spike "spike" \d:\d\d–\d:\d\d \(5\/s after 1\/s\), all regions: cable.broadcast_latency p95 [\d.]+ ms before, worst [\d.]+ ms, back (at once|after \d+ s)/);
 
     // One line per region per period while it ran.

@@ -58,6 +58,14 @@ describe("scenarios and bundles", () => {
     expect(() => loadScenario(file)).toThrow(/config\.payload\[1\]\.path names \.\.\/data\/nope\.csv, which is not a file/);
   });
 
+  it("names a typo in cable-report's ensure conditions before any task starts, in the script or in --overrides", () => {
+    const spike = path.join(ROOT, "scenarios/spike.yml");
+    expect(() => loadScenario(spike, { config: { plugins: { "cable-report": { ensure: ["recovery < 30s", "recovery < 30"] } } } })).toThrow(
+      /spike\.yml: config\.plugins\.cable-report\.ensure\[1\]: "recovery < 30": write one of recovery < 30s/,
+    );
+    expect(loadScenario(spike, { config: { plugins: { "cable-report": { ensure: ["recovery < 30s", "drift.memory < 5%/h"] } } } }).durationMs).toBe(90_000);
+  });
+
   it("finds the deepest common directory", () => {
     expect(commonDirectory(["/a/b/c", "/a/b/d", "/a/b"])).toBe("/a/b");
     expect(commonDirectory(["/a", "/b"])).toBe("/");

@@ -18,3 +18,4 @@ export { describeStorm, judgeStorm } from "./storms.js";
 export { buildTimeline, readServerSeries, SERVER_METRICS_FILE } from "./results.js";
 export { serverSeriesSchema, type Series, type ServerSeries, type Timeline } from "./model.js";
 export { renderHtml, renderReportPage, type HtmlOptions } from "./html.js";
+export { evaluateVerdictCheck, judgeVerdictChecks, parseVerdictCheck, verdictCheckProblems, VerdictCheckError, type VerdictCheck } from "./verdict-checks.js";

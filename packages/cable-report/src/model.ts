@@ -186,6 +186,8 @@ export const driftVerdictSchema = z.object({
 export const verdictsSchema = z.object({
   spikes: z.array(spikeSchema),
   storms: z.record(z.string(), stormColumnSchema).default({}),
+  /** `config.plugins.cable-report.ensure` conditions (verdict-checks.ts), judged per column. */
+  checks: z.array(z.object({ check: z.string(), columns: z.record(z.string(), z.object({ passed: z.boolean(), value: z.string() })) })).default([]),
   /** Runs of at least 10 minutes: the main latency's p95 per column, and the server's memory (--server-metrics). */
   drift: z
     .object({

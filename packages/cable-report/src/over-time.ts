@@ -82,8 +82,16 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
  */
 export function verdictSection(merged: MergedResults, columns: Column[]): string[] {
   const start = merged.timeline?.start ?? merged.all.series?.periods[0] ?? 0;
-  const out = [...spikeTable(merged, columns, start), ...stormTable(merged, columns), ...driftLines(merged, columns)];
+  const out = [...spikeTable(merged, columns, start), ...stormTable(merged, columns), ...driftLines(merged, columns), ...checkTable(merged, columns)];
   return out.length > 0 ? ["", "### What happened when: the verdicts", ...out] : [];
+}
+
+/** The plugin's own `ensure` conditions on the verdicts: one row each, a cell per column. */
+function checkTable(merged: MergedResults, columns: Column[]): string[] {
+  const checks = merged.verdicts?.checks ?? [];
+  if (checks.length === 0) return [];
+  const rows = checks.slice(0, 20).map((c) => `| ${code(c.check)} | ${columns.map((col) => { const o = c.columns[col.name]; return o ? `${o.passed ? "✅" : "❌"} ${cell(o.value)}` : "—"; }).join(" | ")} |`);
+  return ["", "**Checks on the verdicts** (`config.plugins.cable-report.ensure`)", "", `| Check | ${columns.map((c) => cell(c.name)).join(" | ")} |`, `|:--|${columns.map(() => ":--").join("|")}|`, ...rows];
 }
 
 function driftLines(merged: MergedResults, columns: Column[]): string[] {

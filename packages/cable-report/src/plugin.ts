@@ -7,6 +7,7 @@ import type { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
 import { writeFileAtomic } from "./atomic-write.js";
+import { pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
 import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
 import {
   encodeSketch,
@@ -36,7 +37,7 @@ interface ArtilleryGlobal {
 }
 
 interface PluginScript {
-  config?: { phases?: Phase[] };
+  config?: { phases?: Phase[]; plugins?: Record<string, unknown> };
   scenarios?: Array<{ name?: string }>;
 }
 
@@ -47,6 +48,11 @@ declare global {
 
 /** Artillery hands v2 plugins the new metrics format (with DDSketch objects) only when this is false. */
 export const LEGACY_METRICS_FORMAT = false;
+
+function verdictChecks(script: PluginScript): string[] {
+  const parsed = pluginOptionsSchema.safeParse(script.config?.plugins?.["cable-report"] ?? {});
+  return parsed.success ? (parsed.data.ensure ?? []) : [];
+}
 
 export class Plugin {
   private readonly periods: Sidecar["periods"] = [];
@@ -70,6 +76,8 @@ export class Plugin {
       return;
     }
     const sidecarPath = sidecarPathFor(output);
+    // The merger judges them; a typo is said now, before the load (and fails its check in the report).
+    for (const problem of verdictCheckProblems(script.config?.plugins?.["cable-report"])) artillery.log(`cable-report: ${problem}`, "error");
 
     // Serialize each period as it arrives: Artillery later deletes the
     // histograms from these same objects when it writes the report.
@@ -90,6 +98,7 @@ export class Plugin {
           name: artillery.testInfo?.tags?.find((t) => t.name === "name")?.value ?? "",
           scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
           phases: script.config?.phases ?? [],
+          verdictChecks: verdictChecks(script),
         },
         relativeAccuracy: RELATIVE_ACCURACY,
         aggregate: {

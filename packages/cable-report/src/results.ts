@@ -6,6 +6,7 @@ import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
 import { mergeColumn } from "./merge.js";
 import { findSpikes } from "./recovery.js";
 import { soakDrift } from "./soak.js";
+import { judgeVerdictChecks } from "./verdict-checks.js";
 import { judgeStorm } from "./storms.js";
 import { mergeSeries } from "./series.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type StormColumn, type Timeline } from "./model.js";
@@ -191,7 +192,9 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     const storm = column.tasks > 0 ? judgeStorm(column) : null;
     if (storm) storms[column.name] = storm;
   }
-  merged.verdicts = { spikes: findSpikes(merged), storms, drift: soakDrift(merged) };
+  merged.verdicts = { spikes: findSpikes(merged), storms, drift: soakDrift(merged), checks: [] };
+  const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
+  merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {
     merged.notes.push(

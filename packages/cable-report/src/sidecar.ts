@@ -40,6 +40,8 @@ export const sidecarSchema = z.object({
     name: z.string(),
     scenarios: z.array(z.string()),
     phases: z.array(phaseSchema),
+    /** The plugin's own `ensure` conditions on the time verdicts (verdict-checks.ts), as written. */
+    verdictChecks: z.array(z.string()).optional(),
   }),
   relativeAccuracy: z.literal(RELATIVE_ACCURACY),
   aggregate: z.object({

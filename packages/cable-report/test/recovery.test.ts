@@ -8,6 +8,7 @@ import { mergeRegions } from "../src/results.js";
 import { around, taskOf, TEST } from "./fixtures.js";
 
 const T0 = 1_700_000_000_000;
+const CHECKS = ["recovery < 45s"];
 const BROADCAST = "cable.broadcast_latency";
 const PHASES = [
   { name: "quiet", duration: 60, arrivalRate: 1 },
@@ -24,7 +25,7 @@ function run(slowUntil: number, regions = ["eu-west-2", "us-east-1"]) {
       tasks: [
         taskOf(
           {
-            test: { ...TEST, phases: PHASES },
+            test: { ...TEST, phases: PHASES, verdictChecks: CHECKS },
             phaseStarts: [
               { index: 0, name: "quiet", startTime: T0 },
               { index: 1, name: "spike", startTime: T0 + 60_000 },
@@ -107,5 +108,15 @@ describe("the regression gate on recovery", () => {
     expect(gate(99, 13).map((r) => r.reason)).toContain("recovered after 30 s in the baseline; not by the end of this run");
     // The report lists it with the rest.
     expect(renderMarkdown(run(16), { baseline: run(13), regressionThreshold: 10 })).toContain('**Verdicts: recovery after spike "spike" (s)**, all regions');
+  });
+});
+
+describe("recovery < 45s (config.plugins.cable-report.ensure)", () => {
+  it("passes in every column when each recovered in time, fails when one did not, and shows it under the verdicts", () => {
+    const passed = run(13).verdicts!.checks;
+    expect(passed).toEqual([{ check: "recovery < 45s", columns: Object.fromEntries(["eu-west-2", "us-east-1", "all regions"].map((c) => [c, { passed: true, value: '"spike" recovered after 30 s' }])) }]);
+    const failed = run(99);
+    expect(failed.verdicts!.checks[0].columns["all regions"]).toEqual({ passed: false, value: '"spike" not recovered by the end of the run' });
+    expect(renderMarkdown(failed)).toContain('| `recovery < 45s` | ❌ "spike" not recovered by the end of the run |');
   });
 });
