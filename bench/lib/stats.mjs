@@ -28,6 +28,17 @@ export function bestListenRun(runs) {
   return { ...best, delivery, runsFramesPerCpuSecond: runs.map((r) => r.framesPerCpuSecond) };
 }
 
+/**
+ * One subject's connect figures from repeated runs: the run whose many-VU ramp cost least CPU per VU
+ * (noise only adds CPU: a neighbour's cache and scheduling, where GC lands), with every run's figure
+ * kept beside it. The bare client's marginal is taken from its cheapest run too.
+ */
+export function bestConnectRun(runs) {
+  if (runs.length === 0) throw new Error("bestConnectRun: no runs");
+  const best = runs.reduce((a, b) => (b.cpuMsPerVuMany < a.cpuMsPerVuMany ? b : a));
+  return runs.length === 1 ? best : { ...best, runsCpuMsPerVuMany: runs.map((r) => r.cpuMsPerVuMany), runsMarginalCpuMsPerVu: runs.map((r) => r.marginalCpuMsPerVu) };
+}
+
 /** Memory per extra idle subscribed connection: (RSS with n − RSS with n0) ÷ (n − n0), in bytes. */
 export function marginalBytesPerVu(rssSmall, rssLarge, n0, n) {
   if (n <= n0) throw new Error(`marginalBytesPerVu: n (${n}) must exceed n0 (${n0})`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bestListenRun, evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, percentile } from "../lib/stats.mjs";
+import { bestConnectRun, bestListenRun, evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, percentile } from "../lib/stats.mjs";
 
 test("percentile is nearest-rank", () => {
   assert.equal(percentile([5, 1, 4, 2, 3], 50), 3);
@@ -40,4 +40,12 @@ test("repeated listen runs: the best throughput counts, the worst delivery count
   assert.equal(bestListenRun([{ framesPerCpuSecond: 1, delivery: null }, { framesPerCpuSecond: 2, delivery: null }]).delivery, null);
   assert.equal(bestListenRun([a]), a);
   assert.throws(() => bestListenRun([]), /no runs/);
+});
+
+test("the best connect run is the one whose many-VU ramp cost least CPU per VU, every run kept", () => {
+  const a = { cpuMsPerVuFew: 1, cpuMsPerVuMany: 0.62, marginalCpuMsPerVu: 0.56 };
+  const b = { cpuMsPerVuFew: 1.2, cpuMsPerVuMany: 0.57, marginalCpuMsPerVu: 0.52 };
+  assert.deepEqual(bestConnectRun([a, b]), { ...b, runsCpuMsPerVuMany: [0.62, 0.57], runsMarginalCpuMsPerVu: [0.56, 0.52] });
+  assert.deepEqual(bestConnectRun([a]), a);
+  assert.throws(() => bestConnectRun([]), /no runs/);
 });
