@@ -121,6 +121,9 @@ function job(event: Event, inputs: Record<string, string>, extra: Partial<JobCon
     env,
     github: { event_name: event.name, token: "ghs_job-token", repository: "octo/app", ref, run_id: String(runId), event: payload },
     inputs: { scenario: "loadtest/chat.yml", regions: "local-a,local-b", "tool-source": packs, ...inputs },
+    // The install step copies Artillery's ~480 MB tree: on a 2-core machine busy with another test
+    // file it has taken minutes, and a step killed mid-install leaves no tool for the next job.
+    stepTimeoutMs: 480_000,
     ...extra,
   });
 }
@@ -179,6 +182,7 @@ describe("the action in a user's job (local backend)", () => {
       baseline: "skipped",
       fanout: "success",
       "Keep merged.json (the next baseline)": "success",
+      html: "success",
       comment: "skipped",
       "Stop the run's tasks (job cancelled)": "skipped",
       "Verdict": "success",
@@ -188,7 +192,13 @@ describe("the action in a user's job (local backend)", () => {
     expect(report).toBe(path.join(path.dirname(merged), "report.md"));
     expect(path.basename(path.dirname(report))).toBe(runId);
     expect(pushRun.outputs.results).toBe(path.dirname(report));
-    expect(readdirSync(pushRun.outputs.results).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.md"]);
+    expect(readdirSync(pushRun.outputs.results).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.html", "report.md"]);
+    // report.html is kept as an artifact of its own, which the comment links to.
+    const page = step(pushRun, "html");
+    expect(page.uses).toBe("actions/upload-artifact@v4");
+    expect(page.with).toMatchObject({ name: "loadtest-report", path: path.join(pushRun.outputs.results, "report.html") });
+    expect(pushRun.outputs.html).toBe(page.with!.path);
+    expect(readFileSync(pushRun.outputs.html, "utf8")).toContain("<!doctype html>");
 
     // The summary is report.md; the artifact step uploads files that exist.
     const reportText = readFileSync(report, "utf8");
@@ -212,7 +222,7 @@ describe("the action in a user's job (local backend)", () => {
 
     // What the upload keeps becomes the default branch's run, with its artifact, on the fake API.
     gh.runs.push({ id: 101, branch: "main", conclusion: "success", headRepository: "octo/app", workflow: "loadtest.yml", artifacts: [{ id: 5001, name: "loadtest-merged", files: { "merged.json": readFileSync(merged, "utf8"), "report.md": reportText } }] });
-  }, 300_000);
+  }, 600_000);
 
   it("the installed tarballs work in that fresh project: npx artillery run with engine: cable and the report plugin, npx cable-report", async () => {
     // Asynchronously: the target runs in this process.
@@ -230,7 +240,7 @@ describe("the action in a user's job (local backend)", () => {
     expect(report.status, report.stderr).toBe(0);
     expect(readFileSync(path.join(toolDir, "report.md"), "utf8")).toMatch(/\| Created \| 20 \| 20 \|/);
     expect(JSON.parse(readFileSync(path.join(toolDir, "merged.json"), "utf8")).all.counters["cable.connections"]).toBe(20);
-  }, 180_000);
+  }, 300_000);
 
   it("on a pull request, the same server (A/A): the baseline's deltas, one sticky comment, success", async () => {
     const run = await job({ name: "pull_request", number: 7 }, { target: target.cableUrl, overrides: SHORT, secrets: "PUSHER_APP_SECRET", "fail-on-regression": "20%" });
@@ -247,7 +257,7 @@ describe("the action in a user's job (local backend)", () => {
     expect(run.outputs["comment-url"]).toBe(`https://github.com/octo/app/pull/7#issuecomment-${comments[0].id}`);
     // The job's token, never another, went to the API.
     expect(new Set(gh.requests.map((r) => r.route !== "blob" && r.authorization).filter(Boolean))).toEqual(new Set(["token ghs_job-token"]));
-  }, 180_000);
+  }, 300_000);
 
   it("on a pull request against a slower server: a regression fails the job, the comment is updated in place", async () => {
     const before = gh.comments.get(7)![0].id;
@@ -264,7 +274,7 @@ describe("the action in a user's job (local backend)", () => {
     expect(comments.map((c) => c.id)).toEqual([before]);
     expect(comments[0].body).toContain("Round-trip time (rtt)");
     expect(run.summary).toBe(readFileSync(run.outputs.report, "utf8"));
-  }, 180_000);
+  }, 300_000);
 
   it("a cancelled job stops its tasks: SIGINT reaches cable-fanout, then the cancelled() step runs cable-fanout stop", async () => {
     let out = "";
@@ -293,7 +303,7 @@ describe("the action in a user's job (local backend)", () => {
     // No worker of the run is left (the local backend's tasks are processes under <out>/.local-store).
     const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
     expect(ps.split("\n").filter((line) => line.includes(out))).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 });
 
 describe("action.yml", () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { type Dirent, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DescribeTasksCommand, ECSClient, StopTaskCommand, paginateListTasks } from "@aws-sdk/client-ecs";
@@ -26,7 +26,9 @@ function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string
     if (r.code !== 0) throw new Error(`seed run failed: ${r.stderr}`);
     const [runId] = readdirSync(out).filter((d) => !d.startsWith("."));
     const dir = path.join(out, runId, "seed", "task-1");
-    return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(path.join(dir, f))]));
+    // Every file at any depth (live/ holds the periods the task streamed), by its path in the task's folder.
+    const files = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+    return Object.fromEntries(files.map((f) => [f, readFileSync(path.join(dir, f))]));
   });
 }
 
@@ -142,7 +144,7 @@ describe("cable-fanout run against moto", () => {
     for (const region of REGIONS) {
       const tasks = readdirSync(path.join(runDir, region));
       expect(tasks).toHaveLength(12);
-      for (const task of tasks) expect(readdirSync(path.join(runDir, region, task)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json"]);
+      for (const task of tasks) expect(readdirSync(path.join(runDir, region, task)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json"]);
     }
     const record = JSON.parse(readFileSync(path.join(runDir, "fanout.json"), "utf8"));
     expect(record.tasks).toHaveLength(24);

@@ -79,7 +79,7 @@ export function evaluateVerdictCheck(check: VerdictCheck, merged: MergedResults,
     if (spikes.length === 0) return { passed: false, value: "no spike in this run to judge" };
     const worst = spikes.find((s) => s.c!.recoveredAfterMs === null) ?? spikes.reduce((a, b) => (b.c!.recoveredAfterMs! > a.c!.recoveredAfterMs! ? b : a));
     if (worst.c!.recoveredAfterMs === null) return { passed: false, value: `"${worst.phase}" not recovered by the end of the run` };
-    return { passed: holds(worst.c!.recoveredAfterMs, check.op, check.boundMs), value: `"${worst.phase}" recovered after ${worst.c!.recoveredAfterMs / 1000} s` };
+    return { passed: holds(worst.c!.recoveredAfterMs, check.op, check.boundMs), value: `"${worst.phase}" recovered after ${Math.round(worst.c!.recoveredAfterMs / 100) / 10} s` };
   }
   if (check.kind === "storm") {
     const storm = verdicts?.storms?.[column.name];
