@@ -125,8 +125,10 @@ describe("cable-fanout run --local, over time", () => {
     const server = merged.timeline.server;
     expect(server.at.length).toBeGreaterThanOrEqual(15);
     const vcpu = server.vcpu.filter((v: number | null) => v !== null);
-    expect(Math.min(...vcpu)).toBeGreaterThan(0.2);
-    expect(Math.max(...vcpu)).toBeLessThan(0.3);
+    // 0.25 vCPU, give or take a slow scrape on a busy machine (the sample's time is taken before the request).
+    expect(Math.min(...vcpu)).toBeGreaterThan(0.1);
+    expect(Math.max(...vcpu)).toBeLessThan(0.5);
+    expect(vcpu.reduce((a: number, b: number) => a + b, 0) / vcpu.length).toBeCloseTo(0.25, 1);
     expect(new Set(server.memoryMiB)).toEqual(new Set([64]));
     expect(report).toContain("**Server CPU (vCPU)**");
     expect(report).toContain("**Server memory (MiB)**");
