@@ -57,8 +57,15 @@ export function recordPeriod(stats: ArtilleryPeriodStats, cpuPercent: number | n
   return record;
 }
 
-/** A period's sketches; a damaged one leaves its metric out of the period rather than failing the reader. */
+const decoded = new WeakMap<PeriodRecord, Record<string, DDSketch>>();
+
+/**
+ * A period's sketches; a damaged one leaves its metric out of the period rather than failing the
+ * reader. Decoded once per record: the live feed keeps each period's record and is read every poll.
+ */
 export function periodSketches(period: PeriodRecord): Record<string, DDSketch> {
+  const cached = decoded.get(period);
+  if (cached) return cached;
   const out: Record<string, DDSketch> = {};
   for (const [name, base64] of Object.entries(period.histograms)) {
     try {
@@ -67,6 +74,7 @@ export function periodSketches(period: PeriodRecord): Record<string, DDSketch> {
       // left out
     }
   }
+  decoded.set(period, out);
   return out;
 }
 

@@ -16,6 +16,7 @@ import type { Column, MergedResults, Spike, SpikeColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mainLatency } from "./series.js";
 import { describeStorm } from "./storms.js";
+import { clock } from "./text.js";
 
 export const SPIKE_FACTOR = 3;
 export const BEFORE_PERIODS = 3;
@@ -109,7 +110,6 @@ export function describeVerdicts(merged: MergedResults): string[] {
 /** One line per spike and column, for a console: `spike "spike" 1:00–1:40 (5/s after 1/s), all regions: cable.broadcast_latency p95 20 ms before, worst 480 ms, back after 20 s`. */
 export function describeSpikes(merged: MergedResults): string[] {
   const start = merged.timeline?.start ?? 0;
-  const clock = (ms: number) => `${Math.floor(ms / 60_000)}:${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}`;
   return (merged.verdicts?.spikes ?? []).flatMap((spike) =>
     Object.entries(spike.columns).map(([column, c]) => {
       const when = `spike "${spike.phase}" ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;

@@ -6,7 +6,7 @@ import type { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
 import { approximateDistribution, mergeSketches, summarizeSketch } from "./merge.js";
 import type { Series } from "./model.js";
-import { PERIOD_MS, periodSketches, type PeriodRecord } from "./period.js";
+import { PERIOD_MS, periodSketches } from "./period.js";
 import type { HistogramSummary, TaskPeriod, TaskResult } from "./task.js";
 
 /** Histograms of the engine that are not latencies: the generator's lag, and per-second open connections. */
@@ -28,15 +28,6 @@ export function mainLatency(metrics: Iterable<string>): string | null {
 /** A period's start on the 10 s grid (a task whose periods are off it still lines up with the rest). */
 export function gridPeriod(period: number): number {
   return period - (((period % PERIOD_MS) + PERIOD_MS) % PERIOD_MS);
-}
-
-const decoded = new WeakMap<PeriodRecord, Record<string, DDSketch>>();
-
-/** Each period record's sketches are decoded once, however many columns read it. */
-function sketchesOf(period: PeriodRecord): Record<string, DDSketch> {
-  let sketches = decoded.get(period);
-  if (!sketches) decoded.set(period, (sketches = periodSketches(period)));
-  return sketches;
 }
 
 const round1 = (x: number) => Math.round(x * 10) / 10;
@@ -97,7 +88,7 @@ export function mergeSeries(tasks: TaskResult[], files: string[]): Series {
         lagP99: periods.map((t) => {
           const p = byPeriod.get(t);
           if (!p) return null;
-          const sketch = sketchesOf(p)[METRICS.eventLoopLag];
+          const sketch = periodSketches(p)[METRICS.eventLoopLag];
           if (sketch && sketch.count > 0) return summarizeSketch(sketch).p99;
           return p.summaries?.[METRICS.eventLoopLag]?.p99 ?? null;
         }),
@@ -117,7 +108,7 @@ function latencySeries(at: Slot[], metric: string): Series["latency"][string] {
     const summaries: HistogramSummary[] = [];
     let missingSketch = false;
     for (const { period } of slot) {
-      const sketch = sketchesOf(period)[metric];
+      const sketch = periodSketches(period)[metric];
       if (sketch) sketches.push(sketch);
       else if (period.summaries?.[metric]) {
         missingSketch = true;

@@ -3,7 +3,8 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
 import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
-import { decodeHistograms, type LivePeriod, type TaskLive } from "../live/feed.js";
+import { periodSketches } from "artillery-plugin-cable-report";
+import type { LivePeriod, TaskLive } from "../live/feed.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
 import type { StepFigures } from "../slo.js";
 
@@ -58,7 +59,7 @@ export function taskHasStep(task: TaskLive, w: TaskWindows): boolean {
 
 function mergeInto(target: Record<string, DDSketch>, periods: LivePeriod[]): void {
   for (const period of periods) {
-    for (const [name, sketch] of Object.entries(decodeHistograms(period))) {
+    for (const [name, sketch] of Object.entries(periodSketches(period))) {
       if (!target[name]) target[name] = new DDSketch({ relativeAccuracy: 0.01 });
       target[name].merge(sketch);
     }
@@ -170,9 +171,7 @@ const LAG_SAMPLES_PER_PERIOD = 10;
 export function starvedPeriod(periods: LivePeriod[], w: TaskWindows): string | undefined {
   for (const period of periods) {
     if (period.period < w.climbStart || period.period + PERIOD_MS > w.holdEnd) continue;
-    const base64 = period.histograms[LAG_METRIC];
-    if (!base64) continue;
-    const sketch = decodeHistograms({ ...period, histograms: { [LAG_METRIC]: base64 } })[LAG_METRIC];
+    const sketch = periodSketches(period)[LAG_METRIC];
     if (sketch && sketch.count < LAG_SAMPLES_PER_PERIOD / 2) {
       return `event-loop lag sampled ${sketch.count} time(s) in a 10 s period (its loop was starved)`;
     }

@@ -10,7 +10,8 @@
 //   long (Prometheus' `for:`); without it, one period suffices. A period without samples of the
 //   metric breaks the stretch: nothing was measured, so nothing is judged.
 import type { DDSketch } from "@artilleryio/sketches-js";
-import { mergeSeries, mergeSketches, PERIOD_MS, periodSketches } from "artillery-plugin-cable-report";
+import { gridPeriod, mergeSeries, mergeSketches, PERIOD_MS, periodSketches } from "artillery-plugin-cable-report";
+import { formatDuration } from "../progress.js";
 import { FanoutInputError } from "../errors.js";
 import { parseDuration } from "../options.js";
 import { compare, counterValue, parseSlo, statOf, type Slo } from "../slo.js";
@@ -60,20 +61,18 @@ export function periodFigures(condition: AbortCondition, tasks: TaskLive[], expe
   return series.periods.flatMap((period, i) => {
     if (series.users.created[i] === null || !periodComplete(tasks, expected, period, now)) return [];
     if (slo.kind === "histogram") {
-      const sketches: DDSketch[] = tasks.flatMap((t) => t.periods.filter((p) => p.period - (p.period % PERIOD_MS) === period).map((p) => periodSketches(p)[slo.metric]).filter((s) => s !== undefined));
+      const sketches: DDSketch[] = tasks.flatMap((t) => t.periods.filter((p) => gridPeriod(p.period) === period).map((p) => periodSketches(p)[slo.metric]).filter((s) => s !== undefined));
       const merged = sketches.length > 0 ? mergeSketches(sketches) : undefined;
       return [{ period, value: merged && merged.count > 0 ? Math.round(statOf(merged, slo.stat) * 10) / 10 : null }];
     }
     const counters: Record<string, number> = {};
-    for (const t of tasks) for (const p of t.periods) if (p.period - (p.period % PERIOD_MS) === period) for (const [k, v] of Object.entries(p.counters)) counters[k] = (counters[k] ?? 0) + v;
+    for (const t of tasks) for (const p of t.periods) if (gridPeriod(p.period) === period) for (const [k, v] of Object.entries(p.counters)) counters[k] = (counters[k] ?? 0) + v;
     const count = counterValue(counters, slo.metric);
     if (!slo.perUser) return [{ period, value: count }];
     const users = (i > 0 ? (series.users.active[i - 1] ?? 0) : 0) + (series.users.created[i] ?? 0);
     return [{ period, value: users > 0 ? Math.round((1000 * count) / users) / 10 : null }];
   });
 }
-
-const elapsed = (ms: number) => `${Math.floor(ms / 60_000)}:${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}`;
 
 /** The first condition that holds over its stretch, judged on every task of every region together. */
 export function judgeAbort(conditions: AbortCondition[], tasks: TaskLive[], expected: number, now: number, start: number): AbortVerdict | null {
@@ -96,7 +95,7 @@ export function judgeAbort(conditions: AbortCondition[], tasks: TaskLive[], expe
         return {
           condition: condition.text,
           at: end,
-          figure: `${name} ${worst.toLocaleString("en-US")}${unit} ${slo.op} ${slo.bound} in ${stretch.length} period${stretch.length === 1 ? "" : "s"} (${elapsed(first - start)}–${elapsed(end - start)})`,
+          figure: `${name} ${worst.toLocaleString("en-US")}${unit} ${slo.op} ${slo.bound} in ${stretch.length} period${stretch.length === 1 ? "" : "s"} (${formatDuration(first - start)}–${formatDuration(end - start)})`,
         };
       }
     }

@@ -4,7 +4,6 @@
 // in a capacity search, the probe also writes ended.live. One LiveFeed per run polls every region's
 // store and serves the run's live lines, its --abort-on and the capacity search alike, so the store
 // is listed once per poll, whoever reads. The same keys work on S3 and in a local directory.
-import { DDSketch } from "@artilleryio/sketches-js";
 import { regionResultsPrefix } from "cable-infra/worker/layout";
 import { LIVE_DIR, LIVE_SUFFIX, type LiveEnded, type LivePeriod, type LivePhase } from "cable-infra/worker/live-keys";
 import type { Store } from "cable-infra/worker/store";
@@ -21,18 +20,6 @@ export interface TaskLive {
 }
 
 export type LiveSnapshot = Map<string, TaskLive[]>;
-
-export function decodeHistograms(period: LivePeriod): Record<string, DDSketch> {
-  const out: Record<string, DDSketch> = {};
-  for (const [name, base64] of Object.entries(period.histograms)) {
-    try {
-      out[name] = DDSketch.fromProto(Buffer.from(base64, "base64"));
-    } catch {
-      // A damaged sketch leaves that metric out of the period rather than ending the run's reading.
-    }
-  }
-  return out;
-}
 
 /**
  * Reads every task's live files of a region. Period files are immutable once written, so those

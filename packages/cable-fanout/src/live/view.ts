@@ -1,7 +1,7 @@
 // What `cable-fanout run` prints while the load runs: one line per region for every metrics period,
 // once each of the region's tasks has sent it (or it is late), from the same merged series the
 // report draws (cable-report's mergeSeries over the live period records). Pure but for the clock.
-import { mainLatency, mergeSeries, mergeSketches, PERIOD_MS, periodSketches, type Series, type TaskResult } from "artillery-plugin-cable-report";
+import { gridPeriod, mainLatency, mergeSeries, mergeSketches, PERIOD_MS, periodSketches, type Series, type TaskResult } from "artillery-plugin-cable-report";
 import type { LiveSnapshot, TaskLive } from "./feed.js";
 
 /** How long after a period's end a missing task stops holding its line back (Artillery emits a period a few seconds after it ends). */
@@ -47,7 +47,7 @@ export function figuresAt(series: Series, i: number, tasks: TaskLive[], expected
   const period = series.periods[i];
   return {
     period,
-    tasks: tasks.filter((t) => t.periods.some((p) => p.period - (p.period % PERIOD_MS) === period)).length,
+    tasks: tasks.filter((t) => t.periods.some((p) => gridPeriod(p.period) === period)).length,
     expected,
     active: series.users.active[i],
     connections: series.connections[i],
