@@ -28,6 +28,7 @@ const PHASES = JSON.stringify({
 const DELAY_MS = 400;
 /** Deliveries stay late this long after the overload ends: the recovery's known truth. */
 const LINGER_MS = 20_000;
+const WATCH_MS = 100;
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
 const runDirOf = (out: string) => path.join(out, readdirSync(out).filter((d) => !d.startsWith("."))[0]);
@@ -63,7 +64,7 @@ describe("cable-fanout run --local, over time", () => {
     let overloadEnd = 0;
     const watch = setInterval(() => {
       if (target.counters().cableConnections > 50) overloadEnd = Date.now();
-    }, 100);
+    }, WATCH_MS);
     const result = await runCli(["run", SPIKE, "--local", "--regions", "local-a,local-b", "--target", target.cableUrl, "--overrides", PHASES, "--start-delay", "2", "--out", out, "--server-metrics", metricsUrl], { cwd: work, timeoutMs: 180_000 });
     clearInterval(watch);
     expect(result.code, result.stderr).toBe(0);
@@ -97,7 +98,9 @@ describe("cable-fanout run --local, over time", () => {
     expect(Math.max(...merged.all.series.connections.filter((c: number | null) => c !== null))).toBeGreaterThan(50);
 
     // The spike's verdict: p95 back when the target's penalty ended (its overload's end plus the
-    // linger), within one 10 s period.
+    // linger), within one 10 s period: the verdict is read at period starts, and a broadcast sent in
+    // the penalty's last moment still arrives DELAY_MS late, possibly in the next period; the truth
+    // is sampled every WATCH_MS.
     const [spike] = merged.verdicts.spikes;
     expect(spike).toMatchObject({ phase: "spike", rateBefore: 1, rate: 5, metric: "cable.broadcast_latency" });
     const truth = overloadEnd + LINGER_MS - spike.end;
@@ -105,7 +108,7 @@ describe("cable-fanout run --local, over time", () => {
     for (const c of Object.values(spike.columns) as Array<{ recoveredAfterMs: number | null; worst: number }>) {
       expect(c.worst).toBeGreaterThan(DELAY_MS);
       expect(c.recoveredAfterMs, `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).not.toBeNull();
-      expect(Math.abs(c.recoveredAfterMs! - truth), `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).toBeLessThanOrEqual(10_000);
+      expect(Math.abs(c.recoveredAfterMs! - truth), `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).toBeLessThanOrEqual(10_000 + DELAY_MS + WATCH_MS);
     }
     expect(merged.verdicts.checks).toEqual([{ check: "recovery < 60s", columns: expect.objectContaining({ "all regions": { passed: true, value: expect.stringMatching(/^"spike" recovered after \d+(\.\d)? s$/) } }) }]);
     expect(result.stderr).toMatch(/spike "spike" \d:\d\d–\d:\d\d \(5\/s after 1\/s\), all regions: cable.broadcast_latency p95 [\d.]+ ms before, worst [\d.]+ ms, back (at once|after \d+ s)/);
