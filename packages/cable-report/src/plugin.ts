@@ -7,7 +7,7 @@ import type { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
 import { writeFileAtomic } from "./atomic-write.js";
-import { pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
+import { parseSoakMinimum, pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
 import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
 import {
   encodeSketch,
@@ -52,6 +52,16 @@ export const LEGACY_METRICS_FORMAT = false;
 function verdictChecks(script: PluginScript): string[] {
   const parsed = pluginOptionsSchema.safeParse(script.config?.plugins?.["cable-report"] ?? {});
   return parsed.success ? (parsed.data.ensure ?? []) : [];
+}
+
+function soakMinimumMs(script: PluginScript): number | undefined {
+  const parsed = pluginOptionsSchema.safeParse(script.config?.plugins?.["cable-report"] ?? {});
+  if (!parsed.success || parsed.data.soakMinimum === undefined) return undefined;
+  try {
+    return parseSoakMinimum(parsed.data.soakMinimum);
+  } catch {
+    return undefined; // said before the load, with the other problems
+  }
 }
 
 export class Plugin {
@@ -99,6 +109,7 @@ export class Plugin {
           scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
           phases: script.config?.phases ?? [],
           verdictChecks: verdictChecks(script),
+          soakMinimumMs: soakMinimumMs(script),
         },
         relativeAccuracy: RELATIVE_ACCURACY,
         aggregate: {

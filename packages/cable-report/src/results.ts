@@ -192,7 +192,9 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     const storm = column.tasks > 0 ? judgeStorm(column) : null;
     if (storm) storms[column.name] = storm;
   }
-  merged.verdicts = { spikes: findSpikes(merged), storms, drift: soakDrift(merged), checks: [] };
+  const soakMinimums = allTasks.flatMap((t) => (t.test?.soakMinimumMs ? [t.test.soakMinimumMs] : []));
+  const soakMinimumMs = soakMinimums.length > 0 ? Math.max(...soakMinimums) : undefined;
+  merged.verdicts = { spikes: findSpikes(merged), storms, drift: soakDrift(merged, soakMinimumMs), checks: [] };
   const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
   merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;

@@ -42,6 +42,8 @@ export const sidecarSchema = z.object({
     phases: z.array(phaseSchema),
     /** The plugin's own `ensure` conditions on the time verdicts (verdict-checks.ts), as written. */
     verdictChecks: z.array(z.string()).optional(),
+    /** The plugin's `soakMinimum`, ms: the shortest run judged for drift, when lowered. */
+    soakMinimumMs: z.number().positive().optional(),
   }),
   relativeAccuracy: z.literal(RELATIVE_ACCURACY),
   aggregate: z.object({

@@ -47,21 +47,44 @@ export function parseVerdictCheck(text: string): VerdictCheck {
 }
 
 /** Where the plugin's options sit in a script, and what they may hold. */
-export const pluginOptionsSchema = z.object({ ensure: z.array(z.string()).optional() }).passthrough();
+export const pluginOptionsSchema = z.object({ ensure: z.array(z.string()).optional(), soakMinimum: z.union([z.string(), z.number()]).optional() }).passthrough();
+
+const SPAN = /^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$/;
+
+/**
+ * `soakMinimum`: the shortest run judged for drift, "2m", "90s", "1h" or seconds (default 10m,
+ * DRIFT_MIN_SPAN_MS). Lowered only for a compressed soak, a leak sped up to show in minutes: the
+ * floors' step term grows as the span shrinks, so a short flat run is still never called drifting.
+ */
+export function parseSoakMinimum(value: string | number): number {
+  const m = SPAN.exec(String(value));
+  const ms = m ? Number(m[1]) * ({ s: 1000, m: 60_000, min: 60_000, h: 3_600_000 }[m[2] ?? "s"] ?? 1000) : NaN;
+  if (!(ms >= MIN_SOAK_MS)) throw new VerdictCheckError(`soakMinimum ${JSON.stringify(value)}: give a span such as 2m or 90s, at least ${MIN_SOAK_MS / 1000} s (12 periods: a trend needs 10 points)`);
+  return ms;
+}
+const MIN_SOAK_MS = 120_000;
 
 /** Every problem with a script's `config.plugins.cable-report.ensure`, each naming its field. */
 export function verdictCheckProblems(pluginOptions: unknown): string[] {
   if (pluginOptions === undefined || pluginOptions === null) return [];
   const parsed = pluginOptionsSchema.safeParse(pluginOptions);
   if (!parsed.success) return ["config.plugins.cable-report.ensure: must be a list of conditions such as recovery < 30s"];
-  return (parsed.data.ensure ?? []).flatMap((text, i) => {
+  const soak: string[] = [];
+  if (parsed.data.soakMinimum !== undefined) {
+    try {
+      parseSoakMinimum(parsed.data.soakMinimum);
+    } catch (err) {
+      soak.push(`config.plugins.cable-report.${(err as Error).message}`);
+    }
+  }
+  return soak.concat((parsed.data.ensure ?? []).flatMap((text, i) => {
     try {
       parseVerdictCheck(text);
       return [];
     } catch (err) {
       return [`config.plugins.cable-report.ensure[${i}]: ${(err as Error).message}`];
     }
-  });
+  }));
 }
 
 export interface CheckOutcomeInColumn {

@@ -6,6 +6,7 @@ import { findRegressions } from "../src/compare.js";
 import { renderMarkdown } from "../src/markdown.js";
 import { mergeRegions } from "../src/results.js";
 import { describeVerdicts } from "../src/recovery.js";
+import { soakDrift } from "../src/soak.js";
 import { around, taskOf } from "./fixtures.js";
 
 const T0 = 1_700_000_000_000;
@@ -71,6 +72,16 @@ describe("soak drift", () => {
   it("gives a run under 10 minutes no drift verdict at all", () => {
     expect(soak(5, 300).verdicts!.drift).toBeNull();
     expect(renderMarkdown(soak(5, 300))).not.toContain("Soak drift");
+  });
+
+  it("judges a compressed soak (soakMinimum 2m): a flat one flat, a leak sped up 100× drifting", () => {
+    const judged = (perHour: number, memoryPerHour: number) => {
+      const drift = soakDrift(soak(3, perHour, memoryPerHour), 120_000)!;
+      return [...Object.values(drift.latency).map((d) => d.kind), drift.memory!.kind];
+    };
+    expect(judged(0, 0)).toEqual(["flat", "flat", "flat", "flat"]);
+    expect(judged(3000, 2000)).toEqual(["drifting", "drifting", "drifting", "drifting"]);
+    expect(soakDrift(soak(1, 3000, 2000), 120_000)).toBeNull();
   });
 });
 

@@ -1,6 +1,6 @@
 // The plugin's own ensure conditions on the time verdicts: their grammar, with every mistake named.
 import { describe, expect, it } from "vitest";
-import { parseVerdictCheck, verdictCheckProblems } from "../src/verdict-checks.js";
+import { parseSoakMinimum, parseVerdictCheck, verdictCheckProblems } from "../src/verdict-checks.js";
 
 describe("verdict checks", () => {
   it("parse recovery, storm and drift conditions with their units", () => {
@@ -19,5 +19,15 @@ describe("verdict checks", () => {
     expect(verdictCheckProblems({ ensure: "recovery < 30s" })).toEqual(["config.plugins.cable-report.ensure: must be a list of conditions such as recovery < 30s"]);
     expect(verdictCheckProblems({})).toEqual([]);
     expect(verdictCheckProblems(undefined)).toEqual([]);
+  });
+
+  it("read soakMinimum as a span, and refuse one too short for a trend", () => {
+    expect(parseSoakMinimum("2m")).toBe(120_000);
+    expect(parseSoakMinimum("150s")).toBe(150_000);
+    expect(parseSoakMinimum(600)).toBe(600_000);
+    expect(parseSoakMinimum("1h")).toBe(3_600_000);
+    expect(verdictCheckProblems({ soakMinimum: "30s" })).toEqual([expect.stringMatching(/^config.plugins.cable-report.soakMinimum "30s": give a span such as 2m or 90s, at least 120 s/)]);
+    expect(verdictCheckProblems({ soakMinimum: "two minutes" })).toEqual([expect.stringMatching(/soakMinimum "two minutes": give a span/)]);
+    expect(verdictCheckProblems({ soakMinimum: "2m", ensure: ["drift.memory < 5%/h"] })).toEqual([]);
   });
 });
