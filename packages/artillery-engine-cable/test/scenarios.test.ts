@@ -29,6 +29,7 @@ const smoke: Record<string, Smoke> = {
   "bot-stress.yml": { users: 3, variables: { commands: 20 }, histograms: ["cable.command_rtt"] },
   "spike.yml": { users: 6, variables: { messages: 2 }, histograms: ["cable.broadcast_latency"] },
   "soak.yml": { users: 3, variables: { stay_messages: 1 }, histograms: ["cable.broadcast_latency"] },
+  "soak-pubsub.yml": { users: 3, variables: { stay_messages: 1 }, histograms: ["cable.broadcast_latency", "cable.publish_latency"] },
   "mixed.yml": { users: 20, variables: { stay: 1, messages: 1, commands: 3 }, histograms: ["cable.handshake_latency"] },
   "avalanche.yml": { users: 20, variables: { hold: 1 }, histograms: ["cable.connect_to_confirm", "cable.subscription_latency"] },
   // Weights pick senders at random (1 in 5): with 40 users, none is picked once in ~7,000 runs.

@@ -23,7 +23,8 @@ export function judgeStorm(column: Column): StormColumn | null {
     const needed = share * dropped;
     if (back === 0 || needed > back + 1e-9) return null;
     const q = needed / back;
-    if (sketch) return Math.round(Math.min(sketch.max, Math.max(sketch.min, sketch.getValueAtQuantile(q))));
+    // Everyone back is the last restore itself: the sketch's exact max, not its top bucket.
+    if (sketch) return Math.round(q >= 1 ? sketch.max : Math.min(sketch.max, Math.max(sketch.min, sketch.getValueAtQuantile(q))));
     // Without the sketch, the summary's points: the nearest at or above q.
     if (q <= 0.5) return restore!.p50;
     if (q <= 0.95) return restore!.p95;

@@ -5,8 +5,16 @@ import { readFileSync } from "node:fs";
  * kernel's table (/proc/net/tcp and tcp6, Linux): any server, no metrics endpoint needed.
  */
 export function establishedConnections(port: number): number {
+  return establishedPeers(port).length;
+}
+
+/**
+ * The peers (remote "address:port", hex as the kernel writes them) of the connections a loopback
+ * server on `port` holds established right now: a client's socket is told apart by its ephemeral port.
+ */
+export function establishedPeers(port: number): string[] {
   const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
-  let count = 0;
+  const peers: string[] = [];
   for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text: string;
     try {
@@ -17,10 +25,10 @@ export function establishedConnections(port: number): number {
     for (const line of text.split("\n").slice(1)) {
       const fields = line.trim().split(/\s+/);
       // sl local_address rem_address st …; state 01 is ESTABLISHED.
-      if (fields.length > 3 && fields[3] === "01" && fields[1].endsWith(`:${hexPort}`)) count++;
+      if (fields.length > 3 && fields[3] === "01" && fields[1].endsWith(`:${hexPort}`)) peers.push(fields[2]);
     }
   }
-  return count;
+  return peers;
 }
 
 /**
