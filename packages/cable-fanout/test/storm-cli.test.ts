@@ -5,12 +5,14 @@ import { establishedPeers, startAnyCable, startRails, waitForConnections, type R
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli";
 
-// Storm completion through the real CLI against real servers killed (-9) and restarted in the
-// harness: anycable-go with scenarios/reconnect-storm.yml, Rails under puma with its Action Cable
-// twin (fixtures/rails-storm.yml). The truth is the kernel's: the time from the kill until the
-// server has accepted a new socket from every listener (counted by peer, since the first back
-// may have finished and left before the last one is in). The verdict's "all back" must match it, and its 50%
-// and 95% must be the engine's own restore latencies (merged sketch) at those shares.
+// Storm completion through the real CLI against real servers, the kernel's table as the truth.
+// - Reconnect storms: anycable-go with scenarios/reconnect-storm.yml and Rails under puma with its
+//   Action Cable twin (fixtures/rails-storm.yml), each killed (-9) and restarted in the harness. "All
+//   back" must be the time from the kill until the server has accepted a new socket from every
+//   listener (counted by peer: the first back may have left before the last one is in); 50% and 95%
+//   must be the engine's own restore latencies (merged sketch) at those shares.
+// - A connection storm: connection-storm.yml against Rails; 50/95/100% connected must be when the
+//   kernel first showed that many of the users' sockets.
 const ROOT = path.resolve(__dirname, "../../..");
 const DOWN_MS = 3_000;
 
@@ -70,7 +72,7 @@ function expectConsistent(run: Awaited<ReturnType<typeof storm>>) {
   expect(run.stderr).toMatch(new RegExp(`reconnect storm, all regions: ${run.listeners} dropped: 50% back in [\\d.]+ s, 95% in [\\d.]+ s, all in [\\d.]+ s`));
 }
 
-describe("storm completion against real servers killed and restarted", () => {
+describe("storm completion against real servers", () => {
   let work: string;
   beforeAll(() => {
     work = mkdtempSync(path.join(os.tmpdir(), "cable-fanout-storm-"));
@@ -95,6 +97,34 @@ describe("storm completion against real servers killed and restarted", () => {
       const run = await storm(rails, path.join(__dirname, "fixtures/rails-storm.yml"), work, {});
       expect(run.listeners).toBe(30);
       expectConsistent(run);
+    } finally {
+      await rails.stop();
+    }
+  }, 200_000);
+
+  it("Rails under puma, connection-storm.yml: 50/95/100% connected when the kernel saw that many new sockets", async () => {
+    const rails = await startRails();
+    try {
+      const out = path.join(work, "connection-storm");
+      const overrides = { config: { phases: [{ name: "storm", duration: 5, arrivalRate: 20 }] } };
+      const running = runCli(["run", path.join(ROOT, "scenarios/connection-storm.yml"), "--local", "--regions", "local", "--target", rails.url, "--overrides", JSON.stringify(overrides), "--variables", JSON.stringify({ hold: 8 }), "--out", out], { cwd: work, timeoutMs: 120_000 });
+      // When each listener's socket first showed in the kernel's table.
+      const firstSeen = new Map<string, number>();
+      for (const deadline = Date.now() + 60_000; firstSeen.size < 100 && Date.now() < deadline; await sleep(20)) {
+        for (const peer of establishedPeers(rails.port)) if (!firstSeen.has(peer)) firstSeen.set(peer, Date.now());
+      }
+      const result = await running;
+      expect(result.code, result.stderr).toBe(0);
+      const merged = json(path.join(runDirOf(out), "merged.json"));
+      const verdict = merged.verdicts.connects["all regions"];
+      const seen = [...firstSeen.values()].sort((a, b) => a - b);
+      const truth = (share: number) => seen[Math.ceil(share * 100) - 1] - verdict.start;
+      const summary = `${JSON.stringify(verdict)}; kernel ${[0.5, 0.95, 1].map(truth).join(", ")} ms`;
+      expect(verdict, summary).toMatchObject({ phase: "storm", users: 100, connected: 100, never: 0, basis: "arrivals" });
+      expect(Math.abs(verdict.halfMs - truth(0.5)), summary).toBeLessThanOrEqual(500);
+      expect(Math.abs(verdict.mostMs - truth(0.95)), summary).toBeLessThanOrEqual(500);
+      expect(Math.abs(verdict.allMs - truth(1)), summary).toBeLessThanOrEqual(500);
+      expect(result.stderr).toMatch(/connection storm "storm", all regions: 100 users: 50% connected in 2\.\d s, 95% in 4\.\d s, all in [45]\.\d s/);
     } finally {
       await rails.stop();
     }

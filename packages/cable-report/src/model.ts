@@ -70,8 +70,12 @@ export const seriesSchema = z.object({
   latency: z.record(z.string(), z.object({ count: perPeriod, p50: perPeriod, p95: perPeriod, p99: perPeriod, approximate: z.boolean() })),
   /** Open connections: each task's most-at-once in the period (`cable.connections_open_period_peak`), summed. */
   connections: perPeriod,
-  /** Virtual users created, completed and failed in each period, and active (created so far minus ended so far) at its end. */
-  users: z.object({ created: perPeriod, completed: perPeriod, failed: perPeriod, active: perPeriod }),
+  /**
+   * Virtual users created, completed and failed in each period, active (created so far minus ended
+   * so far) at its end, and connected in it (`cable.connections`; absent from merged.json v3 files
+   * written before it).
+   */
+  users: z.object({ created: perPeriod, completed: perPeriod, failed: perPeriod, active: perPeriod, connected: perPeriod.optional() }),
   /** Messages a second over each period (`cable.messages_sent` / `cable.messages_received` ÷ 10 s). */
   messages: z.object({ sent: perPeriod, received: perPeriod }),
   /** Per error code (`errors.*`), its count in each period; `total` sums them. */
@@ -171,6 +175,23 @@ export const stormColumnSchema = z.object({
   approximate: z.boolean(),
 });
 
+/** A connection storm in one column: how long after its phase began the users were connected (storms.ts). */
+export const connectStormColumnSchema = z.object({
+  phase: z.string(),
+  /** The storm phase's start, epoch ms: the times below count from it. */
+  start: z.number(),
+  users: z.number(),
+  connected: z.number(),
+  /** Users created that never connected (created − `cable.connections`). */
+  never: z.number(),
+  /** From the phase's start until 50%, 95% and all of its users were connected, ms; null: that many never were. */
+  halfMs: z.number().nullable(),
+  mostMs: z.number().nullable(),
+  allMs: z.number().nullable(),
+  /** "arrivals": held to the arrivals and the engine's handshake latencies; "periods": read off the 10 s periods alone. */
+  basis: z.enum(["arrivals", "periods"]),
+});
+
 /** A trend over the run (drift.ts): Theil–Sen per hour with its 95% interval, judged against a floor. */
 export const driftVerdictSchema = z.object({
   kind: z.enum(["drifting", "flat", "too-short", "no-data"]),
@@ -186,6 +207,8 @@ export const driftVerdictSchema = z.object({
 export const verdictsSchema = z.object({
   spikes: z.array(spikeSchema),
   storms: z.record(z.string(), stormColumnSchema).default({}),
+  /** A run whose users all arrive in one burst (connection-storm.yml): until when they were connected, per column. */
+  connects: z.record(z.string(), connectStormColumnSchema).default({}),
   /** `config.plugins.cable-report.ensure` conditions (verdict-checks.ts), judged per column. */
   checks: z.array(z.object({ check: z.string(), columns: z.record(z.string(), z.object({ passed: z.boolean(), value: z.string() })) })).default([]),
   /** Runs of at least 10 minutes: the main latency's p95 per column, and the server's memory (--server-metrics). */
@@ -230,3 +253,4 @@ export type Spike = z.infer<typeof spikeSchema>;
 export type SpikeColumn = z.infer<typeof spikeColumnSchema>;
 export type Verdicts = z.infer<typeof verdictsSchema>;
 export type StormColumn = z.infer<typeof stormColumnSchema>;
+export type ConnectStormColumn = z.infer<typeof connectStormColumnSchema>;

@@ -82,7 +82,7 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
  */
 export function verdictSection(merged: MergedResults, columns: Column[]): string[] {
   const start = merged.timeline?.start ?? merged.all.series?.periods[0] ?? 0;
-  const out = [...spikeTable(merged, columns, start), ...stormTable(merged, columns), ...driftLines(merged, columns), ...checkTable(merged, columns)];
+  const out = [...spikeTable(merged, columns, start), ...connectTable(merged, columns), ...stormTable(merged, columns), ...driftLines(merged, columns), ...checkTable(merged, columns)];
   return out.length > 0 ? ["", "### What happened when: the verdicts", ...out] : [];
 }
 
@@ -119,6 +119,28 @@ function spikeTable(merged: MergedResults, columns: Column[], start: number): st
     }
   }
   return out;
+}
+
+/** In a connection storm: how long after its phase began the users were connected, per column. */
+function connectTable(merged: MergedResults, columns: Column[]): string[] {
+  const connects = merged.verdicts?.connects ?? {};
+  const shown = columns.filter((c) => connects[c.name]);
+  if (shown.length === 0) return [];
+  const sec = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(1)} s`);
+  const rows = shown.map((c) => {
+    const s = connects[c.name];
+    const near = s.basis === "periods" ? "≈" : "";
+    return `| ${cell(c.name)} | ${s.users.toLocaleString("en-US")} | ${near}${sec(s.halfMs)} | ${near}${sec(s.mostMs)} | ${near}${sec(s.allMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
+  });
+  const first = connects[shown[0].name];
+  return [
+    "",
+    `**Connection storm: connected after "${cell(first.phase)}" began** (the periods' \`cable.connections\`, held to the arrivals and the engine's \`cable.handshake_latency\`; ≈: the 10 s periods alone)`,
+    "",
+    "| Column | Users | 50% connected | 95% connected | All connected | Never connected |",
+    "|:--|--:|--:|--:|--:|--:|",
+    ...rows,
+  ];
 }
 
 /** After a reconnect storm: how long until the dropped users were back, per column. */

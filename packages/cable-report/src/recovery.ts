@@ -15,7 +15,7 @@
 import type { Column, MergedResults, Spike, SpikeColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mainLatency } from "./series.js";
-import { describeStorm } from "./storms.js";
+import { describeConnectStorm, describeStorm } from "./storms.js";
 import { clock } from "./text.js";
 
 export const SPIKE_FACTOR = 3;
@@ -97,14 +97,15 @@ export function describeRecovery(c: SpikeColumn): string {
   return c.recoveredAfterMs === 0 ? "at once" : `after ${Math.round(c.recoveredAfterMs / 1000)} s`;
 }
 
-/** Every time verdict as console lines: each spike's recovery, then each column's reconnect storm. */
+/** Every time verdict as console lines: each spike's recovery, then each column's connection and reconnect storm, then a soak's drift. */
 export function describeVerdicts(merged: MergedResults): string[] {
+  const connects = Object.entries(merged.verdicts?.connects ?? {}).map(([column, s]) => `connection storm "${s.phase}", ${column}: ${describeConnectStorm(s)}`);
   const storms = Object.entries(merged.verdicts?.storms ?? {}).map(([column, s]) => `reconnect storm, ${column}: ${describeStorm(s)}`);
   const drift = merged.verdicts?.drift;
   const soak = drift
     ? [...Object.entries(drift.latency).map(([column, d]) => `soak drift, ${column}: ${d.kind}: ${d.reason}`), ...(drift.memory ? [`soak drift, server memory: ${drift.memory.kind}: ${drift.memory.reason}`] : [])]
     : [];
-  return [...describeSpikes(merged), ...storms, ...soak];
+  return [...describeSpikes(merged), ...connects, ...storms, ...soak];
 }
 
 /** One line per spike and column, for a console: `spike "spike" 1:00–1:40 (5/s after 1/s), all regions: cable.broadcast_latency p95 20 ms before, worst 480 ms, back after 20 s`. */

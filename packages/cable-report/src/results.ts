@@ -7,9 +7,9 @@ import { mergeColumn } from "./merge.js";
 import { findSpikes } from "./recovery.js";
 import { soakDrift } from "./soak.js";
 import { judgeVerdictChecks } from "./verdict-checks.js";
-import { judgeStorm } from "./storms.js";
+import { judgeConnectStorm, judgeStorm } from "./storms.js";
 import { mergeSeries } from "./series.js";
-import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type StormColumn, type Timeline } from "./model.js";
+import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type ConnectStormColumn, type StormColumn, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
@@ -188,13 +188,16 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
   };
   const storms: Record<string, StormColumn> = {};
+  const connects: Record<string, ConnectStormColumn> = {};
   for (const column of [...columns, all]) {
     const storm = column.tasks > 0 ? judgeStorm(column) : null;
     if (storm) storms[column.name] = storm;
+    const connect = column.tasks > 0 ? judgeConnectStorm(column, merged) : null;
+    if (connect) connects[column.name] = connect;
   }
   const soakMinimums = allTasks.flatMap((t) => (t.test?.soakMinimumMs ? [t.test.soakMinimumMs] : []));
   const soakMinimumMs = soakMinimums.length > 0 ? Math.max(...soakMinimums) : undefined;
-  merged.verdicts = { spikes: findSpikes(merged), storms, drift: soakDrift(merged, soakMinimumMs), checks: [] };
+  merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, soakMinimumMs), checks: [] };
   const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
   merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;

@@ -78,7 +78,7 @@ export function mergeSeries(tasks: TaskResult[], files: string[]): Series {
     periods,
     latency,
     connections: sumOrNull(METRICS.connectionsOpenPeriodPeak),
-    users: { created, completed, failed, active },
+    users: { created, completed, failed, active, connected: sum(METRICS.connections) },
     messages: { sent: perSecond(sum(METRICS.messagesSent)), received: perSecond(sum(METRICS.messagesReceived)) },
     errors,
     generator: tasks.map((task, i) => {

@@ -60,3 +60,56 @@ describe("reconnect storms", () => {
     expect(storm([{ name: "x", restores: [], never: 0 }]).verdicts!.storms).toEqual({});
   });
 });
+
+describe("connection storms", () => {
+  const HANDSHAKE = "cable.handshake_latency";
+  /** One region, one task: `users` arriving over `seconds` from T0 + 3 s, connecting `perPeriod[i]` in period i. */
+  function connectStorm(opts: { users: number; seconds: number; perPeriod: number[]; handshakes: number[]; phases?: Array<Record<string, unknown>> }) {
+    const phases = opts.phases ?? [{ name: "storm", duration: opts.seconds, arrivalCount: opts.users }];
+    return mergeRegions([
+      {
+        name: "eu-west-2",
+        files: ["eu-west-2/t.json"],
+        tasks: [
+          taskOf(
+            {
+              counters: { "vusers.created": opts.users, "cable.connections": opts.perPeriod.reduce((a, b) => a + b, 0) },
+              histograms: { [HANDSHAKE]: opts.handshakes },
+              periods: opts.perPeriod.map((c, i) => ({ period: T0 + i * 10_000, counters: { "cable.connections": c, "vusers.created": i === 0 ? opts.users : 0 }, samples: {} })),
+              phaseStarts: phases.map((p, index) => ({ index, name: String(p.name ?? ""), startTime: T0 + 3_000 + index * 10_000 })),
+              test: { name: "storm", scenarios: ["join"], phases },
+            },
+            "eu-west-2/t.json",
+          ),
+        ],
+      },
+    ]);
+  }
+
+  it("holds the periods' counts to the arrivals and the handshake latencies: a healthy server connects everyone as they arrive", () => {
+    // 100 users over 10 s from 3 s into the first period: 70 connect in it, 30 in the next; 5–20 ms handshakes.
+    const merged = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 30], handshakes: spread(100, 5, 20) });
+    expect(merged.verdicts!.connects["all regions"]).toEqual({ phase: "storm", start: T0 + 3_000, users: 100, connected: 100, never: 0, halfMs: 5_005, mostMs: 9_520, allMs: 10_020, basis: "arrivals" });
+    expect(describeVerdicts(merged)).toContain('connection storm "storm", eu-west-2: 100 users: 50% connected in 5.0 s, 95% in 9.5 s, all in 10.0 s');
+    expect(renderMarkdown(merged)).toContain("| eu-west-2 | 100 | 5.0 s | 9.5 s | 10.0 s | 0 |");
+  });
+
+  it("lets the periods decide between the bounds when the server chokes, and counts who never connected", () => {
+    // Handshakes of 5 ms to 30 s: 20 in the first period, 60 in the second, 20 in the third.
+    const choking = connectStorm({ users: 100, seconds: 10, perPeriod: [20, 60, 20], handshakes: spread(100, 5, 30_000) });
+    const c = choking.verdicts!.connects["all regions"];
+    // 50%: 30 of the second period's 60, half way through it: 10 + 5 = 15 s into the run, 12 s after the phase began.
+    expect(c.halfMs).toBe(12_000);
+    expect(c.allMs).toBe(27_000);
+    const lost = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 20], handshakes: spread(90, 5, 20) });
+    expect(lost.verdicts!.connects["all regions"]).toMatchObject({ connected: 90, never: 10, allMs: null, mostMs: null });
+    expect(describeVerdicts(lost)).toContain('connection storm "storm", eu-west-2: 100 users: 50% connected in 5.0 s, 95% never; 10 never connected');
+  });
+
+  it("judges only a run whose users all arrive in one burst of a minute or less", () => {
+    const ramp = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 30], handshakes: spread(100, 5, 20), phases: [{ name: "warm", duration: 10, arrivalRate: 1 }, { name: "storm", duration: 10, arrivalRate: 10 }] });
+    expect(ramp.verdicts!.connects).toEqual({});
+    const long = connectStorm({ users: 100, seconds: 120, perPeriod: [70, 30], handshakes: spread(100, 5, 20) });
+    expect(long.verdicts!.connects).toEqual({});
+  });
+});
