@@ -6,6 +6,12 @@
 // `npm start -- scenarios/spike.yml` runs another scenario instead, its phases' rates scaled by
 // DEMO_SCALE (default 0.2: four processes share this machine); DEMO_CAPACITY=N makes the target
 // deliver broadcasts 300 ms late while more than N connections are open, as a small server would.
+// DEMO_MINUTES=M fits the scenario's phases into M minutes (a 30-minute soak in 3: the drift
+// verdict then judges runs from 2 minutes, the plugin's soakMinimum); DEMO_LEAK=L makes the target
+// leak L MiB and L ms of delivery delay a minute. The target's own /metrics is the run's
+// --server-metrics, so the report charts its CPU and memory and judges the memory's drift.
+// For scenarios/reconnect-storm.yml (or DEMO_RESTART=1) the target restarts once its connections
+// have held steady for 3 s, as a deploy would: every socket drops, the listeners come back.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +23,13 @@ const { startTarget } = require("cable-local-target");
 
 const scenario = process.argv[2] ? path.resolve(process.argv[2]) : path.join(root, "scenarios/chat.yml");
 const capacity = process.env.DEMO_CAPACITY ? Number(process.env.DEMO_CAPACITY) : undefined;
-const target = await startTarget({ port: 0, ...(capacity ? { faults: { capacityConnections: capacity, overCapacityDelayMs: 300 } } : {}) });
+const leak = process.env.DEMO_LEAK ? Number(process.env.DEMO_LEAK) : undefined;
+const faults = {
+  ...(capacity ? { capacityConnections: capacity, overCapacityDelayMs: 300 } : {}),
+  ...(leak ? { leakMbPerMinute: leak, leakDelayMsPerMinute: leak } : {}),
+};
+const restartOnce = process.env.DEMO_RESTART === "1" || path.basename(scenario) === "reconnect-storm.yml";
+const target = await startTarget({ port: 0, control: restartOnce, ...(Object.keys(faults).length > 0 ? { faults } : {}) });
 console.log(`local target: ${target.cableUrl} (Action Cable), ${target.pusherUrl} (Pusher)`);
 
 /** The scenario's own phases, their arrival rates scaled down for one machine. */
@@ -27,8 +39,12 @@ function scaledPhases(file) {
   const { readFileSync } = require("node:fs");
   const scale = Number(process.env.DEMO_SCALE ?? 0.2);
   const phases = parse(readFileSync(file, "utf8"))?.config?.phases ?? [];
+  const minutes = Number(process.env.DEMO_MINUTES ?? 0);
+  const total = phases.reduce((n, p) => n + (typeof p.duration === "number" ? p.duration : 0), 0);
+  const stretch = minutes > 0 && total > 0 ? (minutes * 60) / total : 1;
   return phases.map((p) => {
     const out = { ...p };
+    if (typeof p.duration === "number") out.duration = Math.max(1, Math.round(p.duration * stretch));
     for (const key of ["arrivalRate", "rampTo"]) if (typeof p[key] === "number") out[key] = Math.max(1, Math.round(p[key] * scale));
     if (typeof p.arrivalCount === "number") out.arrivalCount = Math.max(1, Math.round(p.arrivalCount * scale));
     return out;
@@ -39,14 +55,30 @@ const phases = process.argv[2]
   ? scaledPhases(scenario)
   : [{ name: "demo", duration: Number(process.env.DEMO_DURATION ?? 10), arrivalRate: Number(process.env.DEMO_RATE ?? 5) }];
 const fanout = path.join(root, "packages/cable-fanout/bin/cable-fanout.js");
+const compressed = Number(process.env.DEMO_MINUTES ?? 0) > 0 && Number(process.env.DEMO_MINUTES) < 10;
+const overrides = { config: { phases, ...(compressed ? { plugins: { "cable-report": { soakMinimum: "2m" } } } : {}) } };
 const args = [
   fanout, "run", scenario,
   "--local", "--regions", "local-a,local-b", "--count", "2",
   "--target", target.cableUrl,
-  "--overrides", JSON.stringify({ config: { phases } }),
+  "--overrides", JSON.stringify(overrides),
+  "--server-metrics", new URL("/metrics", target.cableUrl.replace(/^ws/, "http")).href,
   "--out", path.join(root, "results"),
 ];
 const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true" } });
+if (restartOnce) {
+  let [seen, since] = [0, Date.now()];
+  const watch = setInterval(() => {
+    const now = target.counters().cableConnections;
+    if (now !== seen) [seen, since] = [now, Date.now()];
+    else if (now > 0 && Date.now() - since >= 3_000) {
+      clearInterval(watch);
+      console.log(`local target: restarting with ${target.restart()} sockets open`);
+    }
+  }, 250);
+  watch.unref();
+  child.on("close", () => clearInterval(watch));
+}
 let report = "";
 child.stdout.on("data", (chunk) => {
   report += chunk;
