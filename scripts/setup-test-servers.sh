@@ -20,6 +20,11 @@ if ! command -v puma >/dev/null || ! ruby -e 'require "action_cable"' 2>/dev/nul
   apt_install ruby-actioncable puma
 fi
 
+if ! command -v openssl >/dev/null; then
+  echo "setup: installing openssl (the TLS tests make a throwaway CA with it)"
+  apt_install openssl
+fi
+
 if ! command -v chromium >/dev/null; then
   echo "setup: installing Debian's chromium (cable-report renders report.md's charts in it)"
   apt_install chromium

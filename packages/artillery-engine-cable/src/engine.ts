@@ -4,6 +4,7 @@ import { CableConnection, defaultRuntime, type ConnectionRuntime, type Connectio
 import { METRICS, OpenConnections, type Events } from "./metrics.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
+import { readTls, type TlsOptions } from "./tls.js";
 import type { Protocol } from "./protocol/types.js";
 import { CableError, errorCode } from "./errors.js";
 import { checkScript } from "./preflight.js";
@@ -17,11 +18,13 @@ interface Script {
   scenarios?: Record<string, any>[];
   before?: Record<string, any>;
   after?: Record<string, any>;
+  _scriptPath?: string;
+  _configPath?: string;
 }
 
-function protocolFor(settings: CableConfig): Protocol {
+function protocolFor(settings: CableConfig, tls: TlsOptions | undefined): Protocol {
   return settings.protocol === "pusher"
-    ? createPusherProtocol(settings.pusher!, settings.timeout * 1000)
+    ? createPusherProtocol(settings.pusher!, settings.timeout * 1000, tls)
     : createActionCableProtocol({ extended: settings.anycable.extended, streamsSecret: settings.anycable.streamsSecret });
 }
 
@@ -53,6 +56,8 @@ export class CableEngine {
   private readonly settings: CableConfig;
   private readonly config: Record<string, any>;
   private readonly protocol: Protocol;
+  /** `config.tls`, with `--insecure` already folded in by Artillery. */
+  private readonly tls: TlsOptions | undefined;
   private readonly connectionSettings: ConnectionSettings;
   /** This thread's connections (Artillery constructs the engine once per worker thread). */
   private readonly runtime: ConnectionRuntime;
@@ -66,7 +71,8 @@ export class CableEngine {
     const settings = checkScript(script);
     this.failed = settings === undefined;
     this.settings = settings ?? configSchema.parse({});
-    this.protocol = protocolFor(this.settings);
+    this.tls = this.failed ? undefined : readTls(script.config.tls, script._scriptPath ?? script._configPath).tls;
+    this.protocol = protocolFor(this.settings, this.tls);
     // arrivals.ts: this thread's phases start VUs without spinning a core, unless preciseArrivals.
     if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) {
       trace("arrival timer: %s", installArrivals(this.settings.preciseArrivals));
@@ -89,6 +95,7 @@ export class CableEngine {
       settings: this.settings,
       protocol: this.protocol,
       target: this.config.target,
+      tls: this.tls,
       helpers: this.helpers,
       processor: typeof this.config.processor === "object" && this.config.processor ? this.config.processor : {},
       thinkDefaults: this.config.defaults?.think ?? {},

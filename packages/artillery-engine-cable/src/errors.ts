@@ -1,3 +1,5 @@
+import { tlsReason } from "./tls.js";
+
 /**
  * A failure of a virtual user with a name from the engine's vocabulary. It reaches Artillery's
  * `error` event as `cable.<reason>` (so the report counts `errors.cable.<reason>`); socket errors
@@ -12,8 +14,13 @@ export class CableError extends Error {
     this.code = `cable.${reason}`;
   }
 
-  /** A socket or HTTP client failure, counted under its own code (`ECONNREFUSED`, `UND_ERR_SOCKET`, …). */
+  /**
+   * A socket or HTTP client failure, counted under its own code (`ECONNREFUSED`, `UND_ERR_SOCKET`,
+   * …), or a certificate's or TLS failure under `cable.tls_*` (tls.ts) with Node's code in the message.
+   */
   static socket(code: string, message: string): CableError {
+    const tls = tlsReason(code);
+    if (tls) return new CableError(tls, message.includes(code) ? message : `${message} (${code})`);
     const err = new CableError("socket_error", message);
     (err as { code: string }).code = code;
     return err;
@@ -32,6 +39,7 @@ const NAMED_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 export function errorCode(err: unknown): string {
   if (err instanceof CableError) return err.code;
   const e = err as { code?: unknown; name?: unknown } | undefined;
+  if (e && typeof e.code === "string" && tlsReason(e.code)) return `cable.${tlsReason(e.code)}`;
   if (e && typeof e.code === "string" && (NAMED_CODE.test(e.code) || /^cable\.[a-z0-9_]+$/.test(e.code))) return e.code;
   if (e && e.name === "TimeoutError") return "cable.timeout";
   return "cable.unexpected_error";

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { readTls } from "./tls.js";
 import { isMainThread } from "node:worker_threads";
 import { z } from "zod";
 import { closest } from "./did-you-mean.js";
@@ -42,6 +43,7 @@ export function findProblems(script: ScriptLike, env: NodeJS.ProcessEnv = proces
       problems.push(...err.problems);
     }
   }
+  problems.push(...readTls(script.config.tls, script._scriptPath ?? script._configPath).problems);
   problems.push(...targetProblems(script));
   problems.push(...envProblems(script, env));
   return { problems: problems.map(suggest), settings };

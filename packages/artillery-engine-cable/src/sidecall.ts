@@ -1,5 +1,6 @@
 import { errors as undiciErrors, request } from "undici";
 import { CableError } from "./errors.js";
+import { tlsDispatcher, type TlsOptions } from "./tls.js";
 
 /**
  * Which side-call failed: its errors are `cable.<kind>_failed` and `cable.<kind>_timeout`.
@@ -25,10 +26,10 @@ const MAX_BODY_BYTES = 1024 * 1024;
  * of calls a second, and fetch's WHATWG streams cost about a fifth of the generator's CPU in the
  * RelayBox replay (docs/benchmarks.md). Both keep connections alive in undici's global pool.
  */
-export async function httpRequest(kind: SideCall, url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number }): Promise<HttpAnswer> {
+export async function httpRequest(kind: SideCall, url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number; tls?: TlsOptions }): Promise<HttpAnswer> {
   const signal = AbortSignal.timeout(init.timeoutMs);
   try {
-    const res = await request(url, { method: "POST", headers: init.headers, body: init.body, signal });
+    const res = await request(url, { method: "POST", headers: init.headers, body: init.body, signal, dispatcher: tlsDispatcher(init.tls) });
     return { status: res.statusCode, body: await readBounded(res.body) };
   } catch (err) {
     if (err instanceof CableError) throw err;

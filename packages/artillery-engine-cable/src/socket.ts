@@ -1,5 +1,6 @@
 import WebSocket from "ws";
 import { CableError } from "./errors.js";
+import type { TlsOptions } from "./tls.js";
 
 export interface OpenOptions {
   url: string;
@@ -7,6 +8,8 @@ export interface OpenOptions {
   subprotocols: string[];
   timeoutMs: number;
   localAddress?: string;
+  /** `config.tls` (tls.ts): CA, client certificate, `rejectUnauthorized` (`--insecure`). */
+  tls?: TlsOptions;
 }
 
 /** What a socket reports to its connection. */
@@ -35,6 +38,7 @@ export type OpenSocket = (options: OpenOptions, listener: SocketListener) => Cab
 /** The real socket: `ws`, with the settings a load generator needs. */
 export const openWebSocket: OpenSocket = (options, listener) => {
   const ws = new WebSocket(options.url, options.subprotocols, {
+    ...options.tls,
     headers: options.headers,
     handshakeTimeout: options.timeoutMs,
     perMessageDeflate: false,

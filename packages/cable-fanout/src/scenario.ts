@@ -40,6 +40,16 @@ export function loadScenario(file: string, overrides?: Json): Scenario {
     if (section.processor !== undefined) referenced.push({ field: `${prefix}.processor`, value: section.processor });
     const payloads = Array.isArray(section.payload) ? section.payload : section.payload === undefined ? [] : [section.payload];
     payloads.forEach((p, i) => referenced.push({ field: `${prefix}.payload${Array.isArray(section.payload) ? `[${i}]` : ""}.path`, value: isRecord(p) ? p.path : undefined }));
+    // config.tls's CA, client certificate and key, where they name files rather than hold PEM text.
+    const tls = section.tls;
+    if (isRecord(tls)) {
+      for (const field of ["ca", "cert", "key"] as const) {
+        const values = ([] as unknown[]).concat(tls[field] ?? []);
+        values.forEach((value, i) => {
+          if (typeof value !== "string" || !value.includes("-----BEGIN ")) referenced.push({ field: `${prefix}.tls.${field}${Array.isArray(tls[field]) ? `[${i}]` : ""}`, value });
+        });
+      }
+    }
     const includes = section.includeFiles;
     if (includes !== undefined) {
       if (!Array.isArray(includes)) throw new FanoutInputError(`${file}: ${prefix}.includeFiles must be a list of paths`);

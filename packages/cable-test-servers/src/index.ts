@@ -5,3 +5,4 @@ export { startAnyCable, anycableBinary, type AnyCableOptions, type AnyCableServe
 export { establishedConnections, establishedPeers, waitForConnections } from "./connections.js";
 export { startTcpProxy, type TcpProxy } from "./proxy.js";
 export { counter, runArtillery, samples, type ArtilleryRun, type ArtilleryReport, type RunOptions } from "./artillery.js";
+export { makeTestCa, startTlsTerminator, type TestCa, type TlsTerminator } from "./tls.js";

@@ -1,4 +1,5 @@
 import { CableError } from "../errors.js";
+import type { TlsOptions } from "../tls.js";
 import { httpRequest, jsonObject } from "../sidecall.js";
 import { MalformedFrame } from "./actioncable.js";
 import { channelAuth } from "./pusher-signatures.js";
@@ -88,12 +89,13 @@ export function encodeClientEvent(channel: string, event: string, data: unknown)
 }
 
 /** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it. */
-async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, socketId: string, channel: string, timeoutMs: number) {
+async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, socketId: string, channel: string, timeoutMs: number, tls: TlsOptions | undefined) {
   // sidecall.ts names every failure (cable.auth_failed, cable.auth_timeout, a socket code).
   const answer = await httpRequest("auth", endpoint.url, {
     headers: { "Content-Type": "application/x-www-form-urlencoded", ...endpoint.headers },
     body: new URLSearchParams({ socket_id: socketId, channel_name: channel }).toString(),
     timeoutMs,
+    tls,
   });
   if (answer.status < 200 || answer.status >= 300) throw new CableError("auth_failed", `the auth endpoint answered HTTP ${answer.status} for ${channel}`);
   const body = jsonObject("auth", answer);
@@ -101,7 +103,7 @@ async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, 
   return { auth: body.auth, channelData: typeof body.channel_data === "string" ? body.channel_data : undefined };
 }
 
-export function createPusherProtocol(settings: PusherSettings, timeoutMs: number): Protocol {
+export function createPusherProtocol(settings: PusherSettings, timeoutMs: number, tls?: TlsOptions): Protocol {
   return {
     name: "pusher",
     subprotocols: [],
@@ -129,7 +131,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
         if (settings.secret !== undefined) {
           auth = channelAuth(settings.key, settings.secret, socketId, channel, channelData);
         } else if (settings.authEndpoint) {
-          const answer = await fetchAuth(settings.authEndpoint, socketId, channel, timeoutMs);
+          const answer = await fetchAuth(settings.authEndpoint, socketId, channel, timeoutMs, tls);
           auth = answer.auth;
           channelData = answer.channelData ?? channelData;
         } else {

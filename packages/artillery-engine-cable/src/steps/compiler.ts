@@ -1,4 +1,5 @@
 import type { CableConfig } from "../schema.js";
+import type { TlsOptions } from "../tls.js";
 import type { Events } from "../metrics.js";
 import type { Protocol } from "../protocol/types.js";
 import type { CableConnection } from "../connection.js";
@@ -19,6 +20,8 @@ export interface Compiler {
   settings: CableConfig;
   protocol: Protocol;
   target: string | undefined;
+  /** `config.tls` (tls.ts), for the socket and every HTTP side-call. */
+  tls?: TlsOptions;
   helpers: ArtilleryHelpers;
   processor: Record<string, unknown>;
   thinkDefaults: Record<string, unknown>;

@@ -65,6 +65,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       subprotocols,
       timeoutMs: settings.timeout * 1000,
       localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
+      tls: compiler.tls,
     };
     let connection = compiler.connect(vu);
     try {

@@ -14,6 +14,7 @@ export async function postJson(compiler: Compiler, url: string, body: unknown, h
     headers: { "Content-Type": "application/json", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
     timeoutMs: compiler.settings.timeout * 1000,
+    tls: compiler.tls,
   });
   compiler.events.emit("histogram", METRICS.publishLatency, nowMs() - startedAt);
   if (answer.status < 200 || answer.status >= 300) throw new CableError("publish_failed", `the HTTP endpoint answered ${answer.status}`);
