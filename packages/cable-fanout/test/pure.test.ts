@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TaskStatus } from "cable-infra/worker/status";
@@ -51,6 +53,19 @@ describe("scenarios and bundles", () => {
     const scenario = loadScenario(path.join(ROOT, "scenarios/chat.yml"), { config: { phases: [{ duration: "2m", arrivalRate: 1 }, { pause: 5 }] } });
     expect(scenario.durationMs).toBe(125_000);
     expect(phasesDurationMs([{ duration: "{{ $env.D }}" }])).toBeUndefined();
+  });
+
+  it("bundles config.tls's CA, client certificate and key where they name files, not where they hold PEM text", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "fanout-tls-"));
+    try {
+      writeFileSync(path.join(dir, "ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+      writeFileSync(path.join(dir, "scenario.yml"), "config:\n  target: wss://staging.example/cable\n  tls:\n    ca: ./ca.pem\n    cert: \"-----BEGIN CERTIFICATE-----\"\nscenarios: []\n");
+      expect(loadScenario(path.join(dir, "scenario.yml")).dependencies).toEqual([path.join(dir, "ca.pem")]);
+      writeFileSync(path.join(dir, "scenario.yml"), "config:\n  tls:\n    ca: [./ca.pem, ./other-ca.pem]\nscenarios: []\n");
+      expect(() => loadScenario(path.join(dir, "scenario.yml"))).toThrow(/config\.tls\.ca\[1\] names \.\/other-ca\.pem, which is not a file/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("names the field and file of a missing payload", () => {

@@ -1,5 +1,6 @@
 // Markdown for a pull-request comment, pure: merged results in, text out,
 // always under the comment size limit.
+import { errorHints } from "./error-hints.js";
 import { baselineColumn, changeOf, findRegressions, gateCell, GATE, onlyInBaseline, type Regression } from "./compare.js";
 import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
@@ -65,6 +66,7 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
   out.push(...saturationBanner(merged));
   out.push("", ...table(view, columns, options, limits));
   out.push(...regionMarks(merged.regions));
+  out.push(...errorHints(merged));
   if (options.baseline) out.push(...vanished(merged, options.baseline));
   if (shown.length < merged.regions.length) {
     const left = merged.regions.filter((r) => !shown.includes(r)).map((r) => r.name);
