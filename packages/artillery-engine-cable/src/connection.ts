@@ -18,6 +18,8 @@ export interface ConnectionSettings {
   inboxSize: number;
   /** Overrides the protocol's ping interval. */
   pingIntervalMs?: number;
+  /** `config.cable.staleAfter`, ms: overrides the protocol's stale rule. */
+  staleAfterMs?: number;
 }
 
 /** What a connection runs on: injected, so that unit tests drive it with a fake socket and clock. */
@@ -82,6 +84,10 @@ export class CableConnection implements Tracked {
   state: ConnectionState = "idle";
   /** When the server last pinged or ponged, in clock time. */
   private lastPingAt = 0;
+  /** A frame came since the last tick: the hot path only sets a flag, the once-a-second tick reads the clock. */
+  private heard = false;
+  /** When the server was last heard from (a ping exactly; any other frame to the tick, about a second). */
+  private lastHeardAt = 0;
   private keepaliveSentAt = 0;
   private staleCounted = false;
   private pingIntervalMs: number;
@@ -157,7 +163,7 @@ export class CableConnection implements Tracked {
     const welcome = await this.wait(options.timeoutMs, "handshake_timeout", true, (ev) => (ev.kind === "welcome" ? ev : undefined));
     this.extended = this.socket.protocol === ACTIONCABLE_V1_EXT_JSON;
     if (welcome.activityTimeout) this.pingIntervalMs = welcome.activityTimeout * 1000;
-    this.lastPingAt = this.clock.now();
+    this.lastPingAt = this.lastHeardAt = this.clock.now();
     this.moveTo("welcomed");
     this.registered = true;
     this.runtime.tracker.add(this, this.events);
@@ -294,10 +300,30 @@ export class CableConnection implements Tracked {
       if (tracing()) trace("out %s (keepalive)", keepalive);
       this.socket.send(keepalive);
     }
-    if (!this.staleCounted && quiet > 3 * this.pingIntervalMs) {
-      this.staleCounted = true;
-      events.emit("counter", METRICS.staleConnection, 1);
+    if (this.heard) {
+      this.heard = false;
+      this.lastHeardAt = now;
     }
+    const heardAt = Math.max(this.lastHeardAt, this.lastPingAt);
+    const staleAfter = this.settings.staleAfterMs ?? this.protocol.staleAfterMs(this.pingIntervalMs);
+    if (!this.staleCounted && now - heardAt > staleAfter && this.socket?.isOpen) this.dropStale(now, heardAt, staleAfter);
+  }
+
+  /**
+   * A silent network (a dropped route, a dead NAT entry) gives no close and no reset: the socket
+   * looks open and nothing comes. Real clients notice by the missing pings and reopen; so does this:
+   * the socket is terminated and the connection ends as dropped (`cable.stale`), from when the
+   * server was last heard: a `reconnect` measures its restore latency from there, the outage as users
+   * lived it, and `cable.drop_detection_latency` says how long noticing took.
+   */
+  private dropStale(now: number, heardAt: number, staleAfter: number): void {
+    this.staleCounted = true;
+    this.events.emit("counter", METRICS.staleConnection, 1);
+    this.events.emit("histogram", METRICS.dropDetectionLatency, now - heardAt);
+    this.unregister();
+    this.endedAt = heardAt;
+    this.fail(new CableError("stale", `nothing from the server for ${Math.round((now - heardAt) / 1000)} s (stale after ${staleAfter / 1000} s): the connection was dropped`));
+    this.socket?.terminate();
   }
 
   private assertOpen(): void {
@@ -339,6 +365,7 @@ export class CableConnection implements Tracked {
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
+    this.heard = true;
     if (tracing()) trace("in %s", isBinary ? `<binary ${data.length} bytes>` : data.toString());
     // The listen path: a broadcast nobody waits for is counted from the raw frame, never parsed.
     if (!isBinary && this.protocol.scan && this.scanned(data)) return;
@@ -474,6 +501,8 @@ export class CableConnection implements Tracked {
       this.moveTo("closed");
       return;
     }
+    // A close or a reset is noticed as it happens (a stale drop has counted its own wait).
+    if (!this.failure && (this.state === "welcomed" || this.state === "subscribed")) this.events.emit("histogram", METRICS.dropDetectionLatency, 0);
     this.fail(
       code >= 4000 && code < 5000 && this.protocol.closeReason
         ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)

@@ -84,6 +84,7 @@ export class CableEngine {
       stampField: this.settings.stampField,
       inboxSize: this.settings.inboxSize,
       pingIntervalMs: this.settings.pingInterval === undefined ? undefined : this.settings.pingInterval * 1000,
+      staleAfterMs: this.settings.staleAfter === undefined ? undefined : this.settings.staleAfter * 1000,
     };
   }
 

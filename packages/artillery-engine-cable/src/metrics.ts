@@ -48,6 +48,8 @@ export const METRICS = {
   reconnectAttempts: "cable.reconnect_attempts",
   /** AnyCable: restored sessions and history; every protocol: restore latency and resubscriptions. */
   restoreLatency: "cable.restore_latency",
+  /** From the last frame heard to the drop noticed: 0 for a close or reset, the stale wait for a silent network. */
+  dropDetectionLatency: "cable.drop_detection_latency",
   subscriptionsRestored: "cable.subscriptions_restored",
   subscriptionsResubscribed: "cable.subscriptions_resubscribed",
   historyLatency: "cable.history_latency",

@@ -50,6 +50,11 @@ export const configSchema = z
     timeout: z.number().positive().default(10),
     /** Seconds between the server's pings (Action Cable: 3; AnyCable's --ping_interval may differ). */
     pingInterval: z.number().positive().optional(),
+    /**
+     * Seconds without a frame from the server after which a connection is stale: dropped, as real
+     * clients drop it (default: two ping intervals for Action Cable and AnyCable, activity_timeout + 30 s for Pusher).
+     */
+    staleAfter: z.number().positive().optional(),
     headers: z.record(z.string()).default({}),
     origin: z.string().optional(),
     stampField: z.string().min(1).default("ts"),

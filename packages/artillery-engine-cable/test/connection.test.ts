@@ -64,7 +64,7 @@ class FakeSocket implements CableSocket {
   }
 }
 
-function setup(protocol: Protocol = createActionCableProtocol(), inboxSize = 16) {
+function setup(protocol: Protocol = createActionCableProtocol(), inboxSize = 16, settings: { pingIntervalMs?: number; staleAfterMs?: number } = {}) {
   const clock = new FakeClock();
   let socket: FakeSocket | undefined;
   const emitted: [string, ...unknown[]][] = [];
@@ -72,7 +72,7 @@ function setup(protocol: Protocol = createActionCableProtocol(), inboxSize = 16)
   const tracker = new OpenConnections();
   const runtime: ConnectionRuntime = { tracker, clock, openSocket: (_options, listener) => (socket = new FakeSocket(listener)) };
   const memory: StreamMemory = { positions: new Map(), ledger: new DeliveryLedger() };
-  const connection = new CableConnection(protocol, events, { stampField: "ts", inboxSize }, memory, runtime);
+  const connection = new CableConnection(protocol, events, { stampField: "ts", inboxSize, ...settings }, memory, runtime);
   const open = (options = {}) => connection.open({ url: "ws://127.0.0.1:1/cable", headers: {}, subprotocols: [], timeoutMs: 5_000, ...options });
   const count = (kind: string, name: string) => emitted.filter(([k, n]) => k === kind && n === name).length;
   return { clock, connection, open, socket: () => socket!, emitted, count, tracker };
@@ -170,16 +170,21 @@ describe("disconnect reasons by name", () => {
 });
 
 describe("keepalives and staleness, on the injected clock", () => {
-  test("Pusher: a quiet activity_timeout sends pusher:ping; three quiet ones count the connection stale, once", async () => {
+  const ticker = (s: ReturnType<typeof setup>) => {
+    const events = { emit: (...args: [string, ...unknown[]]) => (s.emitted.push(args), true) };
+    return (ms: number) => {
+      s.clock.advance(ms);
+      s.connection.tick(s.clock.time, events);
+    };
+  };
+  const detection = (s: ReturnType<typeof setup>) => s.emitted.filter((e) => e[0] === "histogram" && e[1] === "cable.drop_detection_latency").map((e) => e[2]);
+
+  test("Pusher (pusher-js): a quiet activity_timeout sends pusher:ping; no frame for activity_timeout + 30 s drops it as stale, once", async () => {
     const s = setup(createPusherProtocol({ key: "k" }, 1_000));
     const opening = s.open();
     s.socket().deliver({ event: "pusher:connection_established", data: JSON.stringify({ socket_id: "1.2", activity_timeout: 30 }) });
     await opening;
-    const events = { emit: (...args: [string, ...unknown[]]) => (s.emitted.push(args), true) };
-    const tickAt = (ms: number) => {
-      s.clock.advance(ms);
-      s.connection.tick(s.clock.time, events);
-    };
+    const tickAt = ticker(s);
     tickAt(29_000);
     expect(s.socket().sent).toEqual([]);
     tickAt(2_000);
@@ -187,28 +192,88 @@ describe("keepalives and staleness, on the injected clock", () => {
     tickAt(10_000);
     expect(s.socket().sent).toHaveLength(1); // one ping per quiet spell
     s.socket().deliver({ event: "pusher:pong", data: {} });
+    const pongAt = s.clock.time;
+    tickAt(0); // the once-a-second tick that hears it
     tickAt(31_000);
     expect(s.socket().sent).toHaveLength(2);
-    tickAt(60_000);
+    tickAt(28_000);
+    expect(s.count("counter", "cable.stale_connection")).toBe(0);
+    expect(s.socket().isOpen).toBe(true);
+    tickAt(2_000);
     expect(s.count("counter", "cable.stale_connection")).toBe(1);
+    expect(s.socket().isOpen).toBe(false);
+    expect(s.connection.failure).toMatchObject({ code: "cable.stale" });
+    expect(s.connection.endedAt).toBe(pongAt);
+    expect(detection(s)).toEqual([61_000]);
     tickAt(200_000);
     expect(s.count("counter", "cable.stale_connection")).toBe(1);
   });
 
-  test("Action Cable: the server's pings keep it fresh; plain clients answer none, extended ones pong", async () => {
+  test("Pusher: a server's long activity_timeout is honoured (no drop at the default's)", async () => {
+    const s = setup(createPusherProtocol({ key: "k" }, 1_000));
+    const opening = s.open();
+    s.socket().deliver({ event: "pusher:connection_established", data: JSON.stringify({ socket_id: "1.2", activity_timeout: 300 }) });
+    await opening;
+    const tickAt = ticker(s);
+    for (let i = 0; i < 32; i++) tickAt(10_000);
+    expect(s.count("counter", "cable.stale_connection")).toBe(0);
+    for (let i = 0; i < 4; i++) tickAt(10_000);
+    expect(s.count("counter", "cable.stale_connection")).toBe(1);
+  });
+
+  test("Action Cable (ConnectionMonitor): pings keep it fresh; two missed pings (6 s) drop it as stale, the outage counted from the last ping", async () => {
     const s = setup();
     await welcomedAndSubscribed(s);
-    const events = { emit: (...args: [string, ...unknown[]]) => (s.emitted.push(args), true) };
+    const tickAt = ticker(s);
     for (let i = 0; i < 10; i++) {
       s.clock.advance(3_000);
       s.socket().deliver({ type: "ping", message: 1 });
-      s.connection.tick(s.clock.time, events);
+      tickAt(0);
     }
     expect(s.count("counter", "cable.stale_connection")).toBe(0);
     expect(s.socket().sent.filter((f) => f.includes("pong"))).toEqual([]);
-    s.clock.advance(9_001);
-    s.connection.tick(s.clock.time, events);
+    const lastPing = s.clock.time;
+    const receiving = s.connection.receive(ID, () => true, 60_000);
+    for (let i = 0; i < 6; i++) tickAt(1_000);
+    expect(s.count("counter", "cable.stale_connection")).toBe(0);
+    tickAt(1_000);
     expect(s.count("counter", "cable.stale_connection")).toBe(1);
+    await expect(receiving).rejects.toMatchObject({ code: "cable.stale" });
+    expect(s.connection.endedAt).toBe(lastPing);
+    expect(detection(s)).toEqual([7_000]);
+  });
+
+  test("a server that pings every 10 s (AnyCable's --ping_interval=10, pingInterval: 10) is stale after 20 s; staleAfter overrides the rule", async () => {
+    const slow = setup(createActionCableProtocol(), 16, { pingIntervalMs: 10_000 });
+    await welcomedAndSubscribed(slow);
+    const tickSlow = ticker(slow);
+    tickSlow(0);
+    for (let i = 0; i < 20; i++) tickSlow(1_000);
+    expect(slow.count("counter", "cable.stale_connection")).toBe(0);
+    tickSlow(2_000);
+    expect(slow.count("counter", "cable.stale_connection")).toBe(1);
+    const strict = setup(createActionCableProtocol(), 16, { staleAfterMs: 2_000 });
+    await welcomedAndSubscribed(strict);
+    const tickStrict = ticker(strict);
+    tickStrict(0);
+    tickStrict(1_500);
+    expect(strict.count("counter", "cable.stale_connection")).toBe(0);
+    tickStrict(1_000);
+    expect(strict.count("counter", "cable.stale_connection")).toBe(1);
+  });
+
+  test("any frame keeps it fresh, not only pings; a close by the server is noticed at once (detection 0)", async () => {
+    const s = setup();
+    await welcomedAndSubscribed(s);
+    const tickAt = ticker(s);
+    for (let i = 0; i < 20; i++) {
+      s.socket().deliver({ identifier: ID, message: { n: i } });
+      tickAt(1_000);
+    }
+    expect(s.count("counter", "cable.stale_connection")).toBe(0);
+    s.socket().drop();
+    expect(detection(s)).toEqual([0]);
+    expect(s.connection.failure).toMatchObject({ code: "cable.connection_closed" });
   });
 });
 

@@ -2,7 +2,7 @@
 // expects, every VU ends, and the run finishes within its phases plus the timeout.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { counter, runArtillery, type ArtilleryReport, type ArtilleryRun } from "cable-test-servers";
+import { counter, runArtillery, samples, type ArtilleryReport, type ArtilleryRun } from "cable-test-servers";
 import { startTarget, type FaultConfig, type LocalTarget } from "cable-local-target";
 import { afterEach, describe, expect, test } from "vitest";
 
@@ -54,16 +54,17 @@ describe("reliability", () => {
     expect(counter(r, "vusers.completed")).toBe(27);
   });
 
-  test("a server that stops pinging: its connections are counted stale, and a pinging one's are not", async () => {
+  test("a server that stops pinging: its connections are dropped as stale (each VU fails once, cable.stale), a pinging one's are not", async () => {
     const flow = [{ connect: cookie }, { subscribe: { channel: "ChatChannel", params: { id: 1 }, as: "chat" } }, { listen: { channel: "chat", for: 2 } }];
     const stale = async (faults: FaultConfig) => {
       const t = await withFaults(faults, { cable: { pingIntervalMs: 200 } });
       const run = await runArtillery({ script: cableScript(t.cableUrl, 4, flow, { pingInterval: 0.2 }) });
       await t.close();
-      return counter(expectCleanEnd(run, 4, 25_000), "cable.stale_connection");
+      const r = expectCleanEnd(run, 4, 25_000);
+      return { stale: counter(r, "cable.stale_connection"), failed: counter(r, "errors.cable.stale"), detection: samples(r, "cable.drop_detection_latency") };
     };
-    expect(await stale({ stopPinging: true })).toBe(4);
-    expect(await stale({})).toBe(0);
+    expect(await stale({ stopPinging: true })).toEqual({ stale: 4, failed: 4, detection: 4 });
+    expect(await stale({})).toEqual({ stale: 0, failed: 0, detection: 0 });
   });
 
   test("malformed frames mid-run are counted and the VUs go on", async () => {

@@ -154,6 +154,10 @@ export function createActionCableProtocol(options: ActionCableOptions = { extend
     // client offers both. "preferred" falls back to a plain handshake (steps/connection.ts).
     subprotocols: options.extended === "off" ? [ACTIONCABLE_V1_JSON] : [ACTIONCABLE_V1_EXT_JSON],
     pingIntervalMs: 3_000,
+    // Action Cable's JavaScript ConnectionMonitor: staleThreshold = 6 s, "BEAT_INTERVAL * 2 (missed
+    // two pings)", then it reopens the connection; anycable-client's monitor likewise gives up on a
+    // connection after two missed pings of its interval.
+    staleAfterMs: (pingIntervalMs) => 2 * pingIntervalMs,
     url: (base) => base,
     decode: decodeActionCable,
     subscribe: (request) => {

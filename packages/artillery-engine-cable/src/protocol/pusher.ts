@@ -9,6 +9,8 @@ import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
 // url_schemes.ts, and Pusher's docs ("Pusher Channels Protocol").
 
 export const PROTOCOL_VERSION = 7;
+/** pusher-js's default pong_timeout: how long it waits for the pong to its own ping. */
+export const PONG_TIMEOUT_MS = 30_000;
 const CLIENT = "artillery-engine-cable";
 const CLIENT_VERSION = "0.1.0";
 
@@ -110,6 +112,9 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     // Servers ping within their activity_timeout (120 s by default); the connection pings by
     // itself after a quiet activity_timeout, as pusher-js does.
     pingIntervalMs: 120_000,
+    // pusher-js: after activity_timeout without a frame it sends pusher:ping, and reconnects when no
+    // pong comes within pong_timeout (30 s).
+    staleAfterMs: (pingIntervalMs) => pingIntervalMs + PONG_TIMEOUT_MS,
     url(base) {
       const u = new URL(base);
       if (!/\/app\/[^/]+$/.test(u.pathname)) u.pathname = `${u.pathname.replace(/\/$/, "")}/app/${settings.key}`;

@@ -42,8 +42,13 @@ export interface Protocol {
   readonly name: string;
   /** Subprotocols offered on the upgrade. */
   readonly subprotocols: string[];
-  /** The server pings at this interval, in ms; three missed pings make a connection stale. */
+  /** The server pings at this interval, in ms (Pusher: the activity_timeout, until the server announces its own). */
   readonly pingIntervalMs: number;
+  /**
+   * How long a connection may go without a frame from the server before it is stale and dropped,
+   * as the protocol's own clients decide it, for a ping interval.
+   */
+  staleAfterMs(pingIntervalMs: number): number;
   /** The URL to open, from the target (or the connect step's url). */
   url(base: string): string;
   /** Classifies one text frame; throws on a frame that is not valid for the protocol. */

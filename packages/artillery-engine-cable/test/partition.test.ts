@@ -1,0 +1,122 @@
+// A silent partition, noticed the way real clients notice it: listeners on real servers through a
+// TCP proxy that goes silent (no FIN, no reset) once they are in, then heals. The sockets that lived
+// through it either stay silent for good ("forget") or are reset ("reset"). Either way every
+// listener must notice the silence by the protocol's stale rule, drop the dead socket, retry through
+// the silence and be back once the network is; `cable.restore_latency` must read the outage as users
+// lived it (from the last frame heard, about the silence plus the back-off), and
+// `cable.drop_detection_latency` the stale rule's wait. The 100-listener, 20-second form of the
+// issue is a manual run (docs/benchmarks.md, "Silent partitions"); this is its CI size.
+import { establishedConnections, runArtillery, samples, counter, startAnyCable, startRails, startSockudo, startTcpProxy, type ArtilleryRun, type RunningServer, type TcpProxy } from "cable-test-servers";
+import { describe, expect, test } from "vitest";
+
+const LISTENERS = 30;
+const SILENCE_MS = 12_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Target {
+  server: RunningServer;
+  target: (proxy: TcpProxy) => string;
+  cable?: Record<string, unknown>;
+  subscribe: Record<string, unknown>;
+}
+
+function script(url: string, target: Target) {
+  return {
+    config: {
+      target: url,
+      engines: { cable: {} },
+      // Attempts into the silence hang until the handshake timeout, then back off (at most 2 s).
+      cable: { timeout: 3, reconnect: { initialDelay: 0.5, maxDelay: 2 }, ...target.cable },
+      phases: [{ duration: 2, arrivalCount: LISTENERS }],
+    },
+    scenarios: [
+      {
+        name: "listener",
+        engine: "cable",
+        flow: [
+          { connect: { cookies: { uid: "Listener/{{ $uuid }}" } } },
+          { subscribe: { ...target.subscribe, as: "room" } },
+          { reconnect: { after: "drop", wait: 60, timeout: 60, jitter: 0.5 } },
+          { listen: { channel: "room", for: 2 } },
+        ],
+      },
+    ],
+  };
+}
+
+/** Runs the listeners through the proxy, silences it once they are all in, and heals it SILENCE_MS later. */
+async function partitioned(target: Target, survivors: "reset" | "forget"): Promise<ArtilleryRun> {
+  const proxy = await startTcpProxy(target.server.port);
+  try {
+    const running = runArtillery({ script: script(target.target(proxy), target), timeoutMs: 120_000 });
+    for (const deadline = Date.now() + 30_000; establishedConnections(proxy.port) < LISTENERS && Date.now() < deadline; ) await sleep(100);
+    await sleep(1_000);
+    proxy.silence();
+    await sleep(SILENCE_MS);
+    proxy.heal(survivors);
+    return await running;
+  } finally {
+    await proxy.stop();
+  }
+}
+
+function expectBackAfterTheOutage(run: ArtilleryRun, staleAfterMs: number) {
+  expect(run.code, run.output).toBe(0);
+  const r = run.report!;
+  const p50 = (name: string) => r.aggregate.summaries[name]?.p50 ?? NaN;
+  const figures = `restore p50 ${p50("cable.restore_latency")}, detection p50 ${p50("cable.drop_detection_latency")}`;
+  expect(counter(r, "vusers.completed"), run.output).toBe(LISTENERS);
+  expect(counter(r, "cable.stale_connection")).toBe(LISTENERS);
+  expect(samples(r, "cable.restore_latency")).toBe(LISTENERS);
+  // Noticed by the stale rule: its wait, give or take the once-a-second check (and the sketch's 1%).
+  expect(p50("cable.drop_detection_latency"), figures).toBeGreaterThanOrEqual(staleAfterMs * 0.98);
+  expect(p50("cable.drop_detection_latency"), figures).toBeLessThanOrEqual(staleAfterMs + 1_500);
+  // The outage as lived: from the last frame heard (at most a ping interval before the silence)
+  // to back, so at least the silence, at most the silence plus one more attempt's hang and back-off.
+  expect(p50("cable.restore_latency"), figures).toBeGreaterThanOrEqual(SILENCE_MS - 1_000);
+  expect(p50("cable.restore_latency"), figures).toBeLessThanOrEqual(SILENCE_MS + 3_000 + 2_000 + 2_000);
+  expect(Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors."))).toEqual([]);
+}
+
+describe("a silent partition, through the proxy", () => {
+  test("anycable-go, survivors silent for good: all back, noticed after two missed pings (6 s)", async () => {
+    const server = await startAnyCable();
+    try {
+      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { stream: "partition" } }, "forget");
+      expectBackAfterTheOutage(run, 6_000);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("anycable-go, survivors reset when it heals: the restore latency is the outage, not the reset's instant", async () => {
+    const server = await startAnyCable();
+    try {
+      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { stream: "partition" } }, "reset");
+      expectBackAfterTheOutage(run, 6_000);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("Rails under puma (Action Cable's 3 s beat): all back", async () => {
+    const server = await startRails();
+    try {
+      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { channel: "ChatChannel", params: { id: "partition" } } }, "forget");
+      expectBackAfterTheOutage(run, 6_000);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("Sockudo (Pusher), staleAfter: 5 for a server whose activity_timeout is 120 s: all back", async () => {
+    const server = await startSockudo();
+    try {
+      const cable = { protocol: "pusher", pusher: { key: server.key, appId: server.appId }, staleAfter: 5 };
+      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}`, cable, subscribe: { channel: "partition" } }, "forget");
+      expectBackAfterTheOutage(run, 5_000);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+});
