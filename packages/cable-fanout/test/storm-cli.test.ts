@@ -66,7 +66,8 @@ function expectConsistent(run: Awaited<ReturnType<typeof storm>>) {
   // The last one back is the kernel's last socket, give or take its subscription and the polling.
   expect(Math.abs(verdict.allBackMs! - run.truthMs), summary).toBeLessThanOrEqual(1_000);
   // And the shares are the engine's recorded restore latencies (the summary is the same sketch's).
-  expect(verdict.allBackMs, summary).toBe(Math.round(restore.max));
+  // (the summary's max is the sketch's exact max to 0.1 ms; the verdict rounds it to 1 ms)
+  expect(Math.abs(verdict.allBackMs! - restore.max), summary).toBeLessThanOrEqual(1);
   expect(Math.abs(verdict.halfBackMs! - restore.p50) / restore.p50, summary).toBeLessThanOrEqual(0.02);
   expect(Math.abs(verdict.mostBackMs! - restore.p95) / restore.p95, summary).toBeLessThanOrEqual(0.02);
   expect(run.stderr).toMatch(new RegExp(`reconnect storm, all regions: ${run.listeners} dropped: 50% back in [\\d.]+ s, 95% in [\\d.]+ s, all in [\\d.]+ s`));
