@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 import { makeTestCa, startAnyCable, startTlsTerminator } from "cable-test-servers";
 
 const require = createRequire(import.meta.url);
-const artillery = require.resolve("artillery/bin/run");
+const artillery = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
 const { values } = parseArgs({ options: { users: { type: "string", default: "500" }, pairs: { type: "string", default: "3" } } });
 const USERS = Number(values.users);
 const work = mkdtempSync(path.join(os.tmpdir(), "cable-bench-tls-"));

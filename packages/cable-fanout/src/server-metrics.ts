@@ -39,7 +39,10 @@ export function readSample(text: string, at: number): ServerSample {
     const guess = [...families.keys()].find((n) => /(^|_)(connections|clients)(_num|_current|_active|_open)?$/.test(n));
     if (guess) connections = total(families, [guess]);
   }
-  return { at, cpuSeconds: total(families, CPU), memoryBytes: total(families, MEMORY), connections };
+  // anycable-go fills its gauges at its first stats refresh: a running process never has 0 bytes
+  // resident, so a 0 is no reading yet (it would read as a step up to a drift verdict).
+  const memoryBytes = total(families, MEMORY);
+  return { at, cpuSeconds: total(families, CPU), memoryBytes: memoryBytes === 0 ? null : memoryBytes, connections };
 }
 
 export async function scrape(url: string, timeoutMs = 1_500): Promise<ServerSample> {

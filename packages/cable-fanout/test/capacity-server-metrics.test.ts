@@ -19,6 +19,8 @@ describe("server metrics", () => {
     ].join("\n");
     expect(readSample(text, 1)).toEqual({ at: 1, cpuSeconds: 12.5, memoryBytes: 104857600, connections: 42 });
     expect(readSample("# TYPE x gauge\nx 1\n", 2)).toEqual({ at: 2, cpuSeconds: null, memoryBytes: null, connections: null });
+    // anycable-go before its first stats refresh: its memory gauge reads 0, which is no reading.
+    expect(readSample("# TYPE anycable_go_mem_sys_bytes gauge\nanycable_go_mem_sys_bytes 0\n", 3).memoryBytes).toBeNull();
   });
 
   test("per window: vCPU from the CPU counter's slope, the most memory and connections", () => {

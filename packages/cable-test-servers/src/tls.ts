@@ -53,6 +53,8 @@ export async function startTlsTerminator(options: { targetPort: number; cert: st
   const server = tls.createServer({ cert: options.cert, key: options.key }, (client) => {
     const upstream = net.connect(options.targetPort, "127.0.0.1");
     for (const s of [client, upstream]) {
+      // As a terminator should: no Nagle delay on small frames (it reads as ~40 ms handshakes).
+      s.setNoDelay(true);
       sockets.add(s);
       s.on("close", () => sockets.delete(s));
       s.on("error", () => {
