@@ -10,6 +10,10 @@
 //   node bench/verdicts.mjs anycable-soak [--minutes 30]
 //                                                  scenarios/soak-pubsub.yml against real anycable-go
 //                                                  with --server-metrics on its own /metrics
+//   node bench/verdicts.mjs partition [--listeners 100] [--silence 20]
+//                                                  listeners on real anycable-go through a proxy that
+//                                                  goes silent, healed by resetting or forgetting the
+//                                                  survivors (partition.test.ts at full size)
 //
 // Results go to bench/results/verdicts-<mode>.json (one entry a run). Needs `npm run build` and,
 // for anycable-soak, `bash scripts/setup-test-servers.sh`.
@@ -20,14 +24,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startTarget } from "cable-local-target";
-import { freePort, spawnServer, startAnyCable } from "cable-test-servers";
+import { counter, establishedConnections, freePort, runArtillery, spawnServer, startAnyCable, startTcpProxy } from "cable-test-servers";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const FANOUT = path.join(root, "packages/cable-fanout/bin/cable-fanout.js");
 const TARGET_CLI = path.join(root, "packages/cable-local-target/dist/cli.js");
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { runs: { type: "string", default: "10" }, minutes: { type: "string", default: "30" } },
+  options: { runs: { type: "string", default: "10" }, minutes: { type: "string", default: "30" }, listeners: { type: "string", default: "100" }, silence: { type: "string", default: "20" } },
 });
 const mode = positionals[0];
 const runs = Number(flags.runs);
@@ -135,7 +139,52 @@ async function anycableSoak() {
   console.log(`report: ${out}`);
 }
 
-const modes = { spike, soak, "anycable-soak": anycableSoak };
+async function partition() {
+  const listeners = Number(flags.listeners);
+  const silenceMs = Number(flags.silence) * 1000;
+  const entries = [];
+  for (const survivors of ["forget", "reset"]) {
+    const anycable = await startAnyCable();
+    const proxy = await startTcpProxy(anycable.port);
+    const script = {
+      config: {
+        target: `ws://127.0.0.1:${proxy.port}/cable`,
+        engines: { cable: {} },
+        cable: { timeout: 5, reconnect: { initialDelay: 0.5, maxDelay: 5 } },
+        phases: [{ duration: 8, arrivalCount: listeners }],
+      },
+      scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { stream: "partition", as: "s" } }, { reconnect: { after: "drop", wait: 120, timeout: 120, jitter: 1 } }, { listen: { channel: "s", for: 2 } }] }],
+    };
+    const running = runArtillery({ script, timeoutMs: 300_000 });
+    // 8 s into the run, as the issue's proxy does.
+    await new Promise((r) => setTimeout(r, 8_000 + 3_000));
+    const before = establishedConnections(proxy.port);
+    proxy.silence();
+    await new Promise((r) => setTimeout(r, silenceMs));
+    proxy.heal(survivors);
+    const run = await running;
+    await proxy.stop();
+    await anycable.stop();
+    const s = run.report.aggregate.summaries;
+    const entry = {
+      survivors,
+      listeners,
+      silenceMs,
+      connectedAtSilence: before,
+      completed: counter(run.report, "vusers.completed"),
+      failed: counter(run.report, "vusers.failed"),
+      stale: counter(run.report, "cable.stale_connection"),
+      restore: s["cable.restore_latency"] && { p50: s["cable.restore_latency"].p50, p95: s["cable.restore_latency"].p95, max: s["cable.restore_latency"].max },
+      detection: s["cable.drop_detection_latency"] && { p50: s["cable.drop_detection_latency"].p50, max: s["cable.drop_detection_latency"].max },
+      attempts: counter(run.report, "cable.reconnect_attempts"),
+    };
+    entries.push(entry);
+    console.log(JSON.stringify(entry));
+  }
+  save("partition", entries);
+}
+
+const modes = { spike, soak, "anycable-soak": anycableSoak, partition };
 if (!modes[mode]) {
   console.error(`usage: node bench/verdicts.mjs ${Object.keys(modes).join("|")} [--runs N] [--minutes M]`);
   process.exit(2);
