@@ -78,43 +78,35 @@ function expectBackAfterTheOutage(run: ArtilleryRun, staleAfterMs: number) {
   expect(Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors."))).toEqual([]);
 }
 
+interface Case {
+  start: () => Promise<RunningServer & { key?: string; appId?: string }>;
+  path: string;
+  survivors: "reset" | "forget";
+  staleAfterMs: number;
+  subscribe: Record<string, unknown>;
+  cable?: (server: { key?: string; appId?: string }) => Record<string, unknown>;
+}
+
+const cases: Record<string, Case> = {
+  "anycable-go, survivors silent for good: all back, noticed after two missed pings (6 s)": { start: () => startAnyCable(), path: "/cable", survivors: "forget", staleAfterMs: 6_000, subscribe: { stream: "partition" } },
+  "anycable-go, survivors reset when it heals: the restore latency is the outage, not the reset's instant": { start: () => startAnyCable(), path: "/cable", survivors: "reset", staleAfterMs: 6_000, subscribe: { stream: "partition" } },
+  "Rails under puma (Action Cable's 3 s beat): all back": { start: () => startRails(), path: "/cable", survivors: "forget", staleAfterMs: 6_000, subscribe: { channel: "ChatChannel", params: { id: "partition" } } },
+  "Sockudo (Pusher), staleAfter: 5 for a server whose activity_timeout is 120 s: all back": {
+    start: () => startSockudo(),
+    path: "",
+    survivors: "forget",
+    staleAfterMs: 5_000,
+    subscribe: { channel: "partition" },
+    cable: (server) => ({ protocol: "pusher", pusher: { key: server.key, appId: server.appId }, staleAfter: 5 }),
+  },
+};
+
 describe("a silent partition, through the proxy", () => {
-  test("anycable-go, survivors silent for good: all back, noticed after two missed pings (6 s)", async () => {
-    const server = await startAnyCable();
+  test.each(Object.entries(cases))("%s", async (_name, c) => {
+    const server = await c.start();
     try {
-      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { stream: "partition" } }, "forget");
-      expectBackAfterTheOutage(run, 6_000);
-    } finally {
-      await server.stop();
-    }
-  }, 120_000);
-
-  test("anycable-go, survivors reset when it heals: the restore latency is the outage, not the reset's instant", async () => {
-    const server = await startAnyCable();
-    try {
-      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { stream: "partition" } }, "reset");
-      expectBackAfterTheOutage(run, 6_000);
-    } finally {
-      await server.stop();
-    }
-  }, 120_000);
-
-  test("Rails under puma (Action Cable's 3 s beat): all back", async () => {
-    const server = await startRails();
-    try {
-      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}/cable`, subscribe: { channel: "ChatChannel", params: { id: "partition" } } }, "forget");
-      expectBackAfterTheOutage(run, 6_000);
-    } finally {
-      await server.stop();
-    }
-  }, 120_000);
-
-  test("Sockudo (Pusher), staleAfter: 5 for a server whose activity_timeout is 120 s: all back", async () => {
-    const server = await startSockudo();
-    try {
-      const cable = { protocol: "pusher", pusher: { key: server.key, appId: server.appId }, staleAfter: 5 };
-      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}`, cable, subscribe: { channel: "partition" } }, "forget");
-      expectBackAfterTheOutage(run, 5_000);
+      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}${c.path}`, cable: c.cable?.(server), subscribe: c.subscribe }, c.survivors);
+      expectBackAfterTheOutage(run, c.staleAfterMs);
     } finally {
       await server.stop();
     }
