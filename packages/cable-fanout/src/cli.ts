@@ -102,6 +102,7 @@ function program(exit: (code: number) => void): Command {
     ),
   )
     .option("--target <url>", "the server to load (Artillery's --target)")
+    .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
     .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
     .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
     .option("-e, --environment <name>", "Artillery's -e: one of config.environments")

@@ -132,6 +132,7 @@ export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
     overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
     target: o.target as string | undefined,
     variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
+    insecure: Boolean(o.insecure),
     environment: o.environment as string | undefined,
     spot: Boolean(o.spot),
     ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),

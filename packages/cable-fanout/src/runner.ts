@@ -30,6 +30,8 @@ export interface RunOptions {
   overrides?: Json;
   target?: string;
   variables?: Json;
+  /** Artillery's --insecure: `config.tls.rejectUnauthorized: false` in every task. */
+  insecure?: boolean;
   environment?: string;
   spot: boolean;
   cpu?: number;
@@ -92,10 +94,11 @@ export function newRunId(now: number = Date.now()): string {
 }
 
 /** `--target` and `-v` become overrides, as Artillery's own flags would set them. */
-export function effectiveOverrides(options: Pick<RunOptions, "overrides" | "target" | "variables">): Json | undefined {
+export function effectiveOverrides(options: Pick<RunOptions, "overrides" | "target" | "variables" | "insecure">): Json | undefined {
   const overrides: Json = { ...options.overrides };
   const config: Json = { ...(overrides.config as Json | undefined) };
   if (options.target) config.target = options.target;
+  if (options.insecure) config.tls = { ...(config.tls as Json | undefined), rejectUnauthorized: false };
   if (options.variables) config.variables = { ...(config.variables as Json | undefined), ...options.variables };
   if (Object.keys(config).length > 0) overrides.config = config;
   return Object.keys(overrides).length > 0 ? overrides : undefined;

@@ -91,6 +91,8 @@ describe("scenarios and bundles", () => {
       config: { phases: [], target: "ws://t", variables: { rooms: 2 } },
     });
     expect(effectiveOverrides({})).toBeUndefined();
+    // --insecure, as Artillery's: keeps a CA the scenario or --overrides give, and turns the check off.
+    expect(effectiveOverrides({ insecure: true, overrides: { config: { tls: { ca: "./ca.pem" } } } })).toEqual({ config: { tls: { ca: "./ca.pem", rejectUnauthorized: false } } });
   });
 
   it("makes run ids that fit ECS startedBy", () => {

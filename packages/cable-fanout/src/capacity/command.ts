@@ -80,6 +80,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--local", "run the tasks as local processes, with a directory standing in for the buckets")
     .option("--store <dir>", "--local: the directory standing in for the buckets (default: <out>/.local-store)")
     .option("--target <url>", "the server to load (Artillery's --target)")
+    .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
     .option("--overrides <json>", "Artillery's --overrides (phases are the stair's)")
     .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
     .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
