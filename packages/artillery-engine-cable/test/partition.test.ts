@@ -5,17 +5,29 @@
 // the silence and be back once the network is; `cable.restore_latency` must read the outage as users
 // lived it (from the last frame heard, about the silence plus the back-off), and
 // `cable.drop_detection_latency` the stale rule's wait. The 100-listener, 20-second form of the
-// issue is a manual run (docs/benchmarks.md, "Silent partitions"); this is its CI size.
-import { establishedConnections, runArtillery, samples, counter, startAnyCable, startRails, startSockudo, startTcpProxy, type ArtilleryRun, type RunningServer, type TcpProxy } from "cable-test-servers";
+// issue is a manual run (docs/verdicts.md, "Silent partitions"); this is its CI size. The local
+// target's own partition knob runs in the same table, so that the double is held to the real ones.
+import { startTarget } from "cable-local-target";
+import { establishedConnections, runArtillery, samples, counter, startAnyCable, startRails, startSockudo, startTcpProxy, type ArtilleryRun } from "cable-test-servers";
 import { describe, expect, test } from "vitest";
 
 const LISTENERS = 30;
 const SILENCE_MS = 12_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+type Survivors = "reset" | "forget";
+
+/** A server under test: a real one (partitioned by the proxy in front of it) or the local target (by its own knob). */
+interface Server {
+  port: number;
+  stop(): Promise<void>;
+  key?: string;
+  appId?: string;
+  partition?(ms: number, survivors: Survivors): number;
+}
+
 interface Target {
-  server: RunningServer;
-  target: (proxy: TcpProxy) => string;
+  url: (port: number) => string;
   cable?: Record<string, unknown>;
   subscribe: Record<string, unknown>;
 }
@@ -44,19 +56,21 @@ function script(url: string, target: Target) {
   };
 }
 
-/** Runs the listeners through the proxy, silences it once they are all in, and heals it SILENCE_MS later. */
-async function partitioned(target: Target, survivors: "reset" | "forget"): Promise<ArtilleryRun> {
-  const proxy = await startTcpProxy(target.server.port);
+/** Runs the listeners, silences their network once they are all in, and heals it SILENCE_MS later. */
+async function partitioned(server: Server, target: Target, survivors: Survivors): Promise<ArtilleryRun> {
+  const proxy = server.partition ? undefined : await startTcpProxy(server.port);
+  const port = proxy?.port ?? server.port;
   try {
-    const running = runArtillery({ script: script(target.target(proxy), target), timeoutMs: 120_000 });
-    for (const deadline = Date.now() + 30_000; establishedConnections(proxy.port) < LISTENERS && Date.now() < deadline; ) await sleep(100);
+    const running = runArtillery({ script: script(target.url(port), target), timeoutMs: 120_000 });
+    for (const deadline = Date.now() + 30_000; establishedConnections(port) < LISTENERS && Date.now() < deadline; ) await sleep(100);
     await sleep(1_000);
-    proxy.silence();
+    if (proxy) proxy.silence();
+    else server.partition!(SILENCE_MS, survivors);
     await sleep(SILENCE_MS);
-    proxy.heal(survivors);
+    proxy?.heal(survivors);
     return await running;
   } finally {
-    await proxy.stop();
+    await proxy?.stop();
   }
 }
 
@@ -79,13 +93,18 @@ function expectBackAfterTheOutage(run: ArtilleryRun, staleAfterMs: number) {
 }
 
 interface Case {
-  start: () => Promise<RunningServer & { key?: string; appId?: string }>;
+  start: () => Promise<Server>;
   path: string;
-  survivors: "reset" | "forget";
+  survivors: Survivors;
   staleAfterMs: number;
   subscribe: Record<string, unknown>;
-  cable?: (server: { key?: string; appId?: string }) => Record<string, unknown>;
+  cable?: (server: Server) => Record<string, unknown>;
 }
+
+const localTarget = async (): Promise<Server> => {
+  const target = await startTarget({ port: 0, control: true });
+  return { port: target.port, stop: () => target.close(), partition: (ms, survivors) => target.partition(ms, survivors) };
+};
 
 const cases: Record<string, Case> = {
   "anycable-go, survivors silent for good: all back, noticed after two missed pings (6 s)": { start: () => startAnyCable(), path: "/cable", survivors: "forget", staleAfterMs: 6_000, subscribe: { stream: "partition" } },
@@ -99,13 +118,14 @@ const cases: Record<string, Case> = {
     subscribe: { channel: "partition" },
     cable: (server) => ({ protocol: "pusher", pusher: { key: server.key, appId: server.appId }, staleAfter: 5 }),
   },
+  "the local target's own partition knob (the double, beside the real ones): all back, the same way": { start: localTarget, path: "/cable", survivors: "forget", staleAfterMs: 6_000, subscribe: { channel: "ChatChannel", params: { id: "partition" } } },
 };
 
-describe("a silent partition, through the proxy", () => {
+describe("a silent partition", () => {
   test.each(Object.entries(cases))("%s", async (_name, c) => {
     const server = await c.start();
     try {
-      const run = await partitioned({ server, target: (p) => `ws://127.0.0.1:${p.port}${c.path}`, cable: c.cable?.(server), subscribe: c.subscribe }, c.survivors);
+      const run = await partitioned(server, { url: (port) => `ws://127.0.0.1:${port}${c.path}`, cable: c.cable?.(server), subscribe: c.subscribe }, c.survivors);
       expectBackAfterTheOutage(run, c.staleAfterMs);
     } finally {
       await server.stop();

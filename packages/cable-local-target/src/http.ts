@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { SURVIVORS, type Survivors } from "./partition.js";
 import { z } from "zod";
 import { parseBroadcastBody } from "./anycable/broadcast.js";
 import { PROMETHEUS_CONTENT_TYPE } from "./metrics.js";
@@ -66,6 +67,8 @@ export interface HttpHandlers {
   metrics(): string;
   /** `POST /_restart[?forget_state=1]`, only when the target was started with `control`. */
   restart?(options: { forgetState: boolean }): number;
+  /** `POST /_partition?ms=N&survivors=reset|forget|resume`, only with `control`. */
+  partition?(ms: number, survivors: Survivors): number;
 }
 
 async function handleBroadcast(request: IncomingMessage, response: ServerResponse, handlers: HttpHandlers): Promise<void> {
@@ -123,6 +126,13 @@ export async function handleHttp(request: IncomingMessage, response: ServerRespo
     if (request.method === "POST" && url.pathname === "/_restart" && handlers.restart) {
       const forgetState = ["1", "true"].includes(url.searchParams.get("forget_state") ?? "");
       return reply(response, 200, { disconnected: handlers.restart({ forgetState }) });
+    }
+    if (request.method === "POST" && url.pathname === "/_partition" && handlers.partition) {
+      const ms = Number(url.searchParams.get("ms"));
+      const survivors = (url.searchParams.get("survivors") ?? "forget") as Survivors;
+      if (!(ms > 0 && ms <= 600_000)) throw new HttpError(400, "ms: the partition's length in ms, 1 to 600000");
+      if (!SURVIVORS.includes(survivors)) throw new HttpError(400, `survivors: one of ${SURVIVORS.join(", ")}`);
+      return reply(response, 200, { silenced: handlers.partition(ms, survivors) });
     }
     throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
   } catch (error) {

@@ -10,6 +10,7 @@ import { handleHttp } from "./http.js";
 import { Leak, LEAK_TICK_MS } from "./leak.js";
 import { renderMetrics } from "./metrics.js";
 import { parseTargetOptions, type TargetOptions } from "./options.js";
+import { Partition, type Survivors } from "./partition.js";
 import { PusherServer } from "./pusher/server.js";
 import { TimerSet } from "./timers.js";
 
@@ -42,6 +43,12 @@ export interface LocalTarget {
    * (reconnect immediately). Returns the number of connections dropped, both protocols.
    */
   restart(options?: { forgetState?: boolean }): number;
+  /**
+   * A silent partition for `ms` (partition.ts): every WebSocket goes quiet both ways without being
+   * closed, new upgrades hang; then the survivors are reset, forgotten (silent for good) or resumed.
+   * Returns the number of sockets silenced.
+   */
+  partition(ms: number, survivors: Survivors): number;
   /** The current epoch of the reliable streams (`epoch` in extended-protocol broadcasts). */
   epoch(): string;
   /** Pusher event on a channel; returns the number of subscribers reached. */
@@ -84,6 +91,10 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
   const cableWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES, handleProtocols: chooseSubprotocol });
   const pusherWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   const pendingUpgrades = new Set<Duplex>();
+  // Every socket that asked for a WebSocket, for a partition to silence.
+  const upgraded = new Set<Duplex>();
+  const partitioner = new Partition(timers);
+  const partition = (ms: number, survivors: Survivors) => partitioner.begin(upgraded, ms, survivors);
 
   const server = createServer((request, response) => {
     void handleHttp(request, response, {
@@ -94,6 +105,7 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
       health: () => ({ status: "ok", ...counters.snapshot() }),
       metrics: () => renderMetrics({ connections: cable.openConnections + pusher.openConnections, leakedBytes: leak.heldBytes }),
       restart: options.control ? restart : undefined,
+      partition: options.control ? partition : undefined,
     });
   });
 
@@ -118,6 +130,10 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
 
   server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
+    upgraded.add(socket);
+    socket.on("close", () => upgraded.delete(socket));
+    // During a partition the upgrade hangs: its request was read, its answer never leaves.
+    if (partitioner.active) partitioner.hold(socket);
     const delay = faults.config.acceptDelayMs;
     if (!delay) return upgrade(request, socket, head);
     // acceptDelayMs: hold the 101 answer back; the client sees a slow handshake.
@@ -151,6 +167,7 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
     counters: () => ({ ...counters.snapshot(), cableConnections: cable.openConnections, pusherConnections: pusher.openConnections, leakedBytes: leak.heldBytes }),
     broadcast,
     restart,
+    partition,
     epoch: () => cable.epoch,
     trigger: (channel, event, data) => pusher.trigger(channel, event, data),
     close() {

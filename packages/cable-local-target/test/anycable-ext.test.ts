@@ -266,6 +266,21 @@ describe("session restore", () => {
     expect(await response.json()).toEqual({ disconnected: 1 });
     expect(await client.next(notPing)).toEqual({ type: "disconnect", reason: "server_restart", reconnect: true });
   });
+
+  test("POST /_partition exists only with control, checks its fields, and silences the sockets without closing them", async () => {
+    const plain = await target();
+    expect((await fetch(`${plain.httpUrl}/_partition?ms=1000`, { method: "POST" })).status).toBe(404);
+    const t = await target({ control: true });
+    expect((await fetch(`${t.httpUrl}/_partition?ms=0`, { method: "POST" })).status).toBe(400);
+    expect((await fetch(`${t.httpUrl}/_partition?ms=1000&survivors=later`, { method: "POST" })).status).toBe(400);
+    const { client } = await open(t);
+    const response = await fetch(`${t.httpUrl}/_partition?ms=60000&survivors=forget`, { method: "POST" });
+    expect(await response.json()).toEqual({ silenced: 1 });
+    // The HTTP side still answers during the partition; the socket hears nothing, not even pings.
+    expect((await fetch(`${t.httpUrl}/health`)).status).toBe(200);
+    await expect(Promise.race([client.next(), new Promise((_, reject) => setTimeout(() => reject(new Error("silent")), 4_000))])).rejects.toThrow("silent");
+    expect(t.counters().cableConnections).toBe(1);
+  });
 });
 
 describe("whisper", () => {
