@@ -50,10 +50,15 @@ export function describeStorm(s: StormColumn): string {
  * spike (recovery.ts).
  */
 export const CONNECT_STORM_MAX_MS = 60_000;
+/**
+ * The slowest arrival judged a storm, users a second (as the phase is written, per task): the seed's
+ * storm is 100/s, and `npm start`'s default scale (0.2) keeps it at 20/s; a chat's 5/s is not one.
+ */
+export const CONNECT_STORM_MIN_RATE = 20;
 
 /**
  * In a connection storm (every user arrives in one burst: the run's only phase that brings users,
- * at most CONNECT_STORM_MAX_MS long), how long after the phase began were 50%, 95% and all of them
+ * at least CONNECT_STORM_MIN_RATE a second for at most CONNECT_STORM_MAX_MS), how long after the phase began were 50%, 95% and all of them
  * connected? Read off the per-period `cable.connections` counts, interpolated within the period
  * where the share is crossed, and, when the phase arrives at a constant rate, held to the bounds
  * the engine's own timestamps give: the q-th share of users arrives q·D into a phase of D and takes
@@ -67,7 +72,7 @@ export function judgeConnectStorm(column: Column, merged: Pick<MergedResults, "t
   const [phase] = arriving;
   const spec = merged.test.phases[phase.index] ?? {};
   const durationMs = Number(spec.duration) * 1000;
-  if (!(durationMs > 0 && durationMs <= CONNECT_STORM_MAX_MS)) return null;
+  if (!(durationMs > 0 && durationMs <= CONNECT_STORM_MAX_MS) || (phaseRate(spec) ?? 0) < CONNECT_STORM_MIN_RATE) return null;
   const users = column.counters["vusers.created"] ?? 0;
   const connected = Math.min(users, column.counters[METRICS.connections] ?? 0);
   if (users === 0) return null;

@@ -87,29 +87,31 @@ describe("connection storms", () => {
   }
 
   it("holds the periods' counts to the arrivals and the handshake latencies: a healthy server connects everyone as they arrive", () => {
-    // 100 users over 10 s from 3 s into the first period: 70 connect in it, 30 in the next; 5–20 ms handshakes.
-    const merged = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 30], handshakes: spread(100, 5, 20) });
-    expect(merged.verdicts!.connects["all regions"]).toEqual({ phase: "storm", start: T0 + 3_000, users: 100, connected: 100, never: 0, halfMs: 5_005, mostMs: 9_520, allMs: 10_020, basis: "arrivals" });
-    expect(describeVerdicts(merged)).toContain('connection storm "storm", eu-west-2: 100 users: 50% connected in 5.0 s, 95% in 9.5 s, all in 10.0 s');
-    expect(renderMarkdown(merged)).toContain("| eu-west-2 | 100 | 5.0 s | 9.5 s | 10.0 s | 0 |");
+    // 200 users over 10 s from 3 s into the first period: 140 connect in it, 60 in the next; 5–20 ms handshakes.
+    const merged = connectStorm({ users: 200, seconds: 10, perPeriod: [140, 60], handshakes: spread(200, 5, 20) });
+    expect(merged.verdicts!.connects["all regions"]).toEqual({ phase: "storm", start: T0 + 3_000, users: 200, connected: 200, never: 0, halfMs: 5_005, mostMs: 9_520, allMs: 10_020, basis: "arrivals" });
+    expect(describeVerdicts(merged)).toContain('connection storm "storm", eu-west-2: 200 users: 50% connected in 5.0 s, 95% in 9.5 s, all in 10.0 s');
+    expect(renderMarkdown(merged)).toContain("| eu-west-2 | 200 | 5.0 s | 9.5 s | 10.0 s | 0 |");
   });
 
   it("lets the periods decide between the bounds when the server chokes, and counts who never connected", () => {
-    // Handshakes of 5 ms to 30 s: 20 in the first period, 60 in the second, 20 in the third.
-    const choking = connectStorm({ users: 100, seconds: 10, perPeriod: [20, 60, 20], handshakes: spread(100, 5, 30_000) });
+    // Handshakes of 5 ms to 30 s: 40 in the first period, 120 in the second, 40 in the third.
+    const choking = connectStorm({ users: 200, seconds: 10, perPeriod: [40, 120, 40], handshakes: spread(200, 5, 30_000) });
     const c = choking.verdicts!.connects["all regions"];
-    // 50%: 30 of the second period's 60, half way through it: 10 + 5 = 15 s into the run, 12 s after the phase began.
+    // 50%: 60 of the second period's 120, half way through it: 10 + 5 = 15 s into the run, 12 s after the phase began.
     expect(c.halfMs).toBe(12_000);
     expect(c.allMs).toBe(27_000);
-    const lost = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 20], handshakes: spread(90, 5, 20) });
-    expect(lost.verdicts!.connects["all regions"]).toMatchObject({ connected: 90, never: 10, allMs: null, mostMs: null });
-    expect(describeVerdicts(lost)).toContain('connection storm "storm", eu-west-2: 100 users: 50% connected in 5.0 s, 95% never; 10 never connected');
+    const lost = connectStorm({ users: 200, seconds: 10, perPeriod: [140, 40], handshakes: spread(180, 5, 20) });
+    expect(lost.verdicts!.connects["all regions"]).toMatchObject({ connected: 180, never: 20, allMs: null, mostMs: null });
+    expect(describeVerdicts(lost)).toContain('connection storm "storm", eu-west-2: 200 users: 50% connected in 5.0 s, 95% never; 20 never connected');
   });
 
-  it("judges only a run whose users all arrive in one burst of a minute or less", () => {
-    const ramp = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 30], handshakes: spread(100, 5, 20), phases: [{ name: "warm", duration: 10, arrivalRate: 1 }, { name: "storm", duration: 10, arrivalRate: 10 }] });
+  it("judges only a run whose users all arrive in one burst of at least 20/s for a minute or less", () => {
+    const trickle = connectStorm({ users: 100, seconds: 10, perPeriod: [70, 30], handshakes: spread(100, 5, 20) });
+    expect(trickle.verdicts!.connects).toEqual({});
+    const ramp = connectStorm({ users: 200, seconds: 10, perPeriod: [140, 60], handshakes: spread(200, 5, 20), phases: [{ name: "warm", duration: 10, arrivalRate: 1 }, { name: "storm", duration: 10, arrivalRate: 20 }] });
     expect(ramp.verdicts!.connects).toEqual({});
-    const long = connectStorm({ users: 100, seconds: 120, perPeriod: [70, 30], handshakes: spread(100, 5, 20) });
+    const long = connectStorm({ users: 4_000, seconds: 120, perPeriod: [2_800, 1_200], handshakes: spread(200, 5, 20) });
     expect(long.verdicts!.connects).toEqual({});
   });
 });
