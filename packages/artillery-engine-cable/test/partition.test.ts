@@ -122,7 +122,8 @@ const cases: Record<string, Case> = {
 };
 
 describe("a silent partition", () => {
-  test.each(Object.entries(cases))("%s", async (_name, c) => {
+  // The five run side by side: listeners are light, and the silence is most of each run.
+  test.concurrent.each(Object.entries(cases))("%s", async (_name, c) => {
     const server = await c.start();
     try {
       const run = await partitioned(server, { url: (port) => `ws://127.0.0.1:${port}${c.path}`, cable: c.cable?.(server), subscribe: c.subscribe }, c.survivors);
