@@ -10,8 +10,8 @@
 //   node bench/verdicts.mjs anycable-soak [--minutes 30]
 //                                                  scenarios/soak-pubsub.yml against real anycable-go
 //                                                  with --server-metrics on its own /metrics
-//   node bench/verdicts.mjs partition [--listeners 100] [--silence 20]
-//                                                  listeners on real anycable-go through a proxy that
+//   node bench/verdicts.mjs partition [--listeners 100] [--silence 20] [--server anycable|rails|sockudo]
+//                                                  listeners on a real server through a proxy that
 //                                                  goes silent, healed by resetting or forgetting the
 //                                                  survivors (partition.test.ts at full size)
 //
@@ -24,14 +24,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startTarget } from "cable-local-target";
-import { counter, establishedConnections, freePort, runArtillery, spawnServer, startAnyCable, startTcpProxy } from "cable-test-servers";
+import { counter, establishedConnections, freePort, runArtillery, spawnServer, startAnyCable, startRails, startSockudo, startTcpProxy } from "cable-test-servers";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const FANOUT = path.join(root, "packages/cable-fanout/bin/cable-fanout.js");
 const TARGET_CLI = path.join(root, "packages/cable-local-target/dist/cli.js");
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { runs: { type: "string", default: "10" }, minutes: { type: "string", default: "30" }, listeners: { type: "string", default: "100" }, silence: { type: "string", default: "20" } },
+  options: { runs: { type: "string", default: "10" }, minutes: { type: "string", default: "30" }, listeners: { type: "string", default: "100" }, silence: { type: "string", default: "20" }, server: { type: "string", default: "anycable" } },
 });
 const mode = positionals[0];
 const runs = Number(flags.runs);
@@ -143,17 +143,26 @@ async function partition() {
   const listeners = Number(flags.listeners);
   const silenceMs = Number(flags.silence) * 1000;
   const entries = [];
+  // Each server as partition.test.ts drives it: a stream, a ChatChannel room, a Pusher channel.
+  const servers = {
+    anycable: { start: () => startAnyCable(), path: "/cable", subscribe: { stream: "partition" }, cable: () => ({}) },
+    rails: { start: () => startRails(), path: "/cable", subscribe: { channel: "ChatChannel", params: { id: "partition" } }, cable: () => ({}) },
+    // Sockudo announces activity_timeout 120: Pusher's rule would wait 150 s; staleAfter says 6.
+    sockudo: { start: () => startSockudo(), path: "", subscribe: { channel: "partition" }, cable: (s) => ({ protocol: "pusher", pusher: { key: s.key, appId: s.appId }, staleAfter: 6 }) },
+  };
+  const kind = servers[flags.server];
+  if (!kind) throw new Error(`--server: one of ${Object.keys(servers).join(", ")}`);
   for (const survivors of ["forget", "reset"]) {
-    const anycable = await startAnyCable();
+    const anycable = await kind.start();
     const proxy = await startTcpProxy(anycable.port);
     const script = {
       config: {
-        target: `ws://127.0.0.1:${proxy.port}/cable`,
+        target: `ws://127.0.0.1:${proxy.port}${kind.path}`,
         engines: { cable: {} },
-        cable: { timeout: 5, reconnect: { initialDelay: 0.5, maxDelay: 5 } },
+        cable: { timeout: 5, reconnect: { initialDelay: 0.5, maxDelay: 5 }, ...kind.cable(anycable) },
         phases: [{ duration: 8, arrivalCount: listeners }],
       },
-      scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { stream: "partition", as: "s" } }, { reconnect: { after: "drop", wait: 120, timeout: 120, jitter: 1 } }, { listen: { channel: "s", for: 2 } }] }],
+      scenarios: [{ engine: "cable", flow: [{ connect: { cookies: { uid: "Listener/{{ $uuid }}" } } }, { subscribe: { ...kind.subscribe, as: "s" } }, { reconnect: { after: "drop", wait: 120, timeout: 120, jitter: 1 } }, { listen: { channel: "s", for: 2 } }] }],
     };
     const running = runArtillery({ script, timeoutMs: 300_000 });
     // 8 s into the run, as the issue's proxy does.
@@ -167,6 +176,7 @@ async function partition() {
     await anycable.stop();
     const s = run.report.aggregate.summaries;
     const entry = {
+      server: flags.server,
       survivors,
       listeners,
       silenceMs,
@@ -181,7 +191,7 @@ async function partition() {
     entries.push(entry);
     console.log(JSON.stringify(entry));
   }
-  save("partition", entries);
+  save(`partition-${flags.server}`, entries);
 }
 
 const modes = { spike, soak, "anycable-soak": anycableSoak, partition };

@@ -125,7 +125,7 @@ describe("wss:// behind a certificate from an internal CA", () => {
     expect(errorsOf(plain.report!), plain.output).toEqual({ "errors.cable.tls_handshake": USERS });
   });
 
-  test("a Pusher auth endpoint over https://: with config.tls.ca all pass; untrusted, the private subscribe fails with cable.tls_untrusted", async () => {
+  test("a Pusher auth endpoint over https://: with config.tls.ca all pass; untrusted, the private subscribe fails with cable.tls_untrusted; --insecure, all pass", async () => {
     const script = (target: string, tls?: Record<string, unknown>) => ({
       config: {
         target,
@@ -142,6 +142,9 @@ describe("wss:// behind a certificate from an internal CA", () => {
     // The socket over plain ws://, so that only the auth side-call meets the untrusted certificate.
     const untrusted = await runArtillery({ script: script(anycable.pusherUrl), timeoutMs: 60_000 });
     expect(errorsOf(untrusted.report!), untrusted.output).toEqual({ "errors.cable.tls_untrusted": USERS });
+    const insecure = await runArtillery({ script: script(anycable.pusherUrl), args: ["--insecure"], timeoutMs: 60_000 });
+    expect(insecure.code, insecure.output).toBe(0);
+    expect(counter(insecure.report!, "cable.subscriptions"), insecure.output).toBe(USERS);
   });
 });
 
