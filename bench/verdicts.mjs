@@ -153,13 +153,13 @@ async function partition() {
   const kind = servers[flags.server];
   if (!kind) throw new Error(`--server: one of ${Object.keys(servers).join(", ")}`);
   for (const survivors of ["forget", "reset"]) {
-    const anycable = await kind.start();
-    const proxy = await startTcpProxy(anycable.port);
+    const server = await kind.start();
+    const proxy = await startTcpProxy(server.port);
     const script = {
       config: {
         target: `ws://127.0.0.1:${proxy.port}${kind.path}`,
         engines: { cable: {} },
-        cable: { timeout: 5, reconnect: { initialDelay: 0.5, maxDelay: 5 }, ...kind.cable(anycable) },
+        cable: { timeout: 5, reconnect: { initialDelay: 0.5, maxDelay: 5 }, ...kind.cable(server) },
         phases: [{ duration: 8, arrivalCount: listeners }],
       },
       scenarios: [{ engine: "cable", flow: [{ connect: { cookies: { uid: "Listener/{{ $uuid }}" } } }, { subscribe: { ...kind.subscribe, as: "s" } }, { reconnect: { after: "drop", wait: 120, timeout: 120, jitter: 1 } }, { listen: { channel: "s", for: 2 } }] }],
@@ -173,7 +173,7 @@ async function partition() {
     proxy.heal(survivors);
     const run = await running;
     await proxy.stop();
-    await anycable.stop();
+    await server.stop();
     const s = run.report.aggregate.summaries;
     const entry = {
       server: flags.server,

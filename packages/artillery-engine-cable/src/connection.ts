@@ -89,7 +89,8 @@ export class CableConnection implements Tracked {
   /** When the server was last heard from (a ping exactly; any other frame to the tick, about a second). */
   private lastHeardAt = 0;
   private keepaliveSentAt = 0;
-  private staleCounted = false;
+  /** Dropped as stale once: the tick does not drop it again. */
+  private staleDropped = false;
   private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
@@ -306,7 +307,7 @@ export class CableConnection implements Tracked {
     }
     const heardAt = Math.max(this.lastHeardAt, this.lastPingAt);
     const staleAfter = this.settings.staleAfterMs ?? this.protocol.staleAfterMs(this.pingIntervalMs);
-    if (!this.staleCounted && now - heardAt > staleAfter && this.socket?.isOpen) this.dropStale(now, heardAt, staleAfter);
+    if (!this.staleDropped && now - heardAt > staleAfter && this.socket?.isOpen) this.dropStale(now, heardAt, staleAfter);
   }
 
   /**
@@ -317,7 +318,7 @@ export class CableConnection implements Tracked {
    * lived it, and `cable.drop_detection_latency` says how long noticing took.
    */
   private dropStale(now: number, heardAt: number, staleAfter: number): void {
-    this.staleCounted = true;
+    this.staleDropped = true;
     this.events.emit("counter", METRICS.staleConnection, 1);
     this.events.emit("histogram", METRICS.dropDetectionLatency, now - heardAt);
     this.unregister();
@@ -388,6 +389,7 @@ export class CableConnection implements Tracked {
         this.onMessage(ev);
         return;
       case "disconnect":
+        this.noticedAtOnce();
         this.fail(this.protocol.disconnectError?.(ev.reason) ?? new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`), true);
         return;
       case "error":
@@ -501,13 +503,17 @@ export class CableConnection implements Tracked {
       this.moveTo("closed");
       return;
     }
-    // A close or a reset is noticed as it happens (a stale drop has counted its own wait).
-    if (!this.failure && (this.state === "welcomed" || this.state === "subscribed")) this.events.emit("histogram", METRICS.dropDetectionLatency, 0);
+    if (!this.failure) this.noticedAtOnce();
     this.fail(
       code >= 4000 && code < 5000 && this.protocol.closeReason
         ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
         : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`),
     );
+  }
+
+  /** A drop the server announced (a disconnect frame, a close, a reset) is noticed as it happens; a stale drop counts its own wait. */
+  private noticedAtOnce(): void {
+    if (this.state === "welcomed" || this.state === "subscribed") this.events.emit("histogram", METRICS.dropDetectionLatency, 0);
   }
 
   private unregister(): void {

@@ -45,7 +45,10 @@ export class Partition {
     this.silent = false;
     for (const socket of this.held) {
       if (survivors === "reset") (socket as Socket).resetAndDestroy?.() ?? socket.destroy();
-      else if (survivors === "forget") this.forgotten.add(socket);
+      else if (survivors === "forget") {
+        this.forgotten.add(socket);
+        socket.once("close", () => this.forgotten.delete(socket));
+      }
       else {
         socket.uncork();
         socket.resume();

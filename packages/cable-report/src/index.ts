@@ -13,7 +13,8 @@ export { sidecarPathFor, sidecarSchema, SIDECAR_SUFFIX, type Sidecar } from "./s
 export { writeFileAtomic } from "./atomic-write.js";
 export { CpuMeter, cpuPercent, generatorWorkers, periodRecordSchema, periodSketches, phaseStartSchema, recordPeriod, PERIOD_MS, type ArtilleryPeriodStats, type CpuSample, type PeriodRecord, type PhaseStart } from "./period.js";
 export { gridPeriod, isLatencyMetric, mainLatency, mergeSeries } from "./series.js";
-export { describeRecovery, describeSpikes, describeVerdicts, findSpikes, phaseRate } from "./recovery.js";
+export { describeRecovery, describeSpikes, describeVerdicts, findSpikes } from "./recovery.js";
+export { phaseRate } from "./phases.js";
 export { describeStorm, judgeStorm } from "./storms.js";
 export { buildTimeline, readServerSeries, SERVER_METRICS_FILE } from "./results.js";
 export { serverSeriesSchema, type Series, type ServerSeries, type Timeline } from "./model.js";

@@ -49,19 +49,17 @@ declare global {
 /** Artillery hands v2 plugins the new metrics format (with DDSketch objects) only when this is false. */
 export const LEGACY_METRICS_FORMAT = false;
 
-function verdictChecks(script: PluginScript): string[] {
+/** The plugin's own options the sidecar carries to the merge: its ensure conditions and soakMinimum (ms). */
+function pluginSettings(script: PluginScript): { verdictChecks: string[]; soakMinimumMs?: number } {
   const parsed = pluginOptionsSchema.safeParse(script.config?.plugins?.["cable-report"] ?? {});
-  return parsed.success ? (parsed.data.ensure ?? []) : [];
-}
-
-function soakMinimumMs(script: PluginScript): number | undefined {
-  const parsed = pluginOptionsSchema.safeParse(script.config?.plugins?.["cable-report"] ?? {});
-  if (!parsed.success || parsed.data.soakMinimum === undefined) return undefined;
+  if (!parsed.success) return { verdictChecks: [] };
+  let soakMinimumMs: number | undefined;
   try {
-    return parseSoakMinimum(parsed.data.soakMinimum);
+    if (parsed.data.soakMinimum !== undefined) soakMinimumMs = parseSoakMinimum(parsed.data.soakMinimum);
   } catch {
-    return undefined; // said before the load, with the other problems
+    // said before the load, with the other problems (verdictCheckProblems)
   }
+  return { verdictChecks: parsed.data.ensure ?? [], soakMinimumMs };
 }
 
 export class Plugin {
@@ -108,8 +106,7 @@ export class Plugin {
           name: artillery.testInfo?.tags?.find((t) => t.name === "name")?.value ?? "",
           scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
           phases: script.config?.phases ?? [],
-          verdictChecks: verdictChecks(script),
-          soakMinimumMs: soakMinimumMs(script),
+          ...pluginSettings(script),
         },
         relativeAccuracy: RELATIVE_ACCURACY,
         aggregate: {

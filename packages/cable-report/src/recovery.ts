@@ -14,6 +14,7 @@
 // The resolution is one 10 s metrics period.
 import type { Column, MergedResults, Spike, SpikeColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
+import { phaseRate } from "./phases.js";
 import { mainLatency } from "./series.js";
 import { describeConnectStorm, describeStorm } from "./storms.js";
 import { clock } from "./text.js";
@@ -23,20 +24,6 @@ export const BEFORE_PERIODS = 3;
 export const STAY_PERIODS = 2;
 export const RECOVERY_TOLERANCE = 0.2;
 export const RECOVERY_FLOOR_MS = 5;
-
-/** Users a second a phase brings, as far as its spec says. */
-export function phaseRate(spec: Record<string, unknown> | undefined): number | null {
-  if (!spec) return null;
-  const num = (v: unknown) => (typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : undefined);
-  if (spec.pause !== undefined) return 0;
-  const rate = num(spec.arrivalRate);
-  const rampTo = num(spec.rampTo);
-  if (rate !== undefined) return Math.max(rate, rampTo ?? rate);
-  const count = num(spec.arrivalCount);
-  const duration = num(spec.duration);
-  if (count !== undefined && duration) return count / duration;
-  return null;
-}
 
 export function findSpikes(merged: MergedResults): Spike[] {
   const timeline = merged.timeline;

@@ -8,7 +8,7 @@
 import { METRICS } from "artillery-engine-cable/metrics";
 import type { Column, ConnectStormColumn, MergedResults, StormColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
-import { phaseRate } from "./recovery.js";
+import { phaseRate } from "./phases.js";
 import { decodeSketch } from "./sketch-codec.js";
 
 export const NEVER_BACK = "errors.cable.reconnect_timeout";

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { findRegressions } from "../src/compare.js";
 import { renderMarkdown } from "../src/markdown.js";
-import { findSpikes, phaseRate } from "../src/recovery.js";
+import { phaseRate } from "../src/phases.js";
+import { findSpikes } from "../src/recovery.js";
 import { mergeRegions } from "../src/results.js";
 import { around, taskOf, TEST } from "./fixtures.js";
 
