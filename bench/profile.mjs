@@ -89,7 +89,7 @@ try {
   }
   log("connect profile: cable engine");
   const connectProf = profiled();
-  const connect = await measureConnect(target, cableEngine, { n0: 10, n: 2_010, ratePerSecond: 1_000, env: { NODE_OPTIONS: `${connectProf.env.NODE_OPTIONS} ${NO_SPIN.NODE_OPTIONS}` } });
+  const connect = await measureConnect(target, cableEngine, { n0: 10, n: 2_010, ratePerSecond: 1_000, env: { NODE_OPTIONS: `${connectProf.env.NODE_OPTIONS} ${NO_SPIN.NODE_OPTIONS}` }, endByItself: true });
   results.connectProfile = { cpuMsPerVuProfiled: connect.cpuMsPerVu, profile: summarise(connectProf.dir, [connect.window]) };
 } finally {
   await target.stop();

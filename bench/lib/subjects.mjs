@@ -60,10 +60,10 @@ export function startArtillery(name, script, { deadline, env = {} }) {
   };
 }
 
-function startBare(options) {
+function startBare(options, env = {}) {
   const child = spawnWithFileLimit([process.execPath, path.join(here, "..", "bare-client.mjs"), JSON.stringify(options)], {
     stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, NODE_OPTIONS: withGc() },
+    env: { ...process.env, ...env, NODE_OPTIONS: withGc(env.NODE_OPTIONS) },
   });
   let out = "";
   child.stdout.on("data", (chunk) => (out += chunk));
@@ -80,8 +80,8 @@ function startBare(options) {
 export const bare = {
   name: "bare-ws",
   label: "bare ws client",
-  listen(target, p) {
-    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p });
+  listen(target, p, env) {
+    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p }, env);
     return { ...run, received: () => run.collect().received };
   },
   latency(target, p) {

@@ -228,10 +228,12 @@ function monotonicUs() {
  * The CPU cost of connecting and subscribing one VU: CPU from the moment n0 are subscribed to the
  * moment all n are, divided by the n − n0 that arrived in between. The VUs then idle to `deadline`.
  */
-export async function measureConnect(target, subject, { n0, n, ratePerSecond, env }) {
+export async function measureConnect(target, subject, { n0, n, ratePerSecond, env, endByItself = false }) {
   const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
   // Generous: the run is stopped as soon as it is measured, so a slow start-up costs nothing here.
-  const deadline = Date.now() + 20_000 + 1_000 + 3_000 + rampMs + 15_000;
+  // A profiled run must end by itself instead (V8 writes its profiles at a normal exit only): its
+  // VUs leave soon after the ramp.
+  const deadline = Date.now() + (endByItself ? 12_000 : 20_000) + 1_000 + 3_000 + rampMs + (endByItself ? 2_000 : 15_000);
   const base = await target.health();
   const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline }, env);
   const pid = run.child.pid;
@@ -247,8 +249,8 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   const cpu = settled.cpu - cpuStart;
   const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
   // Measured: what the VUs do until the deadline (listen) is not this workload's.
-  run.child.kill("SIGKILL");
-  const code = await exitWithin(run.child, 10_000);
+  if (!endByItself) run.child.kill("SIGKILL");
+  const code = await exitWithin(run.child, endByItself ? Math.max(10_000, deadline - Date.now() + 20_000) : 10_000);
   // The next run counts from the target's open connections: wait until these are gone.
   await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 20_000 });
   return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), threads, window, exitCode: code };

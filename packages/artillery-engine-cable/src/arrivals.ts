@@ -16,8 +16,14 @@ import path from "node:path";
 // start/stop, 'arrival' events, 'finished' at the end, the same arrival counts) driven by one
 // setTimeout to the next due arrival on an absolute schedule: when the timer fires late, every
 // arrival already due is emitted at once, so lateness never accumulates (bench: p99 within a few ms
-// of schedule at 100/s and 1,000/s). Arrivals closer together than the timer's 1 ms resolution come
-// in small batches, which is what a generator does anyway.
+// of schedule at 100/s and 1,000/s).
+//
+// Arrivals closer together than ARRIVAL_BATCH_MS share one wake-up, each within half of it of its
+// schedule (early or late). Waking the worker for every arrival was a third of a VU's connect
+// cost: at 1,000/s, 0.63 ms of CPU per connect + subscribe with a wake-up per arrival, 0.46 ms with
+// one per 5 ms (docs/benchmarks.md, "Connect cost"); the bench's bare ws client connects in 10 ms
+// ticks. Slower phases (an arrival every 5 ms or more) are unchanged:
+// every arrival on its own timer, never early.
 //
 // Where: phases run in the worker thread that runs the VUs (runner.ts creates the phaser in `run`),
 // and each worker thread has its own module registry; the engine is constructed in that same
@@ -28,6 +34,16 @@ import path from "node:path";
 
 /** The `arrivals` version Artillery 2.0.34 pins, whose contract this module reproduces. */
 export const PINNED_ARRIVALS = "2.1.2";
+
+/** The shortest time between two wake-ups of a fast phase; its arrivals land within half of it. */
+export const ARRIVAL_BATCH_MS = 5;
+/** Most arrivals one wake-up emits: a bound far above what a batch of a real phase holds. */
+const MAX_PER_WAKE = 100_000;
+
+/** How early an arrival of a phase with arrivals every `gapMs` (on average) may come: half a batch, if they share batches. */
+function leadFor(gapMs: number): number {
+  return gapMs < ARRIVAL_BATCH_MS ? ARRIVAL_BATCH_MS / 2 : 0;
+}
 
 export interface ArrivalsModule {
   uniform: { process(tickIntervalMs: number, durationMs: number): EventEmitter };
@@ -54,8 +70,10 @@ const realTimers: Timers = {
 export class UniformArrivals extends EventEmitter {
   private readonly tickMs: number;
   private readonly max: number;
+  private readonly leadMs: number;
   private emitted = 0;
   private startedAt = 0;
+  private wokeAt = -Infinity;
   private timer: unknown;
   private stopped = false;
 
@@ -65,6 +83,7 @@ export class UniformArrivals extends EventEmitter {
     const tickMicros = Math.floor(tickIntervalMs * 1000);
     this.tickMs = tickMicros / 1000;
     this.max = durationMs ? Math.floor((durationMs * 1000) / tickMicros) : Infinity;
+    this.leadMs = leadFor(this.tickMs);
   }
 
   start(): this {
@@ -85,12 +104,14 @@ export class UniformArrivals extends EventEmitter {
   private schedule(): void {
     if (this.stopped) return;
     const due = this.startedAt + (this.emitted + 1) * this.tickMs;
-    this.timer = this.timers.setTimeout(() => this.fire(), Math.max(0, due - this.timers.now()));
+    const wakeAt = this.leadMs ? Math.max(due - this.leadMs, this.wokeAt + ARRIVAL_BATCH_MS) : due;
+    this.timer = this.timers.setTimeout(() => this.fire(), Math.max(0, wakeAt - this.timers.now()));
   }
 
   private fire(): void {
     this.timer = undefined;
-    const due = Math.min(this.max, Math.floor((this.timers.now() - this.startedAt) / this.tickMs + 1e-9));
+    const now = (this.wokeAt = this.timers.now());
+    const due = Math.min(this.max, Math.floor((now + this.leadMs - this.startedAt) / this.tickMs + 1e-9));
     // Bounded: at most the arrivals due now, and never past the phase's count.
     while (!this.stopped && this.emitted < due) {
       this.emitted++;
@@ -106,14 +127,20 @@ export class PoissonArrivals extends EventEmitter {
   private timer: unknown;
   private startedAt = 0;
   private stopped = false;
+  private readonly leadMs: number;
+  private wokeAt = -Infinity;
+  /** When the next arrival is due. */
+  private nextAt = 0;
 
   constructor(private readonly meanMs: number, private readonly durationMs: number, private readonly timers: Timers = realTimers, private readonly random: () => number = Math.random) {
     super();
+    this.leadMs = leadFor(meanMs);
   }
 
   start(): this {
     this.startedAt = this.timers.now();
-    this.next(this.startedAt);
+    this.nextAt = this.startedAt + this.gap();
+    this.schedule();
     return this;
   }
 
@@ -121,20 +148,31 @@ export class PoissonArrivals extends EventEmitter {
     if (this.stopped) return this;
     this.stopped = true;
     if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
     this.emit("finished");
     return this;
   }
 
-  private next(from: number): void {
+  private gap(): number {
+    return -Math.log(1 - this.random()) * this.meanMs;
+  }
+
+  private schedule(): void {
     if (this.stopped) return;
-    const at = from - Math.log(1 - this.random()) * this.meanMs;
-    this.timer = this.timers.setTimeout(() => {
-      this.timer = undefined;
+    const wakeAt = this.leadMs ? Math.max(this.nextAt - this.leadMs, this.wokeAt + ARRIVAL_BATCH_MS) : this.nextAt;
+    this.timer = this.timers.setTimeout(() => this.fire(), Math.max(0, wakeAt - this.timers.now()));
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const now = (this.wokeAt = this.timers.now());
+    for (let n = 0; n < MAX_PER_WAKE && !this.stopped && this.nextAt <= now + this.leadMs; n++) {
       // As arrivals does: the arrival that lands past the duration ends the phase instead.
-      if (this.durationMs && at - this.startedAt >= this.durationMs) return void this.stop();
+      if (this.durationMs && this.nextAt - this.startedAt >= this.durationMs) return void this.stop();
       this.emit("arrival");
-      this.next(at);
-    }, Math.max(0, at - this.timers.now()));
+      this.nextAt += this.gap();
+    }
+    this.schedule();
   }
 }
 

@@ -40,7 +40,8 @@ export const openWebSocket: OpenSocket = (options, listener) => {
   const ws = new WebSocket(options.url, options.subprotocols, {
     ...options.tls,
     headers: options.headers,
-    handshakeTimeout: options.timeoutMs,
+    // No handshakeTimeout: the connection's own wait for the welcome bounds the handshake and
+    // terminates the socket; ws's would add a socket timer per connect.
     perMessageDeflate: false,
     // Every text frame is parsed as JSON, which fails on broken UTF-8 as a malformed frame anyway.
     skipUTF8Validation: true,

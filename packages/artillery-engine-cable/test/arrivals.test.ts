@@ -4,7 +4,7 @@ import { EventEmitter } from "node:events";
 import { counter, runArtillery } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { installArrivals, PINNED_ARRIVALS, PoissonArrivals, resetArrivalsForTest, UniformArrivals, type ArrivalsModule, type Timers } from "../src/arrivals.js";
+import { ARRIVAL_BATCH_MS, installArrivals, PINNED_ARRIVALS, PoissonArrivals, resetArrivalsForTest, UniformArrivals, type ArrivalsModule, type Timers } from "../src/arrivals.js";
 
 /** A manual clock: `advance` runs due timers in time order, each seeing its own firing time plus `late`. */
 class FakeTimers implements Timers {
@@ -62,8 +62,24 @@ describe("UniformArrivals", () => {
     p.start();
     timers.advance(1000);
     expect(r.at).toHaveLength(200);
-    // No arrival is more than one late timer behind its schedule.
-    expect(Math.max(...r.at.map((t, i) => t - (i + 1)))).toBeLessThanOrEqual(7);
+    // No arrival is more than one late timer (and half a batch) behind its schedule.
+    expect(Math.max(...r.at.map((t, i) => t - (i + 1)))).toBeLessThanOrEqual(7 + ARRIVAL_BATCH_MS / 2);
+    expect(r.finished()).toBe(1);
+  });
+
+  test("a fast phase wakes once per batch, every arrival within half a batch of its schedule", () => {
+    const timers = new FakeTimers();
+    let wakeUps = 0;
+    const setTimeout = timers.setTimeout;
+    timers.setTimeout = (fn, ms) => (wakeUps++, setTimeout(fn, ms));
+    const p = new UniformArrivals(1, 1000, timers); // 1,000/s for 1 s
+    const r = record(p, timers);
+    p.start();
+    timers.advance(2000);
+    expect(r.at).toHaveLength(1000);
+    const errors = r.at.map((t, i) => t - (i + 1));
+    expect(Math.max(...errors.map(Math.abs))).toBeLessThanOrEqual(ARRIVAL_BATCH_MS / 2);
+    expect(wakeUps).toBeLessThanOrEqual(1000 / ARRIVAL_BATCH_MS + 1);
     expect(r.finished()).toBe(1);
   });
 
@@ -104,6 +120,32 @@ describe("PoissonArrivals", () => {
     // 1,000 expected; a 5-sigma band.
     expect(r.at.length).toBeGreaterThan(850);
     expect(r.at.length).toBeLessThan(1150);
+  });
+});
+
+describe("PoissonArrivals, fast", () => {
+  test("a mean gap under a batch shares wake-ups, never more than half a batch early, and ends at the duration", () => {
+    const timers = new FakeTimers();
+    let wakeUps = 0;
+    const setTimeout = timers.setTimeout;
+    timers.setTimeout = (fn, ms) => (wakeUps++, setTimeout(fn, ms));
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    // The same draws give the schedule: each arrival's due time.
+    let check = 7;
+    const draw = () => ((check = (check * 16807) % 2147483647) / 2147483647);
+    const p = new PoissonArrivals(1, 2_000, timers, random);
+    const r = record(p, timers);
+    p.start();
+    timers.advance(5_000);
+    expect(r.finished()).toBe(1);
+    let due = 0;
+    const errors = r.at.map((t) => ((due += -Math.log(1 - draw()) * 1), t - due));
+    expect(Math.max(...errors.map(Math.abs))).toBeLessThanOrEqual(ARRIVAL_BATCH_MS / 2);
+    expect(due).toBeLessThan(2_000);
+    expect(r.at.length).toBeGreaterThan(1_800);
+    expect(r.at.length).toBeLessThan(2_200);
+    expect(wakeUps).toBeLessThanOrEqual(2_000 / ARRIVAL_BATCH_MS + 2);
   });
 });
 
