@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers the integration tests start on loopback: Rails Action Cable (Debian's
 # ruby-actioncable + puma), Sockudo (crates.io, built once and cached outside the repo), anycable-go
-# (built once from ../shared/vendor's source tarball, cached likewise) and moto.
+# (built once from ../shared/vendor's source tarball, cached likewise), Soketi (npm, cached), Laravel
+# Reverb (../shared/vendor's offline app, unpacked into the cache; PHP from Debian) and moto.
 # Idempotent: a machine that has them already spends a few seconds here.
 set -euo pipefail
 
@@ -58,6 +59,48 @@ if [ ! -x "$ANYCABLE_BIN" ]; then
   tar -xzf "$ANYCABLE_TGZ" -C "$CACHE/anycable-src" --strip-components=1
   (cd "$CACHE/anycable-src" && GOTOOLCHAIN=local go build -o "$ANYCABLE_BIN" ./cmd/anycable-go) >"$CACHE/anycable-build.log" 2>&1 \
     || { tail -n 40 "$CACHE/anycable-build.log"; exit 1; }
+fi
+
+# The project's shared folder sits beside the checkout; a clone elsewhere (a CI workspace) finds it
+# at its usual place on these machines.
+vendor_file() {
+  local name="$1" repo_root
+  repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  if [ -f "$repo_root/../shared/vendor/$name" ]; then echo "$repo_root/../shared/vendor/$name"; else echo "/work/shared/vendor/$name"; fi
+}
+
+# Soketi 1.6.1 from npm, in a folder of its own outside the workspaces. Its package.json takes
+# uWebSockets.js from GitHub; npm serves a republished build of the same v20 line, whose binaries
+# are for Node 20: the tests run Soketi with the system Node (SOKETI_NODE, default /usr/bin/node).
+SOKETI_DIR="$CACHE/soketi"
+if [ ! -f "$SOKETI_DIR/node_modules/@soketi/soketi/bin/server.js" ]; then
+  echo "setup: installing Soketi 1.6.1 from npm into $SOKETI_DIR"
+  mkdir -p "$SOKETI_DIR"
+  cat >"$SOKETI_DIR/package.json" <<'JSON'
+{ "private": true,
+  "dependencies": { "@soketi/soketi": "1.6.1" },
+  "overrides": { "uWebSockets.js": "npm:@trufflesuite/uws-js-unofficial@20.30.0-unofficial.0" } }
+JSON
+  (cd "$SOKETI_DIR" && npm install --ignore-scripts --no-audit --no-fund >"$CACHE/soketi-install.log" 2>&1) \
+    || { tail -n 40 "$CACHE/soketi-install.log"; exit 1; }
+fi
+SOKETI_NODE="${SOKETI_NODE:-/usr/bin/node}"
+if [ ! -x "$SOKETI_NODE" ] || [ "$("$SOKETI_NODE" -p 'process.versions.node.split(".")[0]')" != 20 ]; then
+  echo "setup: installing Node 20 from Debian for Soketi (its uWebSockets.js has no Node 22 build)"
+  apt_install nodejs
+fi
+
+# Laravel Reverb 1.10.2: a complete offline Laravel 11 app (vendor/ included), run with Debian's PHP 8.2.
+REVERB_DIR="$CACHE/reverb/reverb"
+if ! command -v php >/dev/null || ! php -m | grep -qi mbstring || ! php -m | grep -qi '^dom$'; then
+  echo "setup: installing PHP 8.2 from Debian for Reverb"
+  apt_install php-cli php-mbstring php-xml php-curl
+fi
+if [ ! -f "$REVERB_DIR/start.sh" ]; then
+  REVERB_TGZ="${REVERB_TARBALL:-$(vendor_file reverb-1.10.2-app.tar.gz)}"
+  [ -f "$REVERB_TGZ" ] || { echo "setup: no Reverb app at $REVERB_TGZ (set REVERB_TARBALL)" >&2; exit 1; }
+  echo "setup: unpacking Laravel Reverb 1.10.2 into $CACHE/reverb"
+  mkdir -p "$CACHE/reverb" && tar -xzf "$REVERB_TGZ" -C "$CACHE/reverb"
 fi
 
 # The GitHub Action's tests: actionlint (a Go module, built once into the cache) lints the workflows

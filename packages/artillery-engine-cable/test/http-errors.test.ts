@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { counter, runArtillery, type ArtilleryRun } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { answerError } from "../src/steps/http.js";
 import { CableError, errorCode } from "../src/errors.js";
 
 type Answer = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
@@ -140,4 +141,15 @@ test("errorCode names every failure: a cable code, a socket code, or a generic c
   expect(errorCode(Object.assign(new Error("x"), { code: "a sentence with spaces" }))).toBe("cable.unexpected_error");
   expect(errorCode("a thrown string")).toBe("cable.unexpected_error");
   expect(errorCode(undefined)).toBe("cable.unexpected_error");
+});
+
+test("answerError finds the error a 2xx publish answer carries in its body (Soketi 1.6's wrong signature)", () => {
+  expect(answerError("{}")).toBeUndefined();
+  expect(answerError("")).toBeUndefined();
+  expect(answerError("ok")).toBeUndefined();
+  expect(answerError('{"error":null}')).toBeUndefined();
+  expect(answerError('{"note":"no \\"error\\" here"}')).toBeUndefined();
+  expect(answerError('["error"]')).toBeUndefined();
+  expect(answerError('{"error":"The secret authentication failed","code":401}')).toEqual({ code: 401 });
+  expect(answerError('{"error":"over quota"}')).toEqual({ code: undefined });
 });

@@ -1,11 +1,11 @@
-// The engine's Pusher protocol against a real Sockudo and against the local target, through the
+// The engine's Pusher protocol against real Sockudo, Soketi and Reverb and against the local target, through the
 // real `artillery run`: public, private and presence channels, client events, HTTP publish, and
 // auth failures.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { channelAuth } from "../src/protocol/pusher-signatures.js";
-import { counter, runArtillery, samples, startSockudo } from "cable-test-servers";
+import { counter, runArtillery, samples, startReverb, startSockudo, startSoketi } from "cable-test-servers";
 import { startTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
@@ -21,6 +21,8 @@ interface PusherServer {
 
 const servers: Record<string, () => Promise<PusherServer>> = {
   sockudo: startSockudo,
+  soketi: () => startSoketi(),
+  reverb: startReverb,
   "local target": async () => {
     const target = await startTarget({ port: 0 });
     return { url: target.url, ...target.pusher, stop: () => target.close() };

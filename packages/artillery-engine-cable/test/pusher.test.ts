@@ -112,6 +112,11 @@ describe("Pusher protocol", () => {
     expect(data.auth).toBe(channelAuth("app-key", "s3cret", "1.2", "presence-r", data.channel_data));
   });
 
+  test("a member without info still sends user_info (Reverb fails on a channel_data without it)", async () => {
+    const { frame } = await protocol.subscribe({ channel: "presence-r", user: { id: "u1" } }, { kind: "welcome", socketId: "1.2" });
+    expect(JSON.parse(frame).data.channel_data).toBe('{"user_id":"u1","user_info":{}}');
+  });
+
   test("the HTTP API's base comes from the target unless configured", () => {
     expect(apiBase(undefined, "ws://127.0.0.1:6001/app/k")).toBe("http://127.0.0.1:6001");
     expect(apiBase(undefined, "wss://ws.example.com")).toBe("https://ws.example.com");

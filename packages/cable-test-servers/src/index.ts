@@ -1,6 +1,8 @@
 export { freePort, spawnServer, type RunningServer } from "./process.js";
 export { startRails, type RailsServer } from "./rails.js";
 export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
+export { startSoketi, soketiEntry, soketiNode, type SoketiOptions, type SoketiServer } from "./soketi.js";
+export { startReverb, reverbApp, type ReverbServer } from "./reverb.js";
 export { startAnyCable, anycableBinary, type AnyCableOptions, type AnyCableServer } from "./anycable.js";
 export { establishedConnections, establishedPeers, waitForConnections } from "./connections.js";
 export { startTcpProxy, type TcpProxy } from "./proxy.js";

@@ -131,7 +131,10 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
       if (isPrivate(channel)) {
         const socketId = welcome?.socketId;
         if (!socketId) throw new CableError("not_connected", "no socket_id to sign the subscription with");
-        let channelData = isPresence(channel) ? JSON.stringify({ user_id: request.user?.id, user_info: request.user?.info }) : undefined;
+        // user_info is optional in Pusher's protocol, but Reverb 1.10 fails on a channel_data without
+        // it ("Undefined array key user_info", and no answer: the subscribe times out); pusher-js
+        // with Laravel's auth always sends one. An empty object when the scenario gives none.
+        let channelData = isPresence(channel) ? JSON.stringify({ user_id: request.user?.id, user_info: request.user?.info ?? {} }) : undefined;
         let auth: string;
         if (settings.secret !== undefined) {
           auth = channelAuth(settings.key, settings.secret, socketId, channel, channelData);
