@@ -3,7 +3,7 @@
 import net from "node:net";
 import WebSocket from "ws";
 import { describe, expect, test } from "vitest";
-import { startAnyCable, startRails, startSockudo, type RunningServer } from "../src/index.js";
+import { startAnyCable, startRails, startReverb, startSockudo, startSoketi, type RunningServer } from "../src/index.js";
 
 function connects(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -53,6 +53,16 @@ describe("crash and restart on the same port", () => {
   test("Rails under puma", async () => {
     const rails = await startRails();
     await crashAndRestart(rails, () => firstFrame(rails.url, ["actioncable-v1-json"], { Cookie: "uid=Kay/1" }), { type: "welcome" });
+  });
+
+  test("Soketi", async () => {
+    const soketi = await startSoketi();
+    await crashAndRestart(soketi, () => firstFrame(`${soketi.url}/app/${soketi.key}?protocol=7`), { event: "pusher:connection_established" });
+  });
+
+  test("Reverb", async () => {
+    const reverb = await startReverb();
+    await crashAndRestart(reverb, () => firstFrame(`${reverb.url}/app/${reverb.key}?protocol=7`), { event: "pusher:connection_established" });
   });
 
   test("Sockudo", async () => {
