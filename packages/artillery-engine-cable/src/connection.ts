@@ -189,7 +189,10 @@ export class CableConnection implements Tracked {
     );
     if (answer.kind === "reject") {
       this.inbox.delete(key);
-      throw new CableError("subscription_rejected", `the server rejected the subscription ${key} (${answer.reason})`);
+      // The cause is counted (a fixed set); the server's own words go to the trace and the error's message only.
+      this.events.emit("counter", `${METRICS.subscriptionRejected}.${answer.cause}`, 1);
+      if (tracing()) trace("subscription %s rejected: %s (%s)", key, answer.cause, answer.reason);
+      throw new CableError("subscription_rejected", `the server rejected the subscription ${key}: ${answer.cause} (${answer.reason})`);
     }
     this.rawKeys.set(JSON.stringify(key).slice(1, -1), key);
     if (this.state === "welcomed") this.moveTo("subscribed");

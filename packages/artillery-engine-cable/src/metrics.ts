@@ -40,6 +40,11 @@ export const METRICS = {
    * substring, and `cable.subscriptions` would eat its prefix.
    */
   failedSubscriptions: "cable.failed_subscriptions",
+  /**
+   * Counter prefix: `cable.subscription_rejected.<cause>` beside `errors.cable.subscription_rejected`,
+   * one of limit_reached, unauthorized, app_rejected, other (protocol/rejections.ts): why the server refused.
+   */
+  subscriptionRejected: "cable.subscription_rejected",
   staleConnection: "cable.stale_connection",
   /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
   messagesMissing: "cable.messages_missing",

@@ -37,7 +37,7 @@ describe("Action Cable framing", () => {
     expect(decodeActionCable('{"type":"welcome","sid":"abc"}')).toEqual({ kind: "welcome", sid: "abc" });
     expect(decodeActionCable('{"type":"ping","message":1700000000}')).toEqual({ kind: "ping" });
     expect(decodeActionCable('{"identifier":"{\\"channel\\":\\"C\\"}","type":"confirm_subscription"}')).toEqual({ kind: "confirm", channel: '{"channel":"C"}' });
-    expect(decodeActionCable('{"identifier":"X","type":"reject_subscription"}')).toEqual({ kind: "reject", channel: "X", reason: "rejected" });
+    expect(decodeActionCable('{"identifier":"X","type":"reject_subscription"}')).toEqual({ kind: "reject", channel: "X", reason: "rejected", cause: "app_rejected" });
     expect(decodeActionCable('{"type":"disconnect","reason":"unauthorized","reconnect":false}')).toEqual({ kind: "disconnect", reason: "unauthorized", reconnect: false });
     expect(decodeActionCable('{"identifier":"X","message":{"a":1}}')).toEqual({ kind: "message", channel: "X", payload: { a: 1 } });
   });

@@ -65,6 +65,7 @@ describe("AnyCable on anycable-go, through the CLI", () => {
     const flow = [{ connect: {} }, { subscribe: { signedStream: "room", as: "room" } }];
     const run = await runArtillery({ script: script(2, flow), env: { ANYCABLE_STREAMS_SECRET: "not-it" } });
     expect(counter(run.report!, "errors.cable.subscription_rejected"), run.output).toBe(2);
+    expect(counter(run.report!, "cable.subscription_rejected.app_rejected"), run.output).toBe(2);
     expect(run.output).not.toContain("not-it");
   });
 

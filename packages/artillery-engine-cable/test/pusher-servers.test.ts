@@ -1,7 +1,10 @@
 // The engine's Pusher protocol against real Sockudo, Soketi and Reverb and against the local target, through the
 // real `artillery run`: public, private and presence channels, client events, HTTP publish, and
 // auth failures.
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { channelAuth } from "../src/protocol/pusher-signatures.js";
@@ -167,8 +170,45 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
     const r = report!;
     expect(counter(r, "vusers.failed")).toBe(12);
     expect(counter(r, "errors.cable.subscription_rejected")).toBe(counter(r, "vusers.created_by_name.private"));
+    expect(counter(r, "cable.subscription_rejected.unauthorized")).toBe(counter(r, "vusers.created_by_name.private"));
     expect(counter(r, "errors.cable.publish_failed")).toBe(counter(r, "vusers.created_by_name.publisher"));
     expect(samples(r, "cable.publish_latency")).toBe(counter(r, "vusers.created_by_name.publisher"));
     expect(output).not.toContain("not-the-secret");
   });
+});
+
+// Soketi's presence member limit (100 unless SOKETI_PRESENCE_MAX_MEMBERS says otherwise), set to 3
+// here: the refusals are counted by cause, and report.md says which setting raises the limit.
+test("Soketi at its presence member limit: the refusals are limit_reached, and report.md names the setting", async () => {
+  const soketi = await startSoketi({ presenceMaxMembers: 3 });
+  const results = mkdtempSync(path.join(os.tmpdir(), "soketi-limit-"));
+  mkdirSync(path.join(results, "local"));
+  try {
+    const run = await runArtillery({
+      script: {
+        config: {
+          target: soketi.url,
+          engines: { cable: {} },
+          plugins: { "cable-report": {} },
+          cable: { protocol: "pusher", timeout: 5, pusher: { key: soketi.key, appId: soketi.appId } },
+          phases: [{ duration: 1, arrivalCount: 6 }],
+        },
+        scenarios: [{ name: "member", engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "presence-lobby", user: { id: "{{ $uuid }}" } } }, { think: 3 }] }],
+      },
+      env: { PUSHER_APP_SECRET: soketi.secret },
+      outputDir: path.join(results, "local"),
+    });
+    expect(run.code, run.output).toBe(0);
+    const r = run.report!;
+    expect(counter(r, "errors.cable.subscription_rejected")).toBe(3);
+    expect(counter(r, "cable.subscription_rejected.limit_reached")).toBe(3);
+    expect(counter(r, "vusers.completed")).toBe(3);
+    const report = spawnSync(process.execPath, [path.join(repo, "packages", "cable-report", "bin", "cable-report.js"), results], { encoding: "utf8" });
+    expect(report.status, report.stderr).toBe(0);
+    expect(report.stdout).toContain("- `cable.subscription_rejected` (3): the server refused subscriptions");
+    expect(report.stdout).toContain("  - `limit_reached` (3): a server limit: presence members per channel (Soketi allows 100 unless `SOKETI_PRESENCE_MAX_MEMBERS` raises it");
+  } finally {
+    await soketi.stop();
+    rmSync(results, { recursive: true, force: true });
+  }
 });

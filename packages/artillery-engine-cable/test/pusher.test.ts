@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { createPusherProtocol, decodePusher } from "../src/protocol/pusher.js";
 import { channelAuth, md5Hex, signedQuery } from "../src/protocol/pusher-signatures.js";
+import { pusherRejectCause } from "../src/protocol/rejections.js";
 import { apiBase } from "../src/steps/pusher.js";
 
 // The worked examples of Pusher's docs: "Authentication and authorization signatures"
@@ -51,12 +52,30 @@ describe("Pusher framing", () => {
       kind: "reject",
       channel: "private-a",
       reason: "AuthError",
+      cause: "unauthorized",
     });
     expect(decodePusher('{"event":"pusher:error","data":{"code":4009,"message":"Invalid signature"}}')).toEqual({
       kind: "reject",
       channel: "*",
       reason: "4009 Invalid signature",
+      cause: "unauthorized",
     });
+    // Soketi 1.6.1, a presence channel at its member limit (as it sends it).
+    expect(
+      decodePusher(
+        '{"event":"pusher:subscription_error","channel":"presence-r","data":{"type":"LimitReached","error":"The maximum members per presence channel limit was reached","status":4100}}',
+      ),
+    ).toEqual({ kind: "reject", channel: "presence-r", reason: "The maximum members per presence channel limit was reached", cause: "limit_reached" });
+  });
+
+  test("a refusal's cause is one of a fixed set, whatever the server writes", () => {
+    expect(pusherRejectCause(undefined)).toBe("other");
+    expect(pusherRejectCause({ type: "LimitReached", status: 4100 })).toBe("limit_reached");
+    expect(pusherRejectCause({ error: "Over quota" })).toBe("limit_reached");
+    expect(pusherRejectCause({ type: "AuthError", status: 403 })).toBe("unauthorized");
+    expect(pusherRejectCause({ error: "Invalid signature" })).toBe("unauthorized");
+    expect(pusherRejectCause({ type: "Weird", status: 500, error: "<script>" })).toBe("other");
+    expect(pusherRejectCause({ type: 7, status: "x" })).toBe("other");
   });
 
   test("other pusher:error codes are named errors", () => {

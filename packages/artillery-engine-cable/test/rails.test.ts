@@ -111,6 +111,8 @@ describe("Rails Action Cable", () => {
     expect(counter(r, "vusers.created")).toBe(30);
     expect(counter(r, "vusers.completed") + counter(r, "vusers.failed")).toBe(30);
     expect(counter(r, "errors.cable.subscription_rejected")).toBe(by("rejected"));
+    // Rails sends no reason with reject_subscription: the cause is the app's own `reject`.
+    expect(counter(r, "cable.subscription_rejected.app_rejected")).toBe(by("rejected"));
     expect(counter(r, "errors.cable.unauthorized")).toBe(by("anonymous"));
     expect(counter(r, "errors.cable.server_disconnect")).toBe(by("kicked"));
     expect(counter(r, "errors.cable.receive_timeout")).toBe(by("waiting"));

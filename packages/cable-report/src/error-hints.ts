@@ -10,12 +10,45 @@ export const ERROR_HINTS: Readonly<Record<string, string>> = {
   "errors.cable.tls_expired": "the server's certificate has expired or is not valid yet: renew it (or check this machine's clock); `--insecure` skips the check",
   "errors.cable.tls_hostname": "the server's certificate is for another name than the target's host: use the name it was issued for (`config.tls.servername` when connecting by address)",
   "errors.cable.tls_handshake": "no TLS handshake: a wss:// or https:// URL on a port that speaks plain HTTP, or a protocol or cipher the server refuses",
+  "errors.cable.subscription_rejected": "the server refused subscriptions; why, as the server said it:",
+  "errors.cable.pusher_4001": "the server knows no app with this key: check `config.cable.pusher.key` against the server's app",
+  "errors.cable.pusher_4003": "the app is disabled on the server",
+  "errors.cable.pusher_4004": "the app is over its quota on the server (messages or connections)",
+  "errors.cable.pusher_4100": `the server is over capacity and closed the connection: its connection limit per app (${"Soketi `SOKETI_DEFAULT_APP_MAX_CONNS`, Sockudo `SOCKUDO_DEFAULT_APP_MAX_CONNECTIONS`, Reverb `max_connections` in config/reverb.php"})`,
+  "errors.cable.pusher_4301": "client events over the server's rate limit (Soketi `SOKETI_DEFAULT_APP_MAX_CLIENT_EVENTS_PER_SECOND`, Sockudo `max_client_events_per_second`)",
 };
+
+/**
+ * Why subscriptions were refused, by the engine's fixed causes (`cable.subscription_rejected.<cause>`,
+ * artillery-engine-cable's protocol/rejections.ts), and where each is fixed.
+ */
+export const REJECTION_CAUSES: Readonly<Record<string, string>> = {
+  limit_reached:
+    "a server limit: presence members per channel (Soketi allows 100 unless `SOKETI_PRESENCE_MAX_MEMBERS` raises it; Sockudo `presence.max_members_per_channel`), or connections per app (Soketi `SOKETI_DEFAULT_APP_MAX_CONNS`, Sockudo `SOCKUDO_DEFAULT_APP_MAX_CONNECTIONS`, Reverb `max_connections`)",
+  unauthorized: "the signature did not verify: the app's secret (`PUSHER_APP_SECRET`) is not the server's, or the authEndpoint signed for another key",
+  app_rejected: "the app's own channel refused it (`reject` in `subscribed`; Action Cable sends no reason): look at the channel's code and at who the connection identified",
+  other: "a reason the engine does not name: `NODE_DEBUG=cable` prints the server's own words",
+};
+
+const PREFIX = "cable.subscription_rejected.";
 
 /** "- `cable.tls_untrusted` (20): the server's certificate …", for each key with a hint the run counted. */
 export function errorHints(merged: MergedResults): string[] {
+  const counters = merged.all.counters;
   const lines = Object.entries(ERROR_HINTS)
-    .filter(([key]) => (merged.all.counters[key] ?? 0) > 0)
-    .map(([key, hint]) => `- \`${key.slice("errors.".length)}\` (${merged.all.counters[key].toLocaleString("en-US")}): ${hint}`);
+    .filter(([key]) => (counters[key] ?? 0) > 0)
+    .flatMap(([key, hint]) => [
+      `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
+      ...(key === "errors.cable.subscription_rejected" ? rejectionLines(counters) : []),
+    ]);
   return lines.length === 0 ? [] : ["", "**What the errors mean**", "", ...lines];
+}
+
+/** "  - `limit_reached` (800): a server limit: …", most first; none when the engine counted no causes (an older engine). */
+function rejectionLines(counters: Record<string, number>): string[] {
+  return Object.entries(counters)
+    .filter(([key, count]) => key.startsWith(PREFIX) && count > 0)
+    .map(([key, count]) => [key.slice(PREFIX.length), count] as const)
+    .sort((a, b) => b[1] - a[1])
+    .map(([cause, count]) => `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${REJECTION_CAUSES[cause] ?? REJECTION_CAUSES.other}`);
 }

@@ -16,4 +16,26 @@ describe("error hints", () => {
     expect(md).not.toContain("cable.tls_hostname");
     expect(renderMarkdown(run({ "vusers.completed": 20 }))).not.toContain("What the errors mean");
   });
+
+  it("says why subscriptions were refused, by cause, and which setting raises a server's limit", () => {
+    const md = renderMarkdown(
+      run({
+        "vusers.failed": 820,
+        "errors.cable.subscription_rejected": 820,
+        "cable.subscription_rejected.limit_reached": 800,
+        "cable.subscription_rejected.unauthorized": 20,
+      }),
+    );
+    expect(md).toContain("- `cable.subscription_rejected` (820): the server refused subscriptions");
+    expect(md).toContain("  - `limit_reached` (800): a server limit: presence members per channel (Soketi allows 100 unless `SOKETI_PRESENCE_MAX_MEMBERS` raises it");
+    expect(md).toContain("  - `unauthorized` (20): the signature did not verify");
+    expect(md.indexOf("`limit_reached`")).toBeLessThan(md.indexOf("`unauthorized`"));
+    expect(md).not.toContain("`app_rejected`");
+  });
+
+  it("names the app's own reject for Action Cable, and Pusher's error codes", () => {
+    const md = renderMarkdown(run({ "errors.cable.subscription_rejected": 5, "cable.subscription_rejected.app_rejected": 5, "errors.cable.pusher_4100": 3 }));
+    expect(md).toContain("  - `app_rejected` (5): the app's own channel refused it");
+    expect(md).toContain("- `cable.pusher_4100` (3): the server is over capacity");
+  });
 });

@@ -91,7 +91,8 @@ export function decodeActionCable(text: string): Inbound {
     case "confirm_subscription":
       return { kind: "confirm", channel: identifierOf(f, text) };
     case "reject_subscription":
-      return { kind: "reject", channel: identifierOf(f, text), reason: "rejected" };
+      // No reason on the wire: the channel's own `reject` in `subscribed` (or AnyCable's RPC saying so).
+      return { kind: "reject", channel: identifierOf(f, text), reason: "rejected", cause: "app_rejected" };
     case "disconnect":
       return { kind: "disconnect", reason: typeof f.reason === "string" ? f.reason : "unknown", reconnect: f.reconnect !== false };
     case undefined:

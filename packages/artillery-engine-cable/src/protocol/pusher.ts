@@ -3,6 +3,7 @@ import type { TlsOptions } from "../tls.js";
 import { httpRequest, jsonObject } from "../sidecall.js";
 import { MalformedFrame } from "./actioncable.js";
 import { channelAuth } from "./pusher-signatures.js";
+import { pusherRejectCause, type PusherRefusal } from "./rejections.js";
 import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
 
 // Pusher Channels protocol 7: pusher/pusher-js src/core/connection/protocol/protocol.ts and
@@ -66,14 +67,14 @@ export function decodePusher(text: string): Inbound {
       if (!on) throw new MalformedFrame(`subscription_succeeded without channel: ${text.slice(0, 80)}`);
       return { kind: "confirm", channel: on };
     case "pusher:subscription_error": {
-      const d = parseData(data) as { status?: unknown; error?: unknown; type?: unknown } | undefined;
-      return { kind: "reject", channel: on ?? "*", reason: String(d?.error ?? d?.type ?? d?.status ?? "subscription_error") };
+      const d = parseData(data) as PusherRefusal | undefined;
+      return { kind: "reject", channel: on ?? "*", reason: String(d?.error ?? d?.type ?? d?.status ?? "subscription_error"), cause: pusherRejectCause(d) };
     }
     case "pusher:error": {
       const d = parseData(data) as { code?: unknown; message?: unknown } | undefined;
       const code = typeof d?.code === "number" ? d.code : undefined;
       // Some servers (Sockudo among them) answer a bad subscription auth with pusher:error 4009.
-      if (code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${String(d?.message ?? "")}`.trim() };
+      if (code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${String(d?.message ?? "")}`.trim(), cause: "unauthorized" };
       return { kind: "error", reason: code === undefined ? "pusher_error" : `pusher_${code}`, channel: on, message: String(d?.message ?? "") };
     }
     default:

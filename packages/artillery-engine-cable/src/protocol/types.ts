@@ -1,3 +1,4 @@
+import type { RejectCause } from "./rejections.js";
 import type { RawBroadcast } from "./scan.js";
 
 /** What a server frame means to a connection, independent of the wire protocol. */
@@ -5,7 +6,8 @@ export type Inbound =
   | { kind: "welcome"; socketId?: string; activityTimeout?: number; sid?: string; restored?: boolean; restoredIds?: string[] }
   | { kind: "ping"; reply?: string }
   | { kind: "confirm"; channel: string }
-  | { kind: "reject"; channel: string; reason: string }
+  /** `reason`: the server's own words (logs and traces only); `cause`: what the counters use. */
+  | { kind: "reject"; channel: string; reason: string; cause: RejectCause }
   | { kind: "message"; channel: string; event?: string; payload: unknown; position?: StreamPosition }
   | { kind: "history"; channel: string; ok: boolean }
   | { kind: "disconnect"; reason: string; reconnect: boolean }
