@@ -91,6 +91,8 @@ export class CableConnection implements Tracked {
   private keepaliveSentAt = 0;
   /** Dropped as stale once: the tick does not drop it again. */
   private staleDropped = false;
+  /** A Pusher close the server announced with an error frame (`pusher_4001`…), should the close itself not carry it. */
+  private announcedClose: string | undefined;
   private pingIntervalMs: number;
   /** Why the connection ended, when the VU did not end it: the next step on it fails with this. */
   failure: CableError | Error | undefined;
@@ -399,6 +401,7 @@ export class CableConnection implements Tracked {
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
         // itself is the failure, so the announcement is not counted twice.
         if (!/^pusher_4[0-2]\d\d$/.test(ev.reason)) this.events.emit("error", `cable.${ev.reason}`);
+        else this.announcedClose = ev.reason;
         break;
     }
     this.waiter?.offer(ev);
@@ -510,7 +513,11 @@ export class CableConnection implements Tracked {
     this.fail(
       code >= 4000 && code < 5000 && this.protocol.closeReason
         ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
-        : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`),
+        : // Reverb announces 4001 (no such app) with an error frame, then drops the socket without a
+          // close frame (1006): the announced code is the reason, not the drop.
+          this.announcedClose
+          ? new CableError(this.announcedClose, `the server announced ${this.announcedClose} and dropped the connection (${code})`)
+          : new CableError("connection_closed", `the server closed the connection (${code}${reason ? ` ${reason}` : ""})`),
     );
   }
 

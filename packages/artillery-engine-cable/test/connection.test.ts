@@ -179,6 +179,15 @@ describe("keepalives and staleness, on the injected clock", () => {
   };
   const detection = (s: ReturnType<typeof setup>) => s.emitted.filter((e) => e[0] === "histogram" && e[1] === "cable.drop_detection_latency").map((e) => e[2]);
 
+  test("a Pusher close announced by an error frame and then dropped (Reverb's unknown key) fails with the announced code", async () => {
+    const s = setup(createPusherProtocol({ key: "k" }, 1_000));
+    const opening = s.open();
+    s.socket().deliver({ event: "pusher:error", data: JSON.stringify({ code: 4001, message: "Application does not exist" }) });
+    s.socket().drop(1006);
+    await expect(opening).rejects.toMatchObject({ code: "cable.pusher_4001" });
+    expect(s.emitted.filter(([k]) => k === "error")).toEqual([]);
+  });
+
   test("Pusher (pusher-js): a quiet activity_timeout sends pusher:ping; no frame for activity_timeout + 30 s drops it as stale, once", async () => {
     const s = setup(createPusherProtocol({ key: "k" }, 1_000));
     const opening = s.open();

@@ -150,6 +150,26 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
     }
   });
 
+  test("an unknown app key: every connect fails with the server's code, named, and no stack", async () => {
+    const { code, output, report } = await run({
+      config: {
+        target: server.url,
+        engines: { cable: {} },
+        cable: { protocol: "pusher", timeout: 3, pusher: { key: "no-such-key", appId: server.appId } },
+        phases: [{ duration: 1, arrivalCount: 4 }],
+      },
+      scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "news" } }] }],
+    });
+    expect(code, output).toBe(0);
+    const r = report!;
+    expect(counter(r, "vusers.failed")).toBe(4);
+    // Pusher's answer is 4001 ("Application does not exist"): Soketi and Reverb say so (Reverb then
+    // drops the socket without a close frame); Sockudo drops it without a word.
+    const errors = Object.fromEntries(Object.entries(r.aggregate.counters).filter(([k]) => k.startsWith("errors.")));
+    expect(errors).toEqual(name === "sockudo" ? { "errors.cable.connection_closed": 4 } : { "errors.cable.pusher_4001": 4 });
+    expect(output).not.toMatch(/\bat .*\.js:\d+/);
+  });
+
   test("a wrong secret: private subscriptions are rejected and publishes fail, as named errors", async () => {
     const { code, output, report } = await run(
       {
