@@ -2,7 +2,7 @@ import { systemClock, type Clock, type TimerHandle } from "./clock.js";
 import type { DeliveryLedger } from "./delivery.js";
 import { CableError } from "./errors.js";
 import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
-import { ACTIONCABLE_V1_EXT_JSON } from "./protocol/actioncable.js";
+import { ACTIONCABLE_V1_EXT_JSON, disconnectCause } from "./protocol/actioncable.js";
 import { equalsAt, rawBroadcast, stampKey } from "./protocol/scan.js";
 import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
 import { openWebSocket, type CableSocket, type OpenOptions, type OpenSocket } from "./socket.js";
@@ -393,10 +393,14 @@ export class CableConnection implements Tracked {
       case "message":
         this.onMessage(ev);
         return;
-      case "disconnect":
+      case "disconnect": {
         this.noticedAtOnce();
-        this.fail(this.protocol.disconnectError?.(ev.reason) ?? new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`), true);
+        const err: CableError = this.protocol.disconnectError?.(ev.reason) ?? new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`);
+        // Why, beside errors.cable.server_disconnect: a restart, the app's own remote disconnect, a refused request.
+        if (err.code === "cable.server_disconnect") this.events.emit("counter", `${METRICS.serverDisconnect}.${disconnectCause(ev.reason)}`, 1);
+        this.fail(err, true);
         return;
+      }
       case "error":
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
         // itself is the failure, so the announcement is not counted twice.

@@ -45,6 +45,8 @@ export const METRICS = {
    * one of limit_reached, unauthorized, app_rejected, other (protocol/rejections.ts): why the server refused.
    */
   subscriptionRejected: "cable.subscription_rejected",
+  /** Counter prefix: `cable.server_disconnect.<cause>` (server_restart, remote, invalid_request, other) beside `errors.cable.server_disconnect`. */
+  serverDisconnect: "cable.server_disconnect",
   staleConnection: "cable.stale_connection",
   /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
   messagesMissing: "cable.messages_missing",

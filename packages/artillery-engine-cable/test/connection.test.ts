@@ -166,6 +166,9 @@ describe("disconnect reasons by name", () => {
     const receiving = s.connection.receive(ID, () => true, 5_000);
     s.socket().deliver({ type: "disconnect", reason, reconnect: false });
     await expect(receiving).rejects.toMatchObject({ code });
+    // The cause of a server_disconnect is counted from a fixed set; named reasons are their own error.
+    const causes = s.emitted.filter(([k, n]) => k === "counter" && String(n).startsWith("cable.server_disconnect.")).map(([, n]) => n);
+    expect(causes).toEqual(code === "cable.server_disconnect" ? [`cable.server_disconnect.${reason === "something_new" ? "other" : reason}`] : []);
   });
 });
 

@@ -112,6 +112,7 @@ test("every misbehaviour ends its VU once, with a named error, and the run ends 
   expect(counter(r, "errors.cable.malformed_frame")).toBe(4 * by("garbage"));
   expect(counter(r, "errors.cable.connection_closed")).toBe(by("close-mid-stream") + by("drop-mid-stream") + by("close-during-think"));
   expect(counter(r, "errors.cable.server_disconnect")).toBe(by("restart"));
+  expect(counter(r, "cable.server_disconnect.server_restart")).toBe(by("restart"));
   expect(counter(r, "errors.cable.http_500")).toBe(by("http-500"));
   expect(counter(r, "errors.ECONNREFUSED")).toBe(by("refused"));
   // Phases of 2 s plus the 2 s timeout, plus Artillery's start-up: far below the kill timer.

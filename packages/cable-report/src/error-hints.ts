@@ -11,6 +11,7 @@ export const ERROR_HINTS: Readonly<Record<string, string>> = {
   "errors.cable.tls_hostname": "the server's certificate is for another name than the target's host: use the name it was issued for (`config.tls.servername` when connecting by address)",
   "errors.cable.tls_handshake": "no TLS handshake: a wss:// or https:// URL on a port that speaks plain HTTP, or a protocol or cipher the server refuses",
   "errors.cable.subscription_rejected": "the server refused subscriptions; why, as the server said it:",
+  "errors.cable.server_disconnect": "the server ended connections with a disconnect frame; why:",
   "errors.cable.pusher_4001": "the server knows no app with this key: check `config.cable.pusher.key` against the server's app",
   "errors.cable.pusher_4003": "the app is disabled on the server",
   "errors.cable.pusher_4004": "the app is over its quota on the server (messages or connections)",
@@ -30,7 +31,19 @@ export const REJECTION_CAUSES: Readonly<Record<string, string>> = {
   other: "a reason the engine does not name: `NODE_DEBUG=cable` prints the server's own words",
 };
 
-const PREFIX = "cable.subscription_rejected.";
+/** Why the server disconnected (`cable.server_disconnect.<cause>`, Action Cable's disconnect reasons). */
+export const DISCONNECT_CAUSES: Readonly<Record<string, string>> = {
+  server_restart: "the server restarted (a deploy, `ActionCable.server.restart`): a `reconnect` step brings the users back; the reconnect storm verdict says how fast",
+  remote: "the app disconnected these users itself (`ActionCable.server.remote_connections.where(…).disconnect`)",
+  invalid_request: "the server refused the request: the mount path, `allowed_request_origins`, or a subprotocol it does not speak",
+  other: "a reason the engine does not name: `NODE_DEBUG=cable` prints the server's own words",
+};
+
+/** The breakdown under each error key that has one: counter prefix, and the words for each cause. */
+const BREAKDOWNS: Readonly<Record<string, { prefix: string; causes: Readonly<Record<string, string>> }>> = {
+  "errors.cable.subscription_rejected": { prefix: "cable.subscription_rejected.", causes: REJECTION_CAUSES },
+  "errors.cable.server_disconnect": { prefix: "cable.server_disconnect.", causes: DISCONNECT_CAUSES },
+};
 
 /** "- `cable.tls_untrusted` (20): the server's certificate …", for each key with a hint the run counted. */
 export function errorHints(merged: MergedResults): string[] {
@@ -39,16 +52,16 @@ export function errorHints(merged: MergedResults): string[] {
     .filter(([key]) => (counters[key] ?? 0) > 0)
     .flatMap(([key, hint]) => [
       `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
-      ...(key === "errors.cable.subscription_rejected" ? rejectionLines(counters) : []),
+      ...(BREAKDOWNS[key] ? causeLines(counters, BREAKDOWNS[key]) : []),
     ]);
   return lines.length === 0 ? [] : ["", "**What the errors mean**", "", ...lines];
 }
 
 /** "  - `limit_reached` (800): a server limit: …", most first; none when the engine counted no causes (an older engine). */
-function rejectionLines(counters: Record<string, number>): string[] {
+function causeLines(counters: Record<string, number>, { prefix, causes }: { prefix: string; causes: Readonly<Record<string, string>> }): string[] {
   return Object.entries(counters)
-    .filter(([key, count]) => key.startsWith(PREFIX) && count > 0)
-    .map(([key, count]) => [key.slice(PREFIX.length), count] as const)
+    .filter(([key, count]) => key.startsWith(prefix) && count > 0)
+    .map(([key, count]) => [key.slice(prefix.length), count] as const)
     .sort((a, b) => b[1] - a[1])
-    .map(([cause, count]) => `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${REJECTION_CAUSES[cause] ?? REJECTION_CAUSES.other}`);
+    .map(([cause, count]) => `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${causes[cause] ?? causes.other}`);
 }

@@ -37,5 +37,8 @@ describe("error hints", () => {
     const md = renderMarkdown(run({ "errors.cable.subscription_rejected": 5, "cable.subscription_rejected.app_rejected": 5, "errors.cable.pusher_4100": 3 }));
     expect(md).toContain("  - `app_rejected` (5): the app's own channel refused it");
     expect(md).toContain("- `cable.pusher_4100` (3): the server is over capacity");
+    const restart = renderMarkdown(run({ "errors.cable.server_disconnect": 7, "cable.server_disconnect.server_restart": 6, "cable.server_disconnect.other": 1 }));
+    expect(restart).toContain("  - `server_restart` (6): the server restarted");
+    expect(restart).toContain("  - `other` (1): a reason the engine does not name");
   });
 });

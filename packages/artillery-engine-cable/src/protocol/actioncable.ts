@@ -137,6 +137,13 @@ export function subscriptionIdentifier(request: SubscribeRequest, streamsSecret:
  */
 const NAMED_DISCONNECTS = new Set(["unauthorized", "token_expired", "idle_timeout", "no_pong", "too_slow"]);
 
+/** The causes `cable.server_disconnect.<cause>` counts (Rails' disconnect reasons; any other is `other`): a fixed set. */
+export const DISCONNECT_CAUSES = new Set(["server_restart", "remote", "invalid_request"]);
+
+export function disconnectCause(reason: string): string {
+  return DISCONNECT_CAUSES.has(reason) ? reason : "other";
+}
+
 export function disconnectError(reason: string): CableError {
   return NAMED_DISCONNECTS.has(reason)
     ? new CableError(reason, `the server disconnected the client (${reason})`)

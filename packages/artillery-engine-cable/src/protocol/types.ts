@@ -1,3 +1,4 @@
+import type { CableError } from "../errors.js";
 import type { RejectCause } from "./rejections.js";
 import type { RawBroadcast } from "./scan.js";
 
@@ -66,7 +67,7 @@ export interface Protocol {
   /** The answer to a server ping, if the protocol wants one (Pusher's pong; AnyCable's extended pong). */
   pong(extended: boolean, reply: string | undefined): string | undefined;
   /** The failure a `disconnect` frame means (Action Cable): named by its reason. */
-  disconnectError?(reason: string): Error;
+  disconnectError?(reason: string): CableError;
   /** The listen path's fast reader of raw frames (Action Cable), with the stamp field's name as bytes. */
   scan?(data: Buffer, stampField: Buffer, out: RawBroadcast): Scanned;
 }
