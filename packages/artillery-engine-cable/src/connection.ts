@@ -5,6 +5,7 @@ import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.j
 import { ACTIONCABLE_V1_EXT_JSON, disconnectCause } from "./protocol/actioncable.js";
 import { equalsAt, rawBroadcast, stampKey } from "./protocol/scan.js";
 import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
+import { sampleServerWords } from "./server-words.js";
 import { openWebSocket, type CableSocket, type OpenOptions, type OpenSocket } from "./socket.js";
 import { trace, tracing } from "./trace.js";
 
@@ -194,6 +195,8 @@ export class CableConnection implements Tracked {
       // The cause is counted (a fixed set); the server's own words go to the trace and the error's message only.
       this.events.emit("counter", `${METRICS.subscriptionRejected}.${answer.cause}`, 1);
       if (tracing()) trace("subscription %s rejected: %s (%s)", key, answer.cause, answer.reason);
+      // Action Cable's reject carries no words ("rejected" is the decoder's).
+      if (answer.cause !== "app_rejected") sampleServerWords(`cable.subscription_rejected`, answer.cause, answer.reason);
       throw new CableError("subscription_rejected", `the server rejected the subscription ${key}: ${answer.cause} (${answer.reason})`);
     }
     this.rawKeys.set(JSON.stringify(key).slice(1, -1), key);
@@ -397,7 +400,11 @@ export class CableConnection implements Tracked {
         this.noticedAtOnce();
         const err: CableError = this.protocol.disconnectError?.(ev.reason) ?? new CableError("server_disconnect", `the server disconnected the client (${ev.reason})`);
         // Why, beside errors.cable.server_disconnect: a restart, the app's own remote disconnect, a refused request.
-        if (err.code === "cable.server_disconnect") this.events.emit("counter", `${METRICS.serverDisconnect}.${disconnectCause(ev.reason)}`, 1);
+        if (err.code === "cable.server_disconnect") {
+          const cause = disconnectCause(ev.reason);
+          this.events.emit("counter", `${METRICS.serverDisconnect}.${cause}`, 1);
+          if (cause === "other") sampleServerWords("cable.server_disconnect", cause, ev.reason);
+        }
         this.fail(err, true);
         return;
       }

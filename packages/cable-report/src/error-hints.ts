@@ -52,16 +52,19 @@ export function errorHints(merged: MergedResults): string[] {
     .filter(([key]) => (counters[key] ?? 0) > 0)
     .flatMap(([key, hint]) => [
       `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
-      ...(BREAKDOWNS[key] ? causeLines(counters, BREAKDOWNS[key]) : []),
+      ...(BREAKDOWNS[key] ? causeLines(counters, BREAKDOWNS[key], (merged.serverWords ?? []).filter((w) => `errors.${w.error}` === key)) : []),
     ]);
   return lines.length === 0 ? [] : ["", "**What the errors mean**", "", ...lines];
 }
 
 /** "  - `limit_reached` (800): a server limit: …", most first; none when the engine counted no causes (an older engine). */
-function causeLines(counters: Record<string, number>, { prefix, causes }: { prefix: string; causes: Readonly<Record<string, string>> }): string[] {
+function causeLines(counters: Record<string, number>, { prefix, causes }: { prefix: string; causes: Readonly<Record<string, string>> }, words: { cause: string; text: string }[]): string[] {
   return Object.entries(counters)
     .filter(([key, count]) => key.startsWith(prefix) && count > 0)
     .map(([key, count]) => [key.slice(prefix.length), count] as const)
     .sort((a, b) => b[1] - a[1])
-    .map(([cause, count]) => `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${causes[cause] ?? causes.other}`);
+    .map(([cause, count]) => {
+      const said = words.filter((w) => w.cause === cause).map((w) => `"${w.text.replace(/[`|]/g, "'")}"`);
+      return `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${causes[cause] ?? causes.other}${said.length > 0 ? `. The server said: ${said.join(", ")}` : ""}`;
+    });
 }

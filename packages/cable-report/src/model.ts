@@ -237,6 +237,8 @@ export const mergedSchema = z.object({
   /** Absent in merged files before version 3. */
   timeline: timelineSchema.optional(),
   verdicts: verdictsSchema.optional(),
+  /** The server's own words for refusals, a few per error key and cause, from every task (absent: none logged). */
+  serverWords: z.array(z.object({ error: z.string(), cause: z.string(), text: z.string() })).optional(),
 });
 
 export type Distribution = z.infer<typeof distributionSchema>;

@@ -14,9 +14,11 @@ import {
   RELATIVE_ACCURACY,
   SIDECAR_FORMAT,
   SIDECAR_VERSION,
+  serverWordsSchema,
   sidecarPathFor,
   type CheckOutcome,
   type Phase,
+  type ServerWords,
   type Sidecar,
 } from "./sidecar.js";
 
@@ -67,6 +69,7 @@ export class Plugin {
   private readonly phaseStarts: PhaseStart[] = [];
   private readonly cpu = new CpuMeter();
   private checks: CheckOutcome[] | null = null;
+  private readonly serverWords = new ServerWordsSample();
   private sidecar: Sidecar | undefined;
 
   constructor(script: PluginScript, events: EventEmitter) {
@@ -94,6 +97,8 @@ export class Plugin {
       this.phaseStarts.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
     });
     events.on("stats", (stats: ArtilleryPeriodStats) => this.periods.push(recordPeriod(stats, this.cpu.mark())));
+    // The engine logs the server's words for refusals (a few per cause and worker); keep a sample.
+    artillery.globalEvents.on("log", (opts: { cableServerWords?: unknown } | undefined) => this.serverWords.offer(opts?.cableServerWords));
 
     events.on("done", (stats: ArtilleryPeriodStats) => {
       this.cpu.mark();
@@ -120,6 +125,7 @@ export class Plugin {
         phaseStarts: [...this.phaseStarts],
         checks: null,
         generator: this.cpu.summary(),
+        ...(this.serverWords.size > 0 ? { serverWords: this.serverWords.list() } : {}),
       };
       this.write(sidecarPath);
     });
@@ -155,5 +161,29 @@ function isDirectory(path: string): boolean {
     return statSync(path).isDirectory();
   } catch {
     return false;
+  }
+}
+
+/** The server's words across worker threads: each distinct text once, at most PER_KEY per error and cause. */
+export class ServerWordsSample {
+  private static readonly PER_KEY = 3;
+  private static readonly MAX = 100;
+  private readonly words: ServerWords[] = [];
+
+  get size(): number {
+    return this.words.length;
+  }
+
+  offer(value: unknown): void {
+    const parsed = serverWordsSchema.safeParse(value);
+    if (!parsed.success || this.words.length >= ServerWordsSample.MAX) return;
+    const w = parsed.data;
+    const same = this.words.filter((x) => x.error === w.error && x.cause === w.cause);
+    if (same.length >= ServerWordsSample.PER_KEY || same.some((x) => x.text === w.text)) return;
+    this.words.push(w);
+  }
+
+  list(): ServerWords[] {
+    return [...this.words];
   }
 }

@@ -200,6 +200,8 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
   merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, soakMinimumMs), checks: [] };
   const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
   merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
+  const words = mergeServerWords(allTasks.map((t) => t.serverWords ?? []));
+  if (words.length > 0) merged.serverWords = words;
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {
     merged.notes.push(
@@ -280,4 +282,14 @@ function listJsonFiles(dir: string): string[] {
     if (statSync(path).isDirectory()) return listJsonFiles(path);
     return name.endsWith(".json") && !TASK_METADATA.has(name) ? [path] : [];
   });
+}
+
+/** Every task's sample of the server's words, each distinct text once, three per error key and cause. */
+export function mergeServerWords(perTask: { error: string; cause: string; text: string }[][]): { error: string; cause: string; text: string }[] {
+  const out: { error: string; cause: string; text: string }[] = [];
+  for (const w of perTask.flat()) {
+    const same = out.filter((x) => x.error === w.error && x.cause === w.cause);
+    if (same.length < 3 && !same.some((x) => x.text === w.text)) out.push(w);
+  }
+  return out;
 }

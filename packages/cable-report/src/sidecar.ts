@@ -25,6 +25,9 @@ const numberRecord = z.record(z.string(), z.number());
 
 const phaseSchema = z.record(z.string(), z.unknown());
 
+export const serverWordsSchema = z.object({ error: z.string(), cause: z.string(), text: z.string().max(200) });
+export type ServerWords = z.infer<typeof serverWordsSchema>;
+
 const checkSchema = z.object({
   check: z.string(),
   strict: z.boolean(),
@@ -58,6 +61,11 @@ export const sidecarSchema = z.object({
   phaseStarts: z.array(phaseStartSchema).default([]),
   /** null: no `ensure` checks ran in that task. */
   checks: z.array(checkSchema).nullable(),
+  /**
+   * The server's own words for refusals, as the engine logged them (artillery-engine-cable's
+   * server-words.ts): a few distinct texts per error key and cause. Absent before it was recorded.
+   */
+  serverWords: z.array(serverWordsSchema).optional(),
   /**
    * The generator's CPU: process CPU time (every thread) over wall time, in %
    * of `workers` threads, over the whole run since the first phase started and

@@ -65,6 +65,8 @@ export interface TaskResult {
   testRunId?: string;
   /** The generator's CPU, from the sidecar (plugin versions that record it). */
   generator?: Sidecar["generator"];
+  /** The server's words for refusals, from the sidecar. */
+  serverWords?: Sidecar["serverWords"];
   /** Why the sidecar beside the report was not used (corrupt, or not matching the report). */
   sidecarProblem?: string;
   /** Rebuilt from its live periods: stopped before Artillery wrote its report (live-task.ts). */
@@ -105,6 +107,7 @@ export function loadTask(reportFile: string): TaskResult {
       phaseStarts: sidecar.phaseStarts,
       testRunId: sidecar.testRunId || undefined,
       generator: sidecar.generator,
+      serverWords: sidecar.serverWords,
     });
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;

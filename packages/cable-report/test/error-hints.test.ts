@@ -1,6 +1,7 @@
 // report.md says what a certificate error means and what to do, under the table, for the keys counted.
 import { describe, expect, it } from "vitest";
 import { renderMarkdown } from "../src/markdown.js";
+import { ServerWordsSample } from "../src/plugin.js";
 import { mergeRegions } from "../src/results.js";
 import { taskOf } from "./fixtures.js";
 
@@ -40,5 +41,36 @@ describe("error hints", () => {
     const restart = renderMarkdown(run({ "errors.cable.server_disconnect": 7, "cable.server_disconnect.server_restart": 6, "cable.server_disconnect.other": 1 }));
     expect(restart).toContain("  - `server_restart` (6): the server restarted");
     expect(restart).toContain("  - `other` (1): a reason the engine does not name");
+  });
+
+  it("quotes the server's own words under their cause, and only there", () => {
+    const merged = run({ "errors.cable.subscription_rejected": 4, "cable.subscription_rejected.limit_reached": 3, "cable.subscription_rejected.other": 1 });
+    merged.serverWords = [
+      { error: "cable.subscription_rejected", cause: "limit_reached", text: "The maximum members per presence channel limit was reached" },
+      { error: "cable.subscription_rejected", cause: "other", text: "weird `thing` | here" },
+      { error: "cable.server_disconnect", cause: "other", text: "not counted in this run" },
+    ];
+    const md = renderMarkdown(merged);
+    expect(md).toContain('raises it; Sockudo `presence.max_members_per_channel`), or connections per app');
+    expect(md).toContain('. The server said: "The maximum members per presence channel limit was reached"');
+    expect(md).toContain(`"weird 'thing' ' here"`);
+    expect(md).not.toContain("not counted in this run");
+  });
+});
+
+describe("the plugin's sample of the server's words", () => {
+  it("keeps each distinct text once, three per error and cause, and ignores anything else on the log", () => {
+    const sample = new ServerWordsSample();
+    for (let i = 0; i < 5; i++) sample.offer({ error: "cable.subscription_rejected", cause: "other", text: `t${i % 4}` });
+    sample.offer({ error: "cable.subscription_rejected", cause: "other", text: "t0" });
+    sample.offer(undefined);
+    sample.offer({ error: 1, cause: "x", text: "y" });
+    sample.offer({ error: "cable.server_disconnect", cause: "other", text: "t0" });
+    expect(sample.list()).toEqual([
+      { error: "cable.subscription_rejected", cause: "other", text: "t0" },
+      { error: "cable.subscription_rejected", cause: "other", text: "t1" },
+      { error: "cable.subscription_rejected", cause: "other", text: "t2" },
+      { error: "cable.server_disconnect", cause: "other", text: "t0" },
+    ]);
   });
 });

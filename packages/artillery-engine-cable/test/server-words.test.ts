@@ -1,0 +1,24 @@
+// The server's words for a refusal: cleaned, bounded, logged once per distinct text (src/server-words.ts).
+import { beforeEach, describe, expect, test } from "vitest";
+import { cleanWords, resetServerWordsForTest, sampleServerWords, type ServerWords } from "../src/server-words.js";
+
+describe("the server's words", () => {
+  beforeEach(() => resetServerWordsForTest());
+
+  test("one printable line, long tokens cut out, at most 160 characters", () => {
+    expect(cleanWords("  The maximum members\nper presence channel\tlimit was reached ")).toBe("The maximum members per presence channel limit was reached");
+    expect(cleanWords("bad signature 0123456789abcdef0123456789abcdef for app")).toBe("bad signature … for app");
+    expect(cleanWords("x".repeat(10) + " " + "word ".repeat(100)).length).toBeLessThanOrEqual(160);
+    expect(cleanWords("\u0000\u001b[31m")).toBe("[31m");
+  });
+
+  test("each distinct text once, three per error and cause at most", () => {
+    const logged: ServerWords[] = [];
+    const log = (w: ServerWords) => logged.push(w);
+    for (let i = 0; i < 10; i++) sampleServerWords("cable.subscription_rejected", "other", "same words", log);
+    for (let i = 0; i < 10; i++) sampleServerWords("cable.subscription_rejected", "other", `words ${i}`, log);
+    sampleServerWords("cable.subscription_rejected", "limit_reached", "The maximum members per presence channel limit was reached", log);
+    sampleServerWords("cable.subscription_rejected", "other", "   ", log);
+    expect(logged.map((w) => w.text)).toEqual(["same words", "words 0", "words 1", "The maximum members per presence channel limit was reached"]);
+  });
+});
