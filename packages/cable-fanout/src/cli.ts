@@ -1,4 +1,5 @@
 // `cable-fanout run | collect | stop | capacity`.
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { Command, CommanderError, Option } from "commander";
@@ -14,6 +15,8 @@ import { parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositive
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./runner.js";
 import { registerCapacity } from "./capacity/command.js";
+import { COMPARE_HELP, parseCompareTargets } from "./compare/targets.js";
+import { runCompare } from "./compare/run.js";
 
 export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
 3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed;
@@ -92,35 +95,40 @@ function program(exit: (code: number) => void): Command {
       .option("--fail-on-regression <pct>", "exit 1 when a cell is worse than the baseline by more (e.g. 10%)")
       .option("--title <text>", "heading of report.md");
 
+  // The options of a run of the scenario, shared by `run` and `compare`.
+  const scenarioRunOptions = (c: Command) =>
+    c
+      .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local)")
+      .option("--count <n>", "tasks per region", "1")
+      .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
+      .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
+      .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
+      .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
+      .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
+      .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
+      .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
+      .addOption(
+        new Option(
+          "--secret <NAME=ref>",
+          "a secret env var for the scenario, read in each task's own region: NAME=ssm:/cable-loadtest/…, NAME=secretsmanager:cable-loadtest/…, or (--local) NAME from this environment; checked in every region before any task starts; repeatable",
+        ).argParser((v: string, prev: string[] = []) => [...prev, v]),
+      )
+      .option("--min-ready <pct>", "the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load", "100%")
+      .option("--ready-timeout <duration>", "how long to wait for --min-ready; the run is called off if too few are ready by then (default: 600s on AWS, 60s locally)")
+      .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
+      .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")
+      .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
+      .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)");
+
   reportOptions(
     backendOptions(
-      cmd
-        .command("run <scenario>")
-        .description("bundle the scenario, start --count tasks in every region at once, wait, collect and report")
-        .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local)")
-        .option("--count <n>", "tasks per region", "1"),
+      scenarioRunOptions(
+        cmd
+          .command("run <scenario>")
+          .description("bundle the scenario, start --count tasks in every region at once, wait, collect and report"),
+      ).option("--target <url>", "the server to load (Artillery's --target)"),
     ),
   )
-    .option("--target <url>", "the server to load (Artillery's --target)")
-    .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
-    .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
-    .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
-    .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
-    .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
-    .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
-    .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
-    .addOption(
-      new Option(
-        "--secret <NAME=ref>",
-        "a secret env var for the scenario, read in each task's own region: NAME=ssm:/cable-loadtest/…, NAME=secretsmanager:cable-loadtest/…, or (--local) NAME from this environment; checked in every region before any task starts; repeatable",
-      ).argParser((v: string, prev: string[] = []) => [...prev, v]),
-    )
-    .option("--min-ready <pct>", "the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load", "100%")
-    .option("--ready-timeout <duration>", "how long to wait for --min-ready; the run is called off if too few are ready by then (default: 600s on AWS, 60s locally)")
-    .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
-    .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")
-    .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
-    .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)")
     .option("--run-id <id>", "use this run id (e.g. from CI, so a cancelled job can `cable-fanout stop` it) instead of a generated one")
     .addOption(new Option("--abort-on <condition>", "stop every task once this holds on the merged live figures, e.g. 'cable.broadcast_latency.p95>2000 for 30s' or 'errors>5%'; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its CPU, memory and connections charted beside the load")
@@ -159,6 +167,56 @@ function program(exit: (code: number) => void): Command {
           },
         );
         printOutcome(result);
+        exit(result.exitCode);
+      } finally {
+        signals.off();
+      }
+    });
+
+  backendOptions(
+    scenarioRunOptions(
+      cmd
+        .command("compare <scenario>")
+        .description("run the scenario against each --target in turn (same regions and tasks, a pause between), and write one report with a column per server"),
+    ),
+  )
+    .addOption(new Option("--target <NAME=URL>", "a server to compare, by the name of its column (two or more; repeatable)").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .addOption(new Option("--server-metrics <NAME=URL>", "that server's Prometheus endpoint, charted in its run's report; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .addOption(new Option("--server-pid <NAME=PID>", "that server's process on this machine: its memory (idle → peak → after) and CPU, with its children's, from /proc; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .option("--pause <duration>", "between two servers' runs", "10s")
+    .option("--compare-id <id>", "use this id (the results go to <out>/<id>/<NAME>/) instead of a generated one")
+    .option("--title <text>", "heading of report.md")
+    .addHelpText("after", COMPARE_HELP)
+    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
+      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+      const backend = makeBackend(flags);
+      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
+      const targets = parseCompareTargets((o.target as string[] | undefined) ?? [], (o.serverMetrics as string[] | undefined) ?? [], (o.serverPid as string[] | undefined) ?? []);
+      const abort = new AbortController();
+      const signals = stopOnSignals(abort);
+      try {
+        const result = await runCompare(
+          {
+            scenarioFile: scenario,
+            regions: parseRegions(o.regions as string),
+            count: parsePositiveInt("--count", o.count as string),
+            outDir: flags.out,
+            ...parseScenarioRunFlags(o, secrets),
+            maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
+            minReadyPct: parseMinReady(o.minReady as string),
+            readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
+            heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
+            title: o.title as string | undefined,
+            targets,
+            pauseMs: parseDuration("--pause", o.pause as string),
+            compareId: o.compareId === undefined ? undefined : parseRunId(o.compareId as string),
+            ...(flags.local ? { store: localStore(flags) } : {}),
+          },
+          { backend, now: Date.now, sleep, log, abort, progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
+        );
+        log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
+        process.stdout.write(readFileSync(result.reportFile, "utf8"));
+        log(`report: ${path.relative(process.cwd(), result.reportFile)}`);
         exit(result.exitCode);
       } finally {
         signals.off();

@@ -19,6 +19,12 @@ export interface RenderOptions {
   maxBytes?: number;
   /** false: tables only, no mermaid charts (report.html draws its own). */
   charts?: boolean;
+  /**
+   * The columns are servers run one after the other (servers.ts), not regions of one run: no
+   * "all regions" column (a sum of two servers means nothing), and no charts over time (each
+   * server's run has its own report.html).
+   */
+  servers?: boolean;
 }
 
 export const DEFAULT_MAX_BYTES = 60_000;
@@ -57,7 +63,7 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
 function render(merged: MergedResults, options: RenderOptions, limits: Limits, regressions?: Regression[]): string {
   const shown = pickRegions(merged.regions, limits.maxRegions);
   const view: MergedResults = { ...merged, regions: shown };
-  const columns: Column[] = [...shown, merged.all];
+  const columns: Column[] = options.servers ? [...shown] : [...shown, merged.all];
   const out: string[] = [];
 
   out.push(`## ${inline(options.title ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`)}`, "");
@@ -76,7 +82,7 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
         truncate(left.join(", "), 1_000),
     );
   }
-  if (limits.charts) out.push(...overTimeSection(merged, columns));
+  if (limits.charts && !options.servers) out.push(...overTimeSection(merged, columns));
   out.push(...verdictSection(merged, columns));
   if (limits.charts) out.push(...charts(view, columns));
   out.push(...notes(merged, options));
@@ -135,7 +141,7 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
   const lines: string[] = [];
   if (merged.test.name) lines.push(`- **Test:** ${inline(merged.test.name)}`);
   lines.push(`- **Scenarios:** ${inline(merged.test.scenarios.join(", ") || "—")}`);
-  if (all.firstMetricAt !== null && all.lastMetricAt !== null) {
+  if (all.firstMetricAt !== null && all.lastMetricAt !== null && !options.servers) {
     lines.push(`- **Run:** ${utc(all.firstMetricAt)}, ${duration(all.lastMetricAt - all.firstMetricAt)}`);
   }
   const aborted = merged.timeline?.aborted;
@@ -144,7 +150,8 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
     lines.push(`- **⛔ Stopped early${at}** by ${code(`--abort-on ${aborted.condition}`)}: ${code(aborted.figure)}`);
   }
   const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
-  lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);
+  if (options.servers) lines.push(`- **Servers, one after the other:** ${truncate(perRegion, 2_000)} task(s) each, the same scenario and regions`);
+  else lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);
   if (merged.test.phases.length > 0) {
     const phases = merged.test.phases.slice(0, 20).map(phase);
     const more = merged.test.phases.length > 20 ? `; … ${merged.test.phases.length - 20} more` : "";
@@ -313,8 +320,8 @@ function xychart(title: string, labels: string[], series: ChartSeries[]): string
     "```",
     "",
     series.length > 1
-      ? `${series.map((s) => `${s.square} ${s.label}`).join(" · ")} (${series[series.length - 1].label} drawn in front); one bar per region`
-      : `${series[0].square} ${series[0].label}; one bar per region`,
+      ? `${series.map((s) => `${s.square} ${s.label}`).join(" · ")} (${series[series.length - 1].label} drawn in front); one bar per column`
+      : `${series[0].square} ${series[0].label}; one bar per column`,
   ];
 }
 

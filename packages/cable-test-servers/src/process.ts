@@ -10,6 +10,8 @@ export interface RunningServer {
   kill(): Promise<void>;
   /** Starts the server again on the same port, with the same arguments; resolves once it listens. */
   restart(): Promise<void>;
+  /** The running process's id (a restart gets a new one); undefined once it has exited. */
+  pid(): number | undefined;
 }
 
 export async function freePort(): Promise<number> {
@@ -104,5 +106,6 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningServer>
       if (running(current)) throw new Error(`${command} is still running on ${port}: kill it first`);
       await start();
     },
+    pid: () => (running(current) ? current.child.pid : undefined),
   };
 }
