@@ -186,6 +186,7 @@ function program(exit: (code: number) => void): Command {
     .option("--pause <duration>", "between two servers' runs", "10s")
     .option("--compare-id <id>", "use this id (the results go to <out>/<id>/<NAME>/) instead of a generated one")
     .option("--title <text>", "heading of report.md")
+    .option("--fail-on-regression <pct>", "exit 1 when a server is worse than the first --target by more (e.g. 10%), significantly and above the floor, as the baseline gate")
     .addHelpText("after", COMPARE_HELP)
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
@@ -210,6 +211,7 @@ function program(exit: (code: number) => void): Command {
             targets,
             pauseMs: parseDuration("--pause", o.pause as string),
             compareId: o.compareId === undefined ? undefined : parseRunId(o.compareId as string),
+            regressionThreshold: o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string),
             ...(flags.local ? { store: localStore(flags) } : {}),
           },
           { backend, now: Date.now, sleep, log, abort, progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },

@@ -60,6 +60,8 @@ describe("cable-fanout compare", () => {
     }
     expect(md).toMatch(/\| soketi \| \d+ MB → \d+ MB → \d+ MB \| \d+ % \| \d+ % \| process \d+ and its children \|/);
     expect(md).toMatch(/\| reverb \| \d+ MB → \d+ MB → \d+ MB \|/);
+    expect(md).toContain("### Against soketi, the first server");
+    expect(merged.againstFirst.threshold).toBe(10);
   });
 
   it("names a bad flag before anything starts", async () => {

@@ -3,7 +3,7 @@
 export { Plugin, LEGACY_METRICS_FORMAT } from "./plugin.js";
 export { mergeResults, mergeRegions, loadResultsDir, loadBaseline, type Expectations, type RegionTasks } from "./results.js";
 export { renderMarkdown, DEFAULT_MAX_BYTES, type RenderOptions } from "./markdown.js";
-export { compareServers, serverFiguresSection, shiftTask, type ServerProcessFigures, type ServerRun } from "./servers.js";
+export { compareServers, serverFiguresSection, serverGateSection, serverRegressions, shiftTask, type ServerProcessFigures, type ServerRun } from "./servers.js";
 export { findRegressions, gateCell, onlyInBaseline, quantileInterval, GATE, type Regression, type GateVerdict } from "./compare.js";
 export { detectSaturation, SATURATION_THRESHOLDS, type GeneratorHealth, type SaturationVerdict } from "./saturation.js";
 export { loadTask, type TaskResult, type HistogramSummary } from "./task.js";

@@ -1,11 +1,12 @@
 // Servers side by side: the same scenario run against each server in turn (cable-fanout compare),
 // one column per server where a run has one per region. Pure: each server's tasks in, the
 // comparison model and its server table out.
+import { findRegressions, type Regression } from "./compare.js";
 import type { MergedResults } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mergeRegions, type RegionTasks } from "./results.js";
 import type { TaskResult } from "./task.js";
-import { cell } from "./text.js";
+import { cell, inline, truncate } from "./text.js";
 
 /** What the server process itself did during its run (cable-fanout reads /proc, or its Prometheus endpoint). */
 export interface ServerProcessFigures {
@@ -95,4 +96,32 @@ export function serverFiguresSection(runs: ServerRun[]): string[] {
     "|:--|:--|--:|--:|:--|",
     ...rows,
   ];
+}
+
+/**
+ * Each server against the first one given, through the gate a baseline comparison uses (compare.ts:
+ * significantly at least `thresholdPercent` worse, above the floor, no saturated generator):
+ * "is Reverb slower than AnyCable beyond noise?".
+ */
+export function serverRegressions(merged: MergedResults, thresholdPercent: number): Regression[] {
+  const [reference, ...others] = merged.regions;
+  if (!reference || reference.tasks === 0) return [];
+  // The all-regions column of a comparison is no server: left out on both sides (no tasks).
+  const none = { ...merged.all, tasks: 0 };
+  const current: MergedResults = { ...merged, regions: others, all: none };
+  const baseline: MergedResults = { ...merged, regions: others.map((c) => ({ ...reference, name: c.name })), all: none, verdicts: undefined };
+  return findRegressions(current, baseline, thresholdPercent);
+}
+
+/** "### Against soketi": each gated cell where a server is worse than the first, or that none is. */
+export function serverGateSection(merged: MergedResults, thresholdPercent: number, regressions: Regression[]): string[] {
+  const reference = merged.regions[0];
+  if (!reference || merged.regions.length < 2) return [];
+  const heading = ["", `### Against ${inline(reference.name)}, the first server`, ""];
+  if (regressions.length === 0) {
+    return [...heading, `No server is worse than ${inline(reference.name)} by ${thresholdPercent}% or more beyond noise in any gated cell (latency percentiles, failed users, errors; the gate of \`--fail-on-regression\`).`];
+  }
+  const shown = regressions.slice(0, 30).map((r) => `- ❌ **${inline(truncate(r.row, 120))}**, ${inline(r.column)}: ${inline(r.reason)}`);
+  if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more in merged.json`);
+  return [...heading, `Worse than ${inline(reference.name)} by ${thresholdPercent}% or more, significantly and above the floor:`, "", ...shown];
 }

@@ -2,16 +2,16 @@
 // "all regions" column, the servers' own figures in a table.
 import { describe, expect, it } from "vitest";
 import { renderMarkdown } from "../src/markdown.js";
-import { compareServers, serverFiguresSection, shiftTask, type ServerRun } from "../src/servers.js";
+import { compareServers, serverFiguresSection, serverGateSection, serverRegressions, shiftTask, type ServerRun } from "../src/servers.js";
 import { around, taskOf } from "./fixtures.js";
 
 const T0 = Date.UTC(2026, 10, 24, 12, 0, 0);
 
-function run(name: string, startAt: number, latencyMs: number): ServerRun {
+function run(name: string, startAt: number, latencyMs: number, seed = latencyMs, samples = 100): ServerRun {
   const task = taskOf(
     {
       counters: { "vusers.created": 100, "vusers.completed": 100, "vusers.created_by_name.listener": 100 },
-      histograms: { "cable.handshake_latency": around(latencyMs, 100, latencyMs) },
+      histograms: { "cable.handshake_latency": around(latencyMs, samples, seed) },
       periods: [0, 1, 2].map((i) => ({ period: startAt + i * 10_000, counters: { "vusers.created": i === 0 ? 100 : 0 }, histograms: { "cable.handshake_latency": around(latencyMs, 30, i) } })),
       phaseStarts: [{ index: 0, name: "ramp", startTime: startAt }],
       firstMetricAt: startAt,
@@ -67,5 +67,16 @@ describe("servers side by side", () => {
     expect(lines).toContain("| soketi | 61 MB → 141 MB → 98 MB | 87 % | 35 % | process 1234 and its children |");
     expect(lines.join("\n")).not.toContain("reverb");
     expect(serverFiguresSection([{ name: "x" }])).toEqual([]);
+  });
+
+  it("the gate between servers: identical servers pass (A/A), a slower one is named (A/B)", () => {
+    const aa = compareServers([run("a", T0, 40, 1, 2_000), run("b", T0 + 60_000, 40, 2, 2_000)]);
+    expect(serverRegressions(aa, 10)).toEqual([]);
+    expect(serverGateSection(aa, 10, []).join("\n")).toContain("No server is worse than a by 10% or more beyond noise");
+    const ab = compareServers([run("anycable", T0, 40, 1, 2_000), run("reverb", T0 + 60_000, 80, 2, 2_000)]);
+    const found = serverRegressions(ab, 10);
+    expect(found.map((r) => [r.row, r.column])).toContainEqual(["Handshake latency (ms): p50", "reverb"]);
+    expect(found.every((r) => r.column === "reverb")).toBe(true);
+    expect(serverGateSection(ab, 10, found).join("\n")).toContain("- ❌ **Handshake latency (ms): p50**, reverb:");
   });
 });

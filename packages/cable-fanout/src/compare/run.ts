@@ -1,7 +1,7 @@
 // `cable-fanout compare`: the same scenario against each server in turn, from the same generator
 // tasks and regions, a pause between them, then one report with a column per server.
 import path from "node:path";
-import { compareServers, loadResultsDir, renderMarkdown, serverFiguresSection, writeFileAtomic, type MergedResults, type ServerRun } from "artillery-plugin-cable-report";
+import { compareServers, loadResultsDir, renderMarkdown, serverFiguresSection, serverGateSection, serverRegressions, writeFileAtomic, type MergedResults, type Regression, type ServerRun } from "artillery-plugin-cable-report";
 import { EXIT } from "../collect.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
 import { processFigures, sampleProcess, watchProcess } from "./process-meter.js";
@@ -21,7 +21,12 @@ export interface CompareOptions extends Omit<RunOptions, "target" | "runId" | "s
   /** Between two servers' runs: the generator and the network settle, the last server's sockets close. */
   pauseMs: number;
   compareId?: string;
+  /** --fail-on-regression: exit 1 when a server is worse than the first by this much (percent); the section uses 10% without it. */
+  regressionThreshold?: number;
 }
+
+/** The gate's threshold in the report when --fail-on-regression is not given. */
+export const DEFAULT_SERVER_GATE_PERCENT = 10;
 
 export interface CompareResult {
   exitCode: number;
@@ -30,6 +35,8 @@ export interface CompareResult {
   reportFile: string;
   mergedFile: string;
   merged: MergedResults;
+  /** Cells where a server is worse than the first (serverRegressions). */
+  regressions: Regression[];
   servers: { name: string; runDir?: string; exitCode?: number; error?: string }[];
 }
 
@@ -53,7 +60,7 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
     const watch = target.serverPid ? watchProcess(target.serverPid) : undefined;
     const run: ServerRun = { name: target.name };
     try {
-      const { targets: _t, pauseMs: _p, compareId: _c, ...runOptions } = options;
+      const { targets: _t, pauseMs: _p, compareId: _c, regressionThreshold: _r, ...runOptions } = options;
       const result = await runFanout(
         { ...runOptions, outDir: dir, target: target.url, runId: target.name, serverMetricsUrl: target.serverMetricsUrl, title: `${options.title ?? "Servers compared"}: ${target.name}` },
         deps,
@@ -82,16 +89,18 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
   const notes = servers.filter((s) => s.error).map((s) => `${s.name}: the run failed (${s.error}).`);
   const merged = compareServers(runs, notes);
   const title = options.title ?? `Servers compared: ${options.targets.map((t) => t.name).join(", ")}`;
-  const markdown = [renderMarkdown(merged, { title, servers: true }).trimEnd(), ...serverFiguresSection(runs), ""].join("\n");
+  const threshold = options.regressionThreshold ?? DEFAULT_SERVER_GATE_PERCENT;
+  const regressions = serverRegressions(merged, threshold);
+  const markdown = [renderMarkdown(merged, { title, servers: true }).trimEnd(), ...serverGateSection(merged, threshold, regressions), ...serverFiguresSection(runs), ""].join("\n");
   const reportFile = path.join(dir, "report.md");
   const mergedFile = path.join(dir, "merged.json");
   writeFileAtomic(reportFile, markdown);
-  writeFileAtomic(mergedFile, `${JSON.stringify({ ...merged, servers: runs.map((r) => ({ name: r.name, process: r.process ?? null })) }, null, 2)}\n`);
+  writeFileAtomic(mergedFile, `${JSON.stringify({ ...merged, servers: runs.map((r) => ({ name: r.name, process: r.process ?? null })), againstFirst: { threshold, regressions } }, null, 2)}\n`);
   // Interrupted; a server without results (as a region without them); else the first run's own failure.
   const exitCode = deps.abort.signal.aborted
     ? EXIT.aborted
     : runs.some((r) => !r.regions)
       ? EXIT.regionFailed
-      : (servers.find((s) => (s.exitCode ?? 0) !== 0)?.exitCode ?? EXIT.ok);
-  return { exitCode, compareId, dir, reportFile, mergedFile, merged, servers };
+      : (servers.find((s) => (s.exitCode ?? 0) !== 0)?.exitCode ?? (options.regressionThreshold !== undefined && regressions.length > 0 ? EXIT.regression : EXIT.ok));
+  return { exitCode, compareId, dir, reportFile, mergedFile, merged, regressions, servers };
 }

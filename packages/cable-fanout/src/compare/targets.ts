@@ -20,8 +20,12 @@ The servers' own figures, as the seed benchmarks give them:
     --target soketi=ws://127.0.0.1:6001 --target reverb=ws://127.0.0.1:8080 \\
     --server-pid soketi=4242 --server-pid reverb=4343
 
-Exit status: 0 done; 4 a server left no results (its column is empty); 7 interrupted; else the first
-failing run's own status.`;
+The first --target is the reference: "Against <first>" lists every gated cell (latency
+percentiles, failed users, errors) where another server is worse by --fail-on-regression (10% when
+not given) significantly and above the floor, the gate a baseline comparison uses.
+
+Exit status: 0 done; 1 a server worse than the first beyond --fail-on-regression; 4 a server left no
+results (its column is empty); 7 interrupted; else the first failing run's own status.`;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,35}$/;
 
