@@ -77,6 +77,22 @@ export function stopOnSignals(abort: AbortController): { off: () => void } {
 
 const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
 
+/** What `run` and `compare` read alike from `scenarioRunOptions`' flags. */
+function scenarioRunInput(scenario: string, o: Record<string, unknown>, flags: BackendFlags, secrets: ReturnType<typeof parseSecrets>) {
+  return {
+    scenarioFile: scenario,
+    regions: parseRegions(o.regions as string),
+    count: parsePositiveInt("--count", o.count as string),
+    outDir: flags.out,
+    ...parseScenarioRunFlags(o as Parameters<typeof parseScenarioRunFlags>[0], secrets),
+    maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
+    minReadyPct: parseMinReady(o.minReady as string),
+    readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
+    heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
+    ...(flags.local ? { store: localStore(flags) } : {}),
+  };
+}
+
 function program(exit: (code: number) => void): Command {
   const cmd = new Command("cable-fanout")
     .description("Run an Artillery scenario from several regions at once (Fargate, or local processes with --local) and write the per-region comparison")
@@ -142,20 +158,11 @@ function program(exit: (code: number) => void): Command {
       try {
         const result = await runFanout(
           {
-            scenarioFile: scenario,
-            regions: parseRegions(o.regions as string),
-            count: parsePositiveInt("--count", o.count as string),
-            outDir: flags.out,
-            ...parseScenarioRunFlags(o, secrets),
-            maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
-            minReadyPct: parseMinReady(o.minReady as string),
-            readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
-            heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
+            ...scenarioRunInput(scenario, o, flags, secrets),
             runId: o.runId === undefined ? undefined : parseRunId(o.runId as string),
             abortOn: ((o.abortOn as string[] | undefined) ?? []).map(parseAbortOn),
             serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
             ...reportFlags(o),
-            ...(flags.local ? { store: localStore(flags) } : {}),
           },
           {
             backend,
@@ -198,21 +205,12 @@ function program(exit: (code: number) => void): Command {
       try {
         const result = await runCompare(
           {
-            scenarioFile: scenario,
-            regions: parseRegions(o.regions as string),
-            count: parsePositiveInt("--count", o.count as string),
-            outDir: flags.out,
-            ...parseScenarioRunFlags(o, secrets),
-            maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
-            minReadyPct: parseMinReady(o.minReady as string),
-            readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
-            heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
+            ...scenarioRunInput(scenario, o, flags, secrets),
             title: o.title as string | undefined,
             targets,
             pauseMs: parseDuration("--pause", o.pause as string),
             compareId: o.compareId === undefined ? undefined : parseRunId(o.compareId as string),
             regressionThreshold: o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string),
-            ...(flags.local ? { store: localStore(flags) } : {}),
           },
           { backend, now: Date.now, sleep, log, abort, progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
         );

@@ -261,15 +261,7 @@ const pusherServers: Array<{
   },
   {
     name: "Sockudo",
-    start: async () => {
-      const sockudo = await startSockudo();
-      return {
-        url: sockudo.url,
-        httpUrl: `http://127.0.0.1:${sockudo.port}`,
-        app: { appId: sockudo.appId, key: sockudo.key, secret: sockudo.secret },
-        stop: () => sockudo.stop(),
-      };
-    },
+    start: async () => underTest(await startSockudo()),
     expectRefusal: expectSockudoRefusal,
     clientEventErrorCode: 4301,
     // Sockudo drops the connection without a frame or a close handshake.
@@ -277,15 +269,7 @@ const pusherServers: Array<{
   },
   {
     name: "Soketi",
-    start: async () => {
-      const soketi = await startSoketi();
-      return {
-        url: soketi.url,
-        httpUrl: `http://127.0.0.1:${soketi.port}`,
-        app: { appId: soketi.appId, key: soketi.key, secret: soketi.secret },
-        stop: () => soketi.stop(),
-      };
-    },
+    start: async () => underTest(await startSoketi()),
     expectRefusal(frame, channel) {
       expect(frame).toMatchObject({ event: "pusher:subscription_error", channel });
       expect(pusherData(frame)).toMatchObject({ type: "AuthError", status: 401 });
@@ -296,15 +280,7 @@ const pusherServers: Array<{
   },
   {
     name: "Reverb",
-    start: async () => {
-      const reverb = await startReverb();
-      return {
-        url: reverb.url,
-        httpUrl: `http://127.0.0.1:${reverb.port}`,
-        app: { appId: reverb.appId, key: reverb.key, secret: reverb.secret },
-        stop: () => reverb.stop(),
-      };
-    },
+    start: async () => underTest(await startReverb()),
     expectRefusal: expectSockudoRefusal,
     clientEventErrorCode: null,
     // pusher:error's data as a JSON string, then the socket dropped without a close handshake.
@@ -324,6 +300,11 @@ const pusherServers: Array<{
     quirks: { joinerHearsItself: true, publicClientEventsDropped: true, repeatSubscribeUnanswered: true, unknownKeyHttpStatus: 404 },
   },
 ];
+
+/** A harness server (its socket host, the HTTP API on the same port) as the tests use it. */
+function underTest(server: { url: string; port: number; appId: string; key: string; secret: string; stop(): Promise<void> }): PusherServerUnderTest {
+  return { url: server.url, httpUrl: `http://127.0.0.1:${server.port}`, app: { appId: server.appId, key: server.key, secret: server.secret }, stop: () => server.stop() };
+}
 
 function expectSockudoRefusal(frame: any): void {
   expect(frame.event).toBe("pusher:error");
