@@ -7,7 +7,8 @@
 //       socket lives 45 s), ramping to --users concurrent sockets over --ramp seconds, against
 //       anycable-go 1.6.16 (Pusher mode), Soketi 1.6.1 and Reverb 1.10.2, each with --server-pid
 //
-// Writes bench/results/compare-<mode>/ (the compare's report.md and merged.json, each server's run).
+// Writes bench/results/compare-<mode>/ (the compare's report.md and merged.json, each server's own
+// report.md; the raw task files stay in a temporary folder).
 // Needs `npm run build` and `bash scripts/setup-test-servers.sh`.
 import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
@@ -59,7 +60,9 @@ try {
   });
   const into = path.join(root, "bench/results", `compare-${mode}`);
   rmSync(into, { recursive: true, force: true });
-  cpSync(path.join(work, `pusher-${users}`), into, { recursive: true, filter: (f) => !f.includes(".local-store") });
+  // Kept: the comparison (report.md, merged.json) and each server's own report.md; the raw task files stay in the work folder.
+  const from = path.join(work, `pusher-${users}`);
+  cpSync(from, into, { recursive: true, filter: (f) => { const rel = path.relative(from, f); return rel === "" || !rel.includes(path.sep) || /^[^/]+(\/report\.md)?$/.test(rel); } });
   console.error(`compare-servers: exit ${code} after ${Math.round((Date.now() - started) / 1000)} s; ${path.relative(root, into)}/report.md`);
 } finally {
   await Promise.all(servers.map((s) => s.stop()));

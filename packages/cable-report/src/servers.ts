@@ -118,10 +118,19 @@ export function serverGateSection(merged: MergedResults, thresholdPercent: numbe
   const reference = merged.regions[0];
   if (!reference || merged.regions.length < 2) return [];
   const heading = ["", `### Against ${inline(reference.name)}, the first server`, ""];
+  // A saturated generator's latencies are the generator's: the gate leaves them out, and says so.
+  const saturated = merged.regions.filter((c) => c.generator.some((t) => t.saturated)).map((c) => inline(c.name));
+  const unjudged =
+    saturated.length > 0
+      ? [
+          "",
+          `The latencies of ${saturated.join(", ")} were not judged: the load generator was saturated in ${saturated.length === 1 ? "that run" : "those runs"} (see above), so they describe the generator, not the server.`,
+        ]
+      : [];
   if (regressions.length === 0) {
-    return [...heading, `No server is worse than ${inline(reference.name)} by ${thresholdPercent}% or more beyond noise in any gated cell (latency percentiles, failed users, errors; the gate of \`--fail-on-regression\`).`];
+    return [...heading, `No server is worse than ${inline(reference.name)} by ${thresholdPercent}% or more beyond noise in any gated cell (latency percentiles, failed users, errors; the gate of \`--fail-on-regression\`).`, ...unjudged];
   }
   const shown = regressions.slice(0, 30).map((r) => `- ❌ **${inline(truncate(r.row, 120))}**, ${inline(r.column)}: ${inline(r.reason)}`);
   if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more in merged.json`);
-  return [...heading, `Worse than ${inline(reference.name)} by ${thresholdPercent}% or more, significantly and above the floor:`, "", ...shown];
+  return [...heading, `Worse than ${inline(reference.name)} by ${thresholdPercent}% or more, significantly and above the floor:`, "", ...shown, ...unjudged];
 }

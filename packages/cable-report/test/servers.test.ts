@@ -78,5 +78,11 @@ describe("servers side by side", () => {
     expect(found.map((r) => [r.row, r.column])).toContainEqual(["Handshake latency (ms): p50", "reverb"]);
     expect(found.every((r) => r.column === "reverb")).toBe(true);
     expect(serverGateSection(ab, 10, found).join("\n")).toContain("- ❌ **Handshake latency (ms): p50**, reverb:");
+    // A saturated generator: that column's latencies are not judged, and the section says so.
+    const hot = compareServers([run("anycable", T0, 40, 1, 2_000), run("reverb", T0 + 60_000, 80, 2, 2_000)]);
+    hot.regions[1].generator = hot.regions[1].generator.map((t) => ({ ...t, saturated: true, reasons: ["event-loop lag p99 125 ms > 100 ms"] }));
+    const judged = serverRegressions(hot, 10);
+    expect(judged.some((r) => r.row.startsWith("Handshake latency"))).toBe(false);
+    expect(serverGateSection(hot, 10, judged).join("\n")).toContain("The latencies of reverb were not judged: the load generator was saturated in that run");
   });
 });
