@@ -32,7 +32,9 @@ const smoke: Record<string, Smoke> = {
   "soak-pubsub.yml": { users: 3, variables: { stay_messages: 1 }, histograms: ["cable.broadcast_latency", "cable.publish_latency"] },
   "mixed.yml": { users: 20, variables: { stay: 1, messages: 1, commands: 3 }, histograms: ["cable.handshake_latency"] },
   "avalanche.yml": { users: 20, variables: { hold: 1 }, histograms: ["cable.connect_to_confirm", "cable.subscription_latency"] },
+  "pusher-avalanche.yml": { users: 20, variables: { hold: 1 }, histograms: ["cable.connect_to_confirm", "cable.subscription_latency"], pusher: true },
   // Weights pick senders at random (1 in 5): with 40 users, none is picked once in ~7,000 runs.
+  "cable-broadcast.yml": { users: 40, variables: { lifetime: 2, sends: 8 }, histograms: ["cable.handshake_latency"] },
   "pusher-broadcast.yml": { users: 40, variables: { lifetime: 2, sends: 8 }, histograms: ["cable.handshake_latency"], pusher: true },
   "pubsub-rooms.yml": { users: 4, variables: { messages: 2, stay: 1 }, histograms: ["cable.publish_latency", "cable.broadcast_latency"], pusher: true },
   // The capacity scenarios loop until `cable-fanout capacity` says stop, or for capacity_max_s.

@@ -4,7 +4,7 @@ import path from "node:path";
 import { freePort, spawnServer, type RunningServer } from "./process.js";
 
 export interface AnyCableOptions {
-  /** `--public`: every connection and every public `$pubsub` stream accepted, no RPC server. Default true. */
+  /** `--public`: every connection and every public `$pubsub` stream accepted. Default: true without an RPC app. */
   public?: boolean;
   /** `--streams_secret`: signed `$pubsub` streams are verified with it (whispers allowed on them too). */
   streamsSecret?: string;
@@ -14,6 +14,10 @@ export interface AnyCableOptions {
   broadcastKey?: string;
   /** Pusher mode: the Pusher protocol at `/app/<key>` and its HTTP API on the main port. */
   pusher?: { appId: string; key: string; secret: string };
+  /** `--rpc_host`: an HTTP RPC app (startAnyCableRails); without it, `--norpc`. */
+  rpcUrl?: string;
+  /** The HTTP broadcast endpoint's port (default a free one): an RPC app started first must know it. */
+  broadcastPort?: number;
   /** More flags, e.g. `["--sessions_ttl=60"]`. */
   args?: string[];
 }
@@ -44,16 +48,16 @@ export async function startAnyCable(options: AnyCableOptions = {}): Promise<AnyC
   if (!existsSync(bin)) {
     throw new Error(`anycable-go is not built at ${bin}: run \`bash scripts/setup-test-servers.sh\` (it builds it once from ../shared/vendor)`);
   }
-  const [port, broadcastPort] = [await freePort(), await freePort()];
+  const [port, broadcastPort] = [await freePort(), options.broadcastPort ?? (await freePort())];
   const args = [
     "--host=127.0.0.1",
     `--port=${port}`,
     "--broadcast_adapter=http",
     `--http_broadcast_port=${broadcastPort}`,
     "--log_level=error",
-    "--norpc",
+    options.rpcUrl ? `--rpc_host=${options.rpcUrl}` : "--norpc",
   ];
-  if (options.public ?? true) args.push("--public");
+  if (options.public ?? !options.rpcUrl) args.push("--public");
   if (options.streamsSecret) args.push(`--streams_secret=${options.streamsSecret}`, "--streams_whisper");
   if (options.broker) args.push(`--broker=${options.broker}`);
   if (options.broadcastKey) args.push(`--broadcast_key=${options.broadcastKey}`);

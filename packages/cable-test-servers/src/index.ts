@@ -1,5 +1,5 @@
 export { freePort, spawnServer, type RunningServer } from "./process.js";
-export { startRails, type RailsServer } from "./rails.js";
+export { startRails, startAnyCableRails, type AnyCableRailsServer, type RailsServer } from "./rails.js";
 export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
 export { startSoketi, soketiEntry, soketiNode, type SoketiOptions, type SoketiServer } from "./soketi.js";
 export { startReverb, reverbApp, type ReverbServer } from "./reverb.js";
@@ -8,3 +8,4 @@ export { establishedConnections, establishedPeers, waitForConnections } from "./
 export { startTcpProxy, type TcpProxy } from "./proxy.js";
 export { counter, runArtillery, samples, type ArtilleryRun, type ArtilleryReport, type RunOptions } from "./artillery.js";
 export { makeTestCa, startTlsTerminator, type TestCa, type TlsTerminator } from "./tls.js";
+export { CONSTRAINTS, installStrictAws, strictAwsNodeOptions, StrictAwsError, violations, type Constraint, type Violation } from "./strict-aws.js";

@@ -41,17 +41,18 @@ function rssBytes(pid: number): number {
 }
 
 /** The process and every descendant alive now. */
-export function processTree(root: number): Stat[] {
+export function processTree(roots: number | number[]): Stat[] {
   const all: Stat[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     const stat = readStat(Number(name));
     if (stat) all.push(stat);
   }
-  const tree = all.filter((s) => s.pid === root);
+  const rootPids = [roots].flat();
+  const tree = all.filter((s) => rootPids.includes(s.pid));
   if (tree.length === 0) return [];
   // Bounded: each pass adds the children of the last; a tree is at most as deep as it is large.
-  for (let frontier = [root], guard = 0; frontier.length > 0 && guard < all.length; guard++) {
+  for (let frontier = tree.map((s) => s.pid), guard = 0; frontier.length > 0 && guard < all.length; guard++) {
     const children = all.filter((s) => frontier.includes(s.ppid) && !tree.some((t) => t.pid === s.pid));
     tree.push(...children);
     frontier = children.map((c) => c.pid);
@@ -59,8 +60,9 @@ export function processTree(root: number): Stat[] {
   return tree;
 }
 
-export function sampleProcess(pid: number, now: number = Date.now()): ProcessSample {
-  const tree = processTree(pid);
+/** Several roots are one server made of processes that are not parent and child (anycable-go and its RPC app). */
+export function sampleProcess(pids: number | number[], now: number = Date.now()): ProcessSample {
+  const tree = processTree(pids);
   if (tree.length === 0) return { at: now, rssBytes: null, cpuSeconds: null };
   return { at: now, rssBytes: tree.reduce((sum, s) => sum + rssBytes(s.pid), 0), cpuSeconds: tree.reduce((sum, s) => sum + s.cpuSeconds, 0) };
 }
@@ -92,12 +94,12 @@ export function processFigures(idle: ProcessSample, during: ProcessSample[], aft
   };
 }
 
-/** Samples `pid` every `intervalMs` until stopped; bounded by `maxSamples`. */
-export function watchProcess(pid: number, intervalMs = 1_000, maxSamples = 24 * 3_600): { samples: ProcessSample[]; stop(): void } {
+/** Samples `pids` every `intervalMs` until stopped; bounded by `maxSamples`. */
+export function watchProcess(pids: number | number[], intervalMs = 1_000, maxSamples = 24 * 3_600): { samples: ProcessSample[]; stop(): void } {
   const samples: ProcessSample[] = [];
   const timer = setInterval(() => {
     if (samples.length >= maxSamples) return clearInterval(timer);
-    samples.push(sampleProcess(pid));
+    samples.push(sampleProcess(pids));
   }, intervalMs);
   timer.unref();
   return { samples, stop: () => clearInterval(timer) };

@@ -13,7 +13,7 @@ export interface CompareTarget {
   /** --server-metrics NAME=URL: the server's Prometheus endpoint, charted in its run's report. */
   serverMetricsUrl?: string;
   /** --server-pid NAME=PID: a server on this machine, its memory and CPU read from /proc with its children's. */
-  serverPid?: number;
+  serverPids?: number[];
 }
 
 export interface CompareOptions extends Omit<RunOptions, "target" | "runId" | "serverMetricsUrl" | "baseline" | "regressionThreshold"> {
@@ -56,8 +56,8 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
       if (deps.abort.signal.aborted) break;
     }
     deps.log(`compare: ${target.name} (${i + 1} of ${options.targets.length}) at ${target.url}`);
-    const idle = target.serverPid ? sampleProcess(target.serverPid) : undefined;
-    const watch = target.serverPid ? watchProcess(target.serverPid) : undefined;
+    const idle = target.serverPids ? sampleProcess(target.serverPids) : undefined;
+    const watch = target.serverPids ? watchProcess(target.serverPids) : undefined;
     const run: ServerRun = { name: target.name };
     try {
       const { targets: _t, pauseMs: _p, compareId: _c, regressionThreshold: _r, ...runOptions } = options;
@@ -78,9 +78,9 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
     } finally {
       watch?.stop();
     }
-    if (target.serverPid && idle && watch) {
+    if (target.serverPids && idle && watch) {
       await deps.sleep(SETTLE_MS, deps.abort.signal);
-      run.process = processFigures(idle, watch.samples, sampleProcess(target.serverPid), `process ${target.serverPid} and its children`);
+      run.process = processFigures(idle, watch.samples, sampleProcess(target.serverPids), `${target.serverPids.length > 1 ? "processes" : "process"} ${target.serverPids.join(", ")} and their children`);
     }
     runs.push(run);
   }

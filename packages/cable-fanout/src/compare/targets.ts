@@ -11,8 +11,9 @@ by side, a column each, latencies merged exactly per server, the generator's sat
 Each run's series start where the first's did, so their verdicts over time compare.
 
 The servers' own figures, as the seed benchmarks give them:
-  --server-pid NAME=PID       a server on this machine: memory idle → peak → after, CPU (its child
-                              processes counted: puma's workers, php's)
+  --server-pid NAME=PID[,PID] a server on this machine: memory idle → peak → after, CPU (its child
+                              processes counted: puma's workers, php's; several pids are summed:
+                              anycable-go and its RPC app)
   --server-metrics NAME=URL   a Prometheus endpoint (anycable-go --metrics_http, Sockudo's or
                               Soketi's metrics port): charted in that server's own report
 
@@ -57,9 +58,11 @@ export function parseCompareTargets(targets: string[], metrics: string[], pids: 
     byName("--server-metrics", name).serverMetricsUrl = parseHttpUrl("--server-metrics", url);
   }
   for (const text of pids) {
-    const [name, pid] = split("--server-pid", text);
-    if (!/^[1-9]\d*$/.test(pid)) throw new FanoutInputError(`--server-pid ${name}: "${pid}" is not a process id`);
-    byName("--server-pid", name).serverPid = Number(pid);
+    const [name, list] = split("--server-pid", text);
+    const pids = list.split(",").map((p) => p.trim());
+    const bad = pids.find((p) => !/^[1-9]\d*$/.test(p));
+    if (bad !== undefined) throw new FanoutInputError(`--server-pid ${name}: "${bad}" is not a process id`);
+    byName("--server-pid", name).serverPids = pids.map(Number);
   }
   return parsed;
 }

@@ -1,0 +1,257 @@
+// moto's conscience: the documented request constraints of every AWS call the runner and the tasks
+// make, checked before the SDK sends the call. moto accepts what AWS refuses (a ListTasks with two
+// filters, a 300-character StopTask reason); with this installed, such a call fails in `npm test`
+// with the error AWS would answer. Pure rules (`violations`), and one hook on the SDK's Client.send
+// that every client (ECS, S3, SSM, …) goes through, installed in the test process and, through
+// NODE_OPTIONS=--require, in every CLI and worker process a test spawns against moto.
+
+export interface Constraint {
+  /** `ECSClient.ListTasksCommand`. */
+  call: string;
+  /** What AWS answers when the rule is broken. */
+  error: string;
+  rule: string;
+  source: string;
+  /** The broken rule's detail, or undefined when the input keeps it. */
+  check: (input: Record<string, any>) => string | undefined;
+}
+
+const API = {
+  listTasks: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_ListTasks.html",
+  runTask: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html",
+  stopTask: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_StopTask.html",
+  describeTasks: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DescribeTasks.html",
+  taskOverride: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_TaskOverride.html",
+  s3Keys: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html",
+  s3Metadata: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html",
+  listObjectsV2: "https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html",
+  getParameter: "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetParameter.html",
+  parameterNames: "https://docs.aws.amazon.com/systems-manager/latest/userguide/sysman-paramstore-su-create.html",
+  describeParameters: "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_DescribeParameters.html",
+  secretNames: "https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_CreateSecret.html",
+  describeSecret: "https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DescribeSecret.html",
+  describeStacks: "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStacks.html",
+  getServiceQuota: "https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/API_GetServiceQuota.html",
+};
+
+const utf8 = (s: string) => Buffer.byteLength(s, "utf8");
+const present = (v: unknown) => v !== undefined && v !== null && v !== "";
+
+/** SSM parameter names: a-zA-Z0-9_.-/, at most 15 levels, not under aws/ssm, at most 1011 characters. */
+function parameterName(name: unknown): string | undefined {
+  if (typeof name !== "string" || name.length === 0) return "a parameter name is required";
+  const bare = name.startsWith("arn:") ? name.slice(name.indexOf(":parameter") + ":parameter".length) : name;
+  if (bare.length > 1011) return `the name is ${bare.length} characters (at most 1011)`;
+  if (!/^[a-zA-Z0-9_.\-/]+$/.test(bare)) return `"${bare}" has characters other than a-zA-Z0-9_.-/`;
+  if (bare.split("/").filter(Boolean).length > 15) return `"${bare}" is more than 15 levels deep`;
+  if (/^\/?(aws|ssm)/i.test(bare)) return `"${bare}" begins with aws or ssm, which are reserved`;
+  return undefined;
+}
+
+export const CONSTRAINTS: Constraint[] = [
+  {
+    call: "ECSClient.ListTasksCommand",
+    error: "InvalidParameterException",
+    rule: "startedBy must be the only filter: not with desiredStatus, family, serviceName, containerInstance or launchType",
+    source: API.listTasks,
+    check: (i) => {
+      const others = ["desiredStatus", "family", "serviceName", "containerInstance", "launchType"].filter((k) => present(i[k]));
+      return present(i.startedBy) && others.length > 0 ? `startedBy given with ${others.join(", ")}` : undefined;
+    },
+  },
+  {
+    call: "ECSClient.ListTasksCommand",
+    error: "InvalidParameterException",
+    rule: "maxResults is 1–100",
+    source: API.listTasks,
+    check: (i) => (i.maxResults !== undefined && (i.maxResults < 1 || i.maxResults > 100) ? `maxResults ${i.maxResults}` : undefined),
+  },
+  {
+    call: "ECSClient.RunTaskCommand",
+    error: "InvalidParameterException",
+    rule: "count is 1–10 per call",
+    source: API.runTask,
+    check: (i) => (i.count !== undefined && (i.count < 1 || i.count > 10) ? `count ${i.count}` : undefined),
+  },
+  {
+    call: "ECSClient.RunTaskCommand",
+    error: "InvalidParameterException",
+    rule: "startedBy is at most 128 letters, digits, hyphens and underscores (hyphen-joined run ids and task ids included)",
+    source: API.runTask,
+    check: (i) => (present(i.startedBy) && !/^[a-zA-Z0-9_-]{1,128}$/.test(i.startedBy) ? `startedBy "${i.startedBy}"` : undefined),
+  },
+  {
+    call: "ECSClient.RunTaskCommand",
+    error: "InvalidParameterException",
+    rule: "launchType and capacityProviderStrategy are exclusive",
+    source: API.runTask,
+    check: (i) => (present(i.launchType) && Array.isArray(i.capacityProviderStrategy) && i.capacityProviderStrategy.length > 0 ? "both launchType and capacityProviderStrategy" : undefined),
+  },
+  {
+    call: "ECSClient.RunTaskCommand",
+    error: "InvalidParameterException",
+    rule: "the overrides are at most 8192 characters as JSON",
+    source: API.taskOverride,
+    check: (i) => {
+      const size = i.overrides === undefined ? 0 : JSON.stringify(i.overrides).length;
+      return size > 8192 ? `overrides of ${size} characters` : undefined;
+    },
+  },
+  {
+    call: "ECSClient.StopTaskCommand",
+    error: "InvalidParameterException",
+    rule: "reason is at most 255 characters",
+    source: API.stopTask,
+    check: (i) => (typeof i.reason === "string" && i.reason.length > 255 ? `a reason of ${i.reason.length} characters` : undefined),
+  },
+  {
+    call: "ECSClient.DescribeTasksCommand",
+    error: "InvalidParameterException",
+    rule: "at most 100 tasks per call",
+    source: API.describeTasks,
+    check: (i) => (Array.isArray(i.tasks) && i.tasks.length > 100 ? `${i.tasks.length} tasks` : undefined),
+  },
+  ...["PutObjectCommand", "GetObjectCommand"].map(
+    (command): Constraint => ({
+      call: `S3Client.${command}`,
+      error: "KeyTooLongError",
+      rule: "an object key is at most 1,024 bytes of UTF-8",
+      source: API.s3Keys,
+      check: (i) => (typeof i.Key === "string" && utf8(i.Key) > 1024 ? `a key of ${utf8(i.Key)} bytes` : undefined),
+    }),
+  ),
+  {
+    call: "S3Client.PutObjectCommand",
+    error: "MetadataTooLarge",
+    rule: "user-defined metadata is at most 2 KB (names and values, UTF-8)",
+    source: API.s3Metadata,
+    check: (i) => {
+      const size = Object.entries((i.Metadata ?? {}) as Record<string, string>).reduce((n, [k, v]) => n + utf8(k) + utf8(String(v)), 0);
+      return size > 2048 ? `${size} bytes of metadata` : undefined;
+    },
+  },
+  {
+    call: "S3Client.ListObjectsV2Command",
+    error: "InvalidArgument",
+    rule: "MaxKeys is at most 1,000",
+    source: API.listObjectsV2,
+    check: (i) => (i.MaxKeys !== undefined && (i.MaxKeys < 0 || i.MaxKeys > 1000) ? `MaxKeys ${i.MaxKeys}` : undefined),
+  },
+  {
+    call: "SSMClient.GetParameterCommand",
+    error: "ValidationException",
+    rule: "a parameter name: a-zA-Z0-9_.-/, at most 15 levels, not beginning with aws or ssm",
+    source: API.parameterNames,
+    check: (i) => parameterName(i.Name),
+  },
+  {
+    call: "SSMClient.DescribeParametersCommand",
+    error: "ValidationException",
+    rule: "MaxResults is 1–50; ParameterFilters Key Name takes Option Equals or BeginsWith, 1–50 values",
+    source: API.describeParameters,
+    check: (i) => {
+      if (i.MaxResults !== undefined && (i.MaxResults < 1 || i.MaxResults > 50)) return `MaxResults ${i.MaxResults}`;
+      for (const f of (i.ParameterFilters ?? []) as Array<{ Key: string; Option?: string; Values?: string[] }>) {
+        if (f.Key === "Name" && f.Option !== undefined && !["Equals", "BeginsWith"].includes(f.Option)) return `filter Name with Option ${f.Option}`;
+        if (f.Values !== undefined && (f.Values.length < 1 || f.Values.length > 50)) return `a filter with ${f.Values.length} values`;
+      }
+      return undefined;
+    },
+  },
+  ...["DescribeSecretCommand", "GetSecretValueCommand"].map(
+    (command): Constraint => ({
+      call: `SecretsManagerClient.${command}`,
+      error: "ValidationException",
+      rule: "SecretId is a name or ARN of at most 2,048 characters; a name is at most 512 of a-zA-Z0-9/_+=.@-",
+      source: API.describeSecret,
+      check: (i) => {
+        const id = String(i.SecretId ?? "");
+        if (id.length < 1 || id.length > 2048) return `a SecretId of ${id.length} characters`;
+        if (!id.startsWith("arn:") && (id.length > 512 || !/^[a-zA-Z0-9/_+=.@-]+$/.test(id))) return `"${id}" is not a secret name`;
+        return undefined;
+      },
+    }),
+  ),
+  {
+    call: "CloudFormationClient.DescribeStacksCommand",
+    error: "ValidationError",
+    rule: "StackName is a name (a letter, then letters, digits and hyphens, at most 128) or a stack id",
+    source: API.describeStacks,
+    check: (i) => (present(i.StackName) && !String(i.StackName).startsWith("arn:") && !/^[a-zA-Z][-a-zA-Z0-9]{0,127}$/.test(i.StackName) ? `StackName "${i.StackName}"` : undefined),
+  },
+  {
+    call: "ServiceQuotasClient.GetServiceQuotaCommand",
+    error: "ValidationException",
+    rule: "ServiceCode and QuotaCode match the documented patterns",
+    source: API.getServiceQuota,
+    check: (i) => {
+      if (!/^[a-zA-Z][a-zA-Z0-9-]{1,63}$/.test(String(i.ServiceCode))) return `ServiceCode "${i.ServiceCode}"`;
+      if (!/^[a-zA-Z][a-zA-Z0-9-]{1,128}$/.test(String(i.QuotaCode))) return `QuotaCode "${i.QuotaCode}"`;
+      return undefined;
+    },
+  },
+];
+
+export interface Violation {
+  constraint: Constraint;
+  detail: string;
+}
+
+/** Pure: what AWS would refuse in this call. */
+export function violations(client: string, command: string, input: Record<string, any>): Violation[] {
+  const call = `${client}.${command}`;
+  return CONSTRAINTS.filter((c) => c.call === call).flatMap((constraint) => {
+    const detail = constraint.check(input ?? {});
+    return detail === undefined ? [] : [{ constraint, detail }];
+  });
+}
+
+/** The error the SDK would throw for AWS's 400 answer. */
+export class StrictAwsError extends Error {
+  readonly $fault = "client";
+  readonly $metadata = { httpStatusCode: 400 };
+  constructor(readonly violation: Violation, call: string) {
+    super(`${call}: ${violation.detail} (strict AWS double: ${violation.constraint.rule}; ${violation.constraint.source})`);
+    this.name = violation.constraint.error;
+  }
+}
+
+const PATCHED = Symbol.for("cable.strictAws");
+
+/**
+ * Hooks Client.send of the SDK's copy of @smithy/core (resolved from `from`, default this process's
+ * working directory and this package): a call that breaks a rule rejects before anything is sent.
+ * Idempotent. Returns false where no SDK can be found from there.
+ */
+export function installStrictAws(from: string[] = [process.cwd(), __dirname]): boolean {
+  let mod: { Client?: { prototype: Record<string | symbol, any> } };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    mod = require(require.resolve("@smithy/core/client", { paths: from }));
+  } catch {
+    return false;
+  }
+  const proto = mod.Client?.prototype;
+  if (!proto || proto[PATCHED]) return Boolean(proto);
+  const send = proto.send as (...args: any[]) => any;
+  proto.send = function strictSend(this: { constructor: { name: string } }, command: { constructor: { name: string }; input: Record<string, any> }, ...rest: any[]) {
+    const client = this.constructor.name;
+    const found = violations(client, command.constructor.name, command.input);
+    if (found.length > 0) {
+      const error = new StrictAwsError(found[0], `${client}.${command.constructor.name}`);
+      const callback = rest.find((r) => typeof r === "function");
+      if (callback) return void callback(error);
+      return Promise.reject(error);
+    }
+    return send.call(this, command, ...rest);
+  };
+  proto[PATCHED] = true;
+  return true;
+}
+
+/** NODE_OPTIONS that make every process spawned with them strict (keeps whatever options were there). */
+export function strictAwsNodeOptions(existing = process.env.NODE_OPTIONS ?? ""): string {
+  // The built file (a spawned `node` runs JavaScript), also when this module runs from its TypeScript source.
+  const preload = require.resolve("cable-test-servers/dist/strict-aws-preload.js");
+  return existing.includes(preload) ? existing : `${existing} --require=${preload}`.trim();
+}

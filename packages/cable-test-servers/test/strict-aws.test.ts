@@ -1,0 +1,67 @@
+import { spawnSync } from "node:child_process";
+import { ListTasksCommand, ECSClient, StopTaskCommand } from "@aws-sdk/client-ecs";
+import { describe, expect, test } from "vitest";
+import { CONSTRAINTS, installStrictAws, strictAwsNodeOptions, violations } from "../src/index.js";
+
+// Each rule with an input AWS refuses and one it accepts.
+const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+  ["ECSClient.ListTasksCommand", { cluster: "c", startedBy: "run-1", desiredStatus: "RUNNING" }, { cluster: "c", startedBy: "run-1" }],
+  ["ECSClient.ListTasksCommand", { cluster: "c", maxResults: 500 }, { cluster: "c", desiredStatus: "RUNNING", maxResults: 100 }],
+  ["ECSClient.RunTaskCommand", { count: 11 }, { count: 10 }],
+  ["ECSClient.RunTaskCommand", { count: 1, startedBy: "run 1" }, { count: 1, startedBy: "20261124-2001-ab12_x" }],
+  ["ECSClient.RunTaskCommand", { count: 1, launchType: "FARGATE", capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }] }, { count: 1, capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }] }],
+  ["ECSClient.RunTaskCommand", { count: 1, overrides: { containerOverrides: [{ environment: [{ name: "X", value: "x".repeat(9000) }] }] } }, { count: 1, overrides: { containerOverrides: [{ environment: [{ name: "X", value: "x" }] }] } }],
+  ["ECSClient.StopTaskCommand", { task: "t", reason: "r".repeat(256) }, { task: "t", reason: "r".repeat(255) }],
+  ["ECSClient.DescribeTasksCommand", { tasks: Array.from({ length: 101 }, (_, i) => `t${i}`) }, { tasks: ["t"] }],
+  ["S3Client.PutObjectCommand", { Key: "k".repeat(1025) }, { Key: "runs/x/€".repeat(100) }],
+  ["S3Client.GetObjectCommand", { Key: "é".repeat(513) }, { Key: "é".repeat(512) }],
+  ["S3Client.PutObjectCommand", { Key: "k", Metadata: { big: "v".repeat(2100) } }, { Key: "k", Metadata: { small: "v" } }],
+  ["S3Client.ListObjectsV2Command", { MaxKeys: 1001 }, { MaxKeys: 1 }],
+  ["SSMClient.GetParameterCommand", { Name: "/cable loadtest/secret" }, { Name: "/cable-loadtest/pusher-secret" }],
+  ["SSMClient.GetParameterCommand", { Name: "/aws/secret" }, { Name: "arn:aws:ssm:eu-west-2:123456789012:parameter/cable-loadtest/s" }],
+  ["SSMClient.DescribeParametersCommand", { MaxResults: 51 }, { MaxResults: 50, ParameterFilters: [{ Key: "Name", Option: "Equals", Values: ["/cable-loadtest/s"] }] }],
+  ["SecretsManagerClient.DescribeSecretCommand", { SecretId: "cable loadtest/cookie" }, { SecretId: "cable-loadtest/cookie" }],
+  ["SecretsManagerClient.GetSecretValueCommand", { SecretId: "" }, { SecretId: "arn:aws:secretsmanager:eu-west-2:123456789012:secret:cable-loadtest/cookie-AbCdEf" }],
+  ["CloudFormationClient.DescribeStacksCommand", { StackName: "CableLoadtest_eu-west-2" }, { StackName: "CableLoadtest-eu-west-2" }],
+  ["ServiceQuotasClient.GetServiceQuotaCommand", { ServiceCode: "fargate", QuotaCode: "L 3032A538" }, { ServiceCode: "fargate", QuotaCode: "L-3032A538" }],
+];
+
+describe("the strict AWS double's rules", () => {
+  test.each(cases)("%s: refused and accepted as AWS documents", (call, refused, accepted) => {
+    const [client, command] = call.split(".");
+    expect(violations(client, command, refused).length, JSON.stringify(refused).slice(0, 80)).toBeGreaterThan(0);
+    expect(violations(client, command, accepted)).toEqual([]);
+  });
+
+  test("every rule has a case above and a page of the AWS documentation", () => {
+    for (const c of CONSTRAINTS) {
+      expect(c.source).toMatch(/^https:\/\/docs\.aws\.amazon\.com\//);
+      const [client, command] = c.call.split(".");
+      expect(cases.some(([call, refused]) => call === c.call && c.check(refused) !== undefined), `${c.call}: ${c.rule}`).toBe(true);
+      expect(violations(client, command, {}).every((v) => v.constraint !== c) || c.check({}) !== undefined).toBe(true);
+    }
+  });
+});
+
+describe("installed on the SDK", () => {
+  test("a refused call rejects with AWS's error name before anything is sent; an accepted one is sent", async () => {
+    expect(installStrictAws()).toBe(true);
+    // Nothing listens on port 9: a call that is sent fails with a network error instead.
+    const ecs = new ECSClient({ region: "eu-west-2", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "a", secretAccessKey: "b" }, maxAttempts: 1 });
+    const refused = await ecs.send(new ListTasksCommand({ cluster: "c", startedBy: "run-1", desiredStatus: "RUNNING" })).catch((e: Error) => e);
+    expect(refused).toMatchObject({ name: "InvalidParameterException", $metadata: { httpStatusCode: 400 } });
+    expect((refused as Error).message).toContain("API_ListTasks.html");
+    const sent = await ecs.send(new StopTaskCommand({ cluster: "c", task: "t", reason: "fine" })).catch((e: Error) => e);
+    expect((sent as Error).name).not.toBe("InvalidParameterException");
+  });
+
+  test("a process spawned with strictAwsNodeOptions() refuses the same call", () => {
+    const script = `
+      const { ECSClient, StopTaskCommand } = require("@aws-sdk/client-ecs");
+      new ECSClient({ region: "eu-west-2", endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "a", secretAccessKey: "b" }, maxAttempts: 1 })
+        .send(new StopTaskCommand({ cluster: "c", task: "t", reason: "x".repeat(300) }))
+        .then(() => console.log("sent"), (e) => console.log(e.name));`;
+    const out = spawnSync(process.execPath, ["-e", script], { env: { ...process.env, NODE_OPTIONS: strictAwsNodeOptions("") }, encoding: "utf8", timeout: 30_000 });
+    expect(out.stdout.trim(), out.stderr).toBe("InvalidParameterException");
+  });
+});
