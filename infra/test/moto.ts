@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import net from "node:net";
+import { installStrictAws, strictAwsNodeOptions } from "cable-test-servers";
 
 /** A moto server on a free loopback port, for S3, SSM and Secrets Manager without an AWS account. */
 export interface Moto {
@@ -32,9 +33,12 @@ export async function startMoto(): Promise<Moto> {
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  // moto accepts what AWS refuses: calls here and in the workers the tests spawn are held to AWS's
+  // documented constraints first (cable-test-servers/strict-aws).
+  if (!installStrictAws()) throw new Error("the strict AWS double found no AWS SDK to hook");
   return {
     endpoint,
-    env: { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "eu-west-2" },
+    env: { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "eu-west-2", NODE_OPTIONS: strictAwsNodeOptions() },
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -60,7 +60,11 @@ export async function stopCommand(
   let unstopped = 0;
   await Promise.all(
     regions.map(async (region) => {
-      const found = await region.findRunningTasks(record.runId);
+      // A region whose listing fails still stops the tasks the run record names.
+      const found = await region.findRunningTasks(record.runId).catch((err: Error) => {
+        log(`${region.name}: could not list the run's tasks (${err.name}: ${err.message}); stopping those the run record names`);
+        return [] as string[];
+      });
       const listed = record.started[region.name] ?? [];
       const candidates = [...new Set([...found, ...listed])];
       let live = candidates.length === 0 ? [] : (await region.describeTasks(candidates)).filter((t) => t.phase !== "stopped");

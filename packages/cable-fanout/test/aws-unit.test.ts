@@ -1,10 +1,11 @@
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
-import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
+import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
 import { DescribeSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { DescribeParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
-import { beforeEach, describe, expect, it } from "vitest";
+import { violations } from "cable-test-servers";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AwsRegion, AWS_TIMING, defaultClients } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import type { StartOptions } from "../src/backend";
@@ -38,6 +39,19 @@ const region = () =>
   });
 const options = (extra: Partial<StartOptions> = {}): StartOptions => ({ spot: false, secretRefs: {}, secretValues: {}, abort: new AbortController().signal, ...extra });
 const provisioning = (count: number): Task[] => Array.from({ length: count }, () => ({ taskArn: arn(++n), lastStatus: "PROVISIONING" }));
+
+// The mocks answer anything; every call the code under test made is also held to what AWS accepts
+// (the strict double's rules, cable-test-servers/strict-aws).
+afterEach(() => {
+  const refused = [ecs, cfn].flatMap((mock) =>
+    mock.calls().flatMap((call) => {
+      const command = call.args[0] as unknown as { constructor: { name: string }; input: Record<string, unknown> };
+      const client = mock === ecs ? "ECSClient" : "CloudFormationClient";
+      return violations(client, command.constructor.name, command.input).map((v) => `${client}.${command.constructor.name}: ${v.detail} (${v.constraint.rule})`);
+    }),
+  );
+  expect(refused).toEqual([]);
+});
 
 beforeEach(() => {
   ecs.reset();
@@ -191,6 +205,15 @@ describe("watching a region", () => {
     expect(clock.sleeps).toEqual([10_000, 20_000]);
     expect(result.failures).toEqual([]);
     expect(result.tasks.map((t) => t.exitCode)).toEqual([0, 0]);
+  });
+});
+
+describe("finding a run's tasks (cable-fanout stop)", () => {
+  it("lists them with startedBy as ListTasks' only filter, as ECS requires, page by page", async () => {
+    ecs.on(ListTasksCommand).callsFake((input) => (input.nextToken ? { taskArns: [arn(2)] } : { taskArns: [arn(1)], nextToken: "t" }));
+    expect(await region().findRunningTasks("run-1")).toEqual([arn(1), arn(2)]);
+    const inputs = ecs.commandCalls(ListTasksCommand).map((c) => c.args[0].input);
+    expect(inputs.map((i) => Object.keys(i).filter((k) => k !== "nextToken" && k !== "maxResults").sort())).toEqual([["cluster", "startedBy"], ["cluster", "startedBy"]]);
   });
 });
 

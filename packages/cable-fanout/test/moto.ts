@@ -5,7 +5,7 @@ import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { stackNameFor } from "cable-infra/contract";
-import { freePort, spawnServer, type RunningServer } from "cable-test-servers";
+import { freePort, installStrictAws, spawnServer, strictAwsNodeOptions, type RunningServer } from "cable-test-servers";
 
 export interface Moto {
   endpoint: string;
@@ -28,7 +28,10 @@ export async function startMoto(options: MotoOptions = {}): Promise<Moto> {
     throw new Error(`${(err as Error).message}\n(bash scripts/setup-test-servers.sh installs moto_server)`);
   }
   const endpoint = `http://127.0.0.1:${port}`;
-  const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "us-east-1" };
+  // moto accepts what AWS refuses: every call made against it, here and in the CLIs and workers the
+  // tests spawn (they inherit NODE_OPTIONS), is held to AWS's documented constraints first.
+  if (!installStrictAws()) throw new Error("the strict AWS double found no AWS SDK to hook");
+  const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "us-east-1", NODE_OPTIONS: strictAwsNodeOptions() };
   Object.assign(process.env, env);
   // Tasks advance one state per DescribeTasks call by default; make them advance with time instead.
   const response = await fetch(`${endpoint}/moto-api/state-manager/set-transition`, {

@@ -205,9 +205,14 @@ export class AwsRegion implements Region {
     if (errors.length > 0) throw new Error(`StopTask failed in ${this.name} for ${errors.join("; ")}`);
   }
 
+  /**
+   * ECS takes `startedBy` only as the sole filter (InvalidParameterException with `desiredStatus`
+   * beside it; moto accepts both). Alone, it still lists only tasks whose desired status is RUNNING,
+   * ListTasks' default.
+   */
   async findRunningTasks(runId: string): Promise<string[]> {
     const arns: string[] = [];
-    for await (const page of paginateListTasks({ client: this.clients.ecs }, { cluster: this.stack.clusterArn, startedBy: runId, desiredStatus: "RUNNING" })) {
+    for await (const page of paginateListTasks({ client: this.clients.ecs }, { cluster: this.stack.clusterArn, startedBy: runId })) {
       arns.push(...(page.taskArns ?? []));
     }
     return arns;
