@@ -29,6 +29,8 @@ export const OUTPUT_KEYS = [
   "AssignPublicIp",
   "BucketName",
   "LogGroupName",
+  "LogStreamPrefix",
+  "TaskCpu",
 ] as const;
 export type OutputKey = (typeof OUTPUT_KEYS)[number];
 

@@ -147,6 +147,8 @@ describe("a region's stack", () => {
     london.hasOutput("SubnetIds", { Value: { "Fn::Join": ["", [{ Ref: Match.stringLikeRegexp("Subnet1") }, ",", { Ref: Match.stringLikeRegexp("Subnet2") }]] } });
     london.hasOutput("BucketName", { Value: { Ref: Match.stringLikeRegexp("^Bucket") } });
     london.hasOutput("LogGroupName", { Value: { Ref: Match.stringLikeRegexp("^Logs") } });
+    london.hasOutput("LogStreamPrefix", { Value: "loadgen" });
+    london.hasOutput("TaskCpu", { Value: "4096" });
   });
 
   it("tags every taggable resource with the project", () => {
@@ -216,7 +218,6 @@ describe("the operator policy and the GitHub Actions role", () => {
     const statements = policy.Properties.PolicyDocument.Statement as Array<{ Sid: string; Action: string | string[]; Resource: unknown; Condition?: unknown }>;
     expect(statements.map((s) => [s.Sid, s.Action])).toEqual([
       ["FindStack", "cloudformation:DescribeStacks"],
-      ["ReadTaskDefinition", "ecs:DescribeTaskDefinition"],
       ["RunTasks", "ecs:RunTask"],
       ["WatchAndStopTasks", ["ecs:DescribeTasks", "ecs:StopTask"]],
       ["FindRunTasks", "ecs:ListTasks"],
@@ -225,11 +226,15 @@ describe("the operator policy and the GitHub Actions role", () => {
       ["ReadWriteRuns", ["s3:GetObject", "s3:PutObject"]],
       ["CheckSecretParameters", "ssm:DescribeParameters"],
       ["CheckSecrets", "secretsmanager:DescribeSecret"],
+      ["ReadTaskLogs", ["logs:GetLogEvents", "logs:FilterLogEvents"]],
       ["CheckFargateQuota", "servicequotas:GetServiceQuota"],
     ]);
-    // "*" only where the action has no resource-level permissions, or a condition scopes it to the cluster.
+    // "*" only where the action has no resource-level permissions and reads no secret, or a condition
+    // scopes it to the cluster. Not DescribeTaskDefinition: on "*" it reads every task definition in
+    // the region, other applications' plaintext environments included (the stack outputs what the runner needs).
     const star = statements.filter((s) => s.Resource === "*").map((s) => s.Sid);
-    expect(star).toEqual(["ReadTaskDefinition", "FindRunTasks", "CheckSecretParameters"]);
+    expect(star).toEqual(["FindRunTasks", "CheckSecretParameters"]);
+    expect(statements.flatMap((s) => [s.Action].flat())).not.toContain("ecs:DescribeTaskDefinition");
     const passRole = statements.find((s) => s.Sid === "PassTaskRoles")!;
     expect(passRole.Resource).toEqual([{ "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionTaskRole/), "Arn"] }, { "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionExecutionRole/), "Arn"] }]);
     expect(passRole.Condition).toEqual({ StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } });

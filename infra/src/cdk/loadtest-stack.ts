@@ -93,7 +93,7 @@ export class LoadtestStack extends Stack {
     this.operatorPolicy = new iam.ManagedPolicy(this, "OperatorPolicy", {
       managedPolicyName: operatorPolicyNameFor(region),
       description: `cable-fanout run | collect | stop against ${stackNameFor(region)}`,
-      statements: operatorStatements(this, { cluster, taskDefinition, bucket }),
+      statements: operatorStatements(this, { cluster, taskDefinition, bucket, logGroup }),
     });
 
     const securityGroup = new ec2.SecurityGroup(this, "TaskSecurityGroup", {
@@ -111,6 +111,10 @@ export class LoadtestStack extends Stack {
       AssignPublicIp: network.assignPublicIp ? "ENABLED" : "DISABLED",
       BucketName: bucket.bucketName,
       LogGroupName: logGroup.logGroupName,
+      // What the runner used to read with DescribeTaskDefinition, which IAM grants only on "*" (every
+      // task definition in the region, other applications' environments included).
+      LogStreamPrefix: CONTAINER_NAME,
+      TaskCpu: String(settings.cpu),
     };
     for (const key of OUTPUT_KEYS) new CfnOutput(this, key, { value: outputs[key] });
     // Not part of the runner's contract: for people attaching the policy.

@@ -1,13 +1,14 @@
 /**
  * What `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
  * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket,
- * check secrets and the Fargate quota. Every statement is proven against the calls the runner makes
+ * check secrets and the Fargate quota, read its tasks' logs. Every statement is proven against the calls the runner makes
  * (infra/test/operator-policy.test.ts and cable-fanout's test/operator-policy.test.ts, with an IAM
  * policy simulator).
  */
 import { ArnFormat, type Stack } from "aws-cdk-lib";
 import type * as ecs from "aws-cdk-lib/aws-ecs";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import { FARGATE_VCPU_QUOTA, SECRETS_PATH, stackNameFor } from "../contract.js";
 import { RUNS_PREFIX } from "../worker/layout.js";
@@ -16,19 +17,19 @@ export interface OperatorResources {
   cluster: ecs.ICluster;
   taskDefinition: ecs.TaskDefinition;
   bucket: s3.IBucket;
+  logGroup: logs.ILogGroup;
 }
 
 export function operatorStatements(stack: Stack, r: OperatorResources): iam.PolicyStatement[] {
   const onCluster = { ArnEquals: { "ecs:cluster": r.cluster.clusterArn } };
   const family = r.taskDefinition.family;
+  const logGroupArn = stack.formatArn({ service: "logs", resource: "log-group", resourceName: r.logGroup.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
   return [
     new iam.PolicyStatement({
       sid: "FindStack",
       actions: ["cloudformation:DescribeStacks"],
       resources: [stack.formatArn({ service: "cloudformation", resource: "stack", resourceName: `${stackNameFor(stack.region)}/*` })],
     }),
-    // DescribeTaskDefinition has no resource-level permissions: "*" is the only resource it takes.
-    new iam.PolicyStatement({ sid: "ReadTaskDefinition", actions: ["ecs:DescribeTaskDefinition"], resources: ["*"] }),
     new iam.PolicyStatement({
       sid: "RunTasks",
       actions: ["ecs:RunTask"],
@@ -63,6 +64,14 @@ export function operatorStatements(stack: Stack, r: OperatorResources): iam.Poli
       sid: "CheckSecrets",
       actions: ["secretsmanager:DescribeSecret"],
       resources: [stack.formatArn({ service: "secretsmanager", resource: "secret", resourceName: `${SECRETS_PATH}/*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+    }),
+    // The runner names a failed task's log stream; reading it is the next thing its operator does.
+    // Built by hand: the log group's Arn attribute ends in ":*", which FilterLogEvents' resource (the
+    // group itself) does not match.
+    new iam.PolicyStatement({
+      sid: "ReadTaskLogs",
+      actions: ["logs:GetLogEvents", "logs:FilterLogEvents"],
+      resources: [logGroupArn, `${logGroupArn}:log-stream:*`],
     }),
     new iam.PolicyStatement({
       sid: "CheckFargateQuota",

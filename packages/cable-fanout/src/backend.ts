@@ -23,8 +23,9 @@ export interface TaskSnapshot {
 }
 
 export interface StartOptions {
-  /** Run on FARGATE_SPOT. */
+  /** Run on FARGATE_SPOT; the tasks Spot cannot place fall back to FARGATE unless `spotOnly`. */
   spot: boolean;
+  spotOnly?: boolean;
   /** Task size overrides (CPU units, MiB). */
   cpu?: number;
   memory?: number;
@@ -47,6 +48,8 @@ export interface StartOutcome {
   started: TaskSnapshot[];
   /** One line per task that could not be started, after retries. */
   failures: string[];
+  /** What the user should know that is no failure (tasks on FARGATE because Spot had no capacity). */
+  notices?: string[];
 }
 
 export interface DownloadedResults {

@@ -120,7 +120,8 @@ function program(exit: (code: number) => void): Command {
       .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
       .option("-v, --variables <json>", "Artillery's -v: values for config.variables")
       .option("-e, --environment <name>", "Artillery's -e: one of config.environments")
-      .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
+      .option("--spot", "Fargate Spot capacity (FARGATE_SPOT); tasks Spot cannot place start on FARGATE instead, and the report says so")
+      .option("--spot-only", "Fargate Spot and nothing else: tasks Spot cannot place are not started")
       .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
       .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
       .addOption(

@@ -74,6 +74,7 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   tasks.sort((a, b) => a.region.localeCompare(b.region) || a.taskId.localeCompare(b.taskId));
 
   const notes = [
+    ...Object.entries(record.notices ?? {}).flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...tasks
       .filter((t) => t.state !== "ok")

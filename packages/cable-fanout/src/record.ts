@@ -55,6 +55,8 @@ export const recordSchema = z.object({
   /** Filled in when the results are collected. */
   tasks: z.array(taskOutcomeSchema).default([]),
   regionFailures: z.record(z.string(), z.array(z.string())).default({}),
+  /** Per region, what the report should say that is no failure (tasks on FARGATE because Spot had none). */
+  notices: z.record(z.string(), z.array(z.string())).default({}),
   /** What stopped the run early (--abort-on), when, with which figure. */
   aborted: z.object({ condition: z.string(), at: z.number(), figure: z.string() }).optional(),
   /** Written when results are collected: when each region's tasks really started (start-report.ts). */

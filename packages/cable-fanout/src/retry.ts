@@ -31,6 +31,11 @@ export function isRetryableFailure(reason: string): boolean {
   return /capacity|RESOURCE:|throttl|rate exceeded/i.test(reason);
 }
 
+/** ECS's answer when Fargate (Spot) has no capacity for the task now: RunTask succeeds with a failure per task. */
+export function isCapacityFailure(reason: string): boolean {
+  return /capacity/i.test(reason);
+}
+
 /** Starts `count` tasks through `runBatch(n)` (n ≤ 10), batch after batch; returns what started and why the rest did not. */
 export async function startInBatches<T>(count: number, runBatch: (n: number) => Promise<BatchResult<T>>, deps: RetryDeps): Promise<BatchResult<T>> {
   const backoff = deps.backoff ?? RUN_TASK_BACKOFF;

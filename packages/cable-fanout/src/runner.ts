@@ -34,6 +34,8 @@ export interface RunOptions {
   insecure?: boolean;
   environment?: string;
   spot: boolean;
+  /** --spot-only: no fallback to FARGATE. */
+  spotOnly?: boolean;
   cpu?: number;
   memory?: number;
   secretRefs: Record<string, string>;
@@ -159,6 +161,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     started: {},
     tasks: [],
     regionFailures: {},
+    notices: {},
   };
   mkdirSync(runDir, { recursive: true });
   const saveRecord = () => writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
@@ -205,7 +208,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
       const watched = await watchRegion(region, {
         runId,
         count: options.count,
-        startOptions: { spot: options.spot, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: abort.signal },
+        startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: abort.signal },
         timing,
         deps,
         progress,
@@ -218,6 +221,10 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
       });
       snapshots.set(region.name, watched.tasks);
       if (watched.failures.length > 0) regionFailures.set(region.name, [...(regionFailures.get(region.name) ?? []), ...watched.failures]);
+      if (watched.notices.length > 0) {
+        record.notices[region.name] = watched.notices;
+        saveRecord();
+      }
     });
     const barrier = runBarrier({
       runId,
@@ -382,9 +389,10 @@ interface WatchInput {
 const MAX_POLL_ERRORS = 6;
 
 /** Starts a region's tasks and polls them until all have stopped; never throws. */
-export async function watchRegion(region: Region, input: WatchInput): Promise<{ tasks: TaskSnapshot[]; failures: string[] }> {
+export async function watchRegion(region: Region, input: WatchInput): Promise<{ tasks: TaskSnapshot[]; failures: string[]; notices: string[] }> {
   const { deps, timing, progress } = input;
   const failures: string[] = [];
+  const notices: string[] = [];
   const event = (line: string) => progress.event(`${region.name}: ${line}`);
   let tasks: TaskSnapshot[];
   try {
@@ -392,11 +400,13 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<{ 
     tasks = outcome.started;
     failures.push(...outcome.failures);
     for (const f of outcome.failures) event(f);
+    notices.push(...(outcome.notices ?? []));
+    for (const n of notices) event(n);
   } catch (err) {
     const message = `starting tasks failed: ${(err as Error).name}: ${(err as Error).message}`;
     event(message);
     input.onControl?.({ tasks: () => [], stop: async () => undefined });
-    return { tasks: [], failures: [message] };
+    return { tasks: [], failures: [message], notices };
   }
   input.onStarted(tasks.map((t) => t.ref));
 
@@ -494,7 +504,7 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<{ 
     if (!tasks.some((t) => t.phase !== "stopped")) break;
     await deps.sleep(delay, stopDeadline === undefined ? deps.abort.signal : undefined);
   }
-  return { tasks, failures };
+  return { tasks, failures, notices };
 }
 
 /** A task that stopped for any reason other than its worker finishing cleanly. */

@@ -34,6 +34,9 @@ export function backoffSchedule(backoff: Backoff): number[] {
 /** RunTask: Artillery's run-fargate waits 10 s before retrying capacity failures. */
 export const RUN_TASK_BACKOFF: Backoff = { baseMs: 2_000, maxMs: 30_000, attempts: 6 };
 
+/** Spot with a fallback: a few quick tries (about 6 s), then the rest go to FARGATE rather than wait a minute. */
+export const SPOT_BACKOFF: Backoff = { baseMs: 2_000, maxMs: 4_000, attempts: 3 };
+
 /** StopTask under throttling: a stop must get through, so it keeps trying for about a minute per call. */
 export const STOP_TASK_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 16_000, attempts: 7 };
 

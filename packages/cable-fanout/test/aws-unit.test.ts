@@ -23,6 +23,8 @@ const STACK: RegionStack = {
   assignPublicIp: "ENABLED",
   bucketName: "bucket",
   logGroupName: "logs",
+  logStreamPrefix: "loadgen",
+  taskCpu: 4096,
 };
 
 const ecs = mockClient(ECSClient);
@@ -33,7 +35,7 @@ let n: number;
 
 const arn = (i: number) => `arn:aws:ecs:eu-west-2:123456789012:task/c/task${i}`;
 const region = () =>
-  new AwsRegion(STACK, defaultClients("eu-west-2"), { logging: { group: "logs", streamPrefix: "loadgen" }, cpu: 4096 }, {
+  new AwsRegion(STACK, defaultClients("eu-west-2"), {
     sleep: async (ms) => void sleeps.push(ms),
     log: (l) => logs.push(l),
   });
@@ -118,6 +120,51 @@ describe("RunTask", () => {
       ],
     });
     expect(input.networkConfiguration?.awsvpcConfiguration).toEqual({ subnets: ["subnet-1", "subnet-2"], securityGroups: ["sg-1"], assignPublicIp: "ENABLED" });
+  });
+});
+
+describe("Spot with a fallback", () => {
+  const noSpot = "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+  // RunTask answers a Spot shortage with a failure per task, not an error.
+  const spotShort = (spotPlaces: number) =>
+    ecs.on(RunTaskCommand).callsFake((input) => {
+      if (input.launchType === "FARGATE") return { tasks: provisioning(input.count), failures: [] };
+      const placed = Math.min(spotPlaces, input.count);
+      spotPlaces -= placed;
+      return { tasks: provisioning(placed), failures: Array.from({ length: input.count - placed }, () => ({ reason: noSpot })) };
+    });
+
+  it("starts on FARGATE the tasks Spot could not place after a few quick tries, and says so", async () => {
+    spotShort(1);
+    const outcome = await region().startTasks("run-1", 3, options({ spot: true }));
+    const calls = ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+    expect(calls.map((c) => [c.capacityProviderStrategy?.[0]?.capacityProvider ?? c.launchType, c.count])).toEqual([
+      ["FARGATE_SPOT", 3],
+      ["FARGATE_SPOT", 2],
+      ["FARGATE_SPOT", 2],
+      ["FARGATE", 2],
+    ]);
+    expect(outcome.started).toHaveLength(3);
+    expect(outcome.failures).toEqual([]);
+    expect(outcome.notices).toEqual([`2 of 3 task(s) ran on FARGATE (on-demand), not Spot: ${noSpot}`]);
+    expect(sleeps.reduce((a, b) => a + b, 0)).toBeLessThan(10_000);
+  });
+
+  it("--spot-only waits Spot out for the usual minute and starts nothing elsewhere", async () => {
+    spotShort(0);
+    const outcome = await region().startTasks("run-1", 2, options({ spot: true, spotOnly: true }));
+    const calls = ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+    expect(calls.every((c) => c.capacityProviderStrategy?.[0]?.capacityProvider === "FARGATE_SPOT")).toBe(true);
+    expect(calls).toHaveLength(6);
+    expect(outcome.started).toEqual([]);
+    expect(outcome.failures).toEqual([`2 task(s) not started after 6 tries: ${noSpot}`]);
+  });
+
+  it("does not fall back for a failure that is not capacity", async () => {
+    ecs.on(RunTaskCommand).resolves({ tasks: [], failures: [{ reason: "MISSING", detail: "task definition" }] });
+    const outcome = await region().startTasks("run-1", 1, options({ spot: true }));
+    expect(ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input.launchType)).toEqual([undefined]);
+    expect(outcome.failures).toEqual(["1 task(s) not started after 1 try: MISSING: task definition"]);
   });
 });
 
@@ -326,11 +373,18 @@ describe("discovery", () => {
     );
   });
 
-  it("reads the outputs and splits the subnets", async () => {
-    const outputs = { ClusterArn: "c", TaskDefinitionArn: "t", ContainerName: "loadgen", SubnetIds: "s1,s2", SecurityGroupId: "sg", AssignPublicIp: "ENABLED", BucketName: "b", LogGroupName: "l" };
+  it("reads the outputs and splits the subnets; the log prefix and the task's CPU come from outputs, not DescribeTaskDefinition", async () => {
+    const outputs = { ClusterArn: "c", TaskDefinitionArn: "t", ContainerName: "loadgen", SubnetIds: "s1,s2", SecurityGroupId: "sg", AssignPublicIp: "ENABLED", BucketName: "b", LogGroupName: "l", LogStreamPrefix: "loadgen", TaskCpu: "4096" };
     cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: "CableLoadtest-eu-west-2", StackStatus: "UPDATE_COMPLETE", CreationTime: new Date(), Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }] });
     const stack = await describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2");
-    expect(stack).toMatchObject({ clusterArn: "c", subnetIds: ["s1", "s2"], bucketName: "b" });
+    expect(stack).toMatchObject({ clusterArn: "c", subnetIds: ["s1", "s2"], bucketName: "b", logStreamPrefix: "loadgen", taskCpu: 4096 });
+    expect(ecs.calls()).toHaveLength(0);
+  });
+
+  it("asks to redeploy a stack from before the LogStreamPrefix and TaskCpu outputs", async () => {
+    const outputs = { ClusterArn: "c", TaskDefinitionArn: "t", ContainerName: "loadgen", SubnetIds: "s1,s2", SecurityGroupId: "sg", AssignPublicIp: "ENABLED", BucketName: "b", LogGroupName: "l" };
+    cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: "CableLoadtest-eu-west-2", StackStatus: "UPDATE_COMPLETE", CreationTime: new Date(), Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }] });
+    await expect(describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2")).rejects.toThrow("lacks the outputs LogStreamPrefix, TaskCpu (deployed by an older version?); redeploy it with: cd infra && npx cdk deploy");
   });
 
   it("refuses a stack in a failed state", async () => {

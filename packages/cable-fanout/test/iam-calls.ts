@@ -57,8 +57,6 @@ export function iamRequests(call: RecordedCall, deployment: Deployment): IamRequ
       const stackId = (call.output?.Stacks as Array<{ StackId: string }> | undefined)?.[0]?.StackId;
       return [req("cloudformation:DescribeStacks", stackId ?? `arn:aws:cloudformation:${region}:${deployment.account}:stack/${input.StackName}/missing`)];
     }
-    case "ECSClient.DescribeTaskDefinitionCommand":
-      return [req("ecs:DescribeTaskDefinition", "*")];
     case "ECSClient.RunTaskCommand": {
       const roles = deployment.roles.get(region)!;
       const pass = { "iam:PassedToService": "ecs-tasks.amazonaws.com" };

@@ -141,7 +141,6 @@ describe("the first AWS run (moto)", () => {
     // Every command the runner sent, each mapped to what IAM authorizes.
     expect([...new Set(calls.map((c) => `${c.client}.${c.command}`))].sort()).toEqual([
       "CloudFormationClient.DescribeStacksCommand",
-      "ECSClient.DescribeTaskDefinitionCommand",
       "ECSClient.DescribeTasksCommand",
       "ECSClient.ListTasksCommand",
       "ECSClient.RunTaskCommand",
@@ -166,6 +165,18 @@ describe("the first AWS run (moto)", () => {
     expect(denied).toEqual([]);
     expect(seen.size).toBeGreaterThan(20);
 
+    // The log stream the runner names for each task (DescribeTasks) is one its operator may read.
+    const started = JSON.parse(readFileSync(path.join(out, runId, "fanout.json"), "utf8")).started as Record<string, string[]>;
+    const pointers = (await Promise.all(REGIONS.map(async (r) => (await (await backend.openRegion(r)).describeTasks(started[r])).map((t) => [r, t.log ?? ""] as const)))).flat();
+    expect(pointers).toHaveLength(2);
+    for (const [region, pointer] of pointers) {
+      const m = /^CloudWatch Logs (\S+) (\S+)$/.exec(pointer);
+      expect(m, pointer).not.toBeNull();
+      const group = `arn:aws:logs:${region}:${ACCOUNT}:log-group:${m![1]}`;
+      expect(await simulate("logs:GetLogEvents", `${group}:log-stream:${m![2]}`), pointer).toBe("Allowed");
+      expect(await simulate("logs:FilterLogEvents", group), pointer).toBe("Allowed");
+    }
+
     // Nothing outside the stacks' bucket, roles, cluster and task definition.
     const [london] = stacks;
     const roles = deployment.roles.get("eu-west-2")!;
@@ -183,6 +194,9 @@ describe("the first AWS run (moto)", () => {
       ["ecs:StopTask", `arn:aws:ecs:eu-west-2:${ACCOUNT}:task/other/abc`, { "ecs:cluster": `arn:aws:ecs:eu-west-2:${ACCOUNT}:cluster/other` }],
       ["ecs:ListTasks", `arn:aws:ecs:eu-west-2:${ACCOUNT}:container-instance/other/0123456789abcdef`, { "ecs:cluster": `arn:aws:ecs:eu-west-2:${ACCOUNT}:cluster/other` }],
       ["ecs:DeleteCluster", london.clusterArn],
+      // Other applications' task definitions hold their plaintext environments.
+      ["ecs:DescribeTaskDefinition", "*"],
+      ["logs:GetLogEvents", `arn:aws:logs:eu-west-2:${ACCOUNT}:log-group:/payments/api:log-stream:web/1`],
       ["cloudformation:DescribeStacks", `arn:aws:cloudformation:eu-west-2:${ACCOUNT}:stack/OtherStack/x`],
       ["cloudformation:DeleteStack", `arn:aws:cloudformation:eu-west-2:${ACCOUNT}:stack/CableLoadtest-eu-west-2/x`],
       // The operator checks that secrets exist; it never reads them (only the task role does).

@@ -9,10 +9,10 @@ import { RUNS_PREFIX } from "cable-infra/worker/layout";
 import { S3Store } from "cable-infra/worker/store";
 import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
-import { isThrottling, startInBatches, type RetryDeps } from "../retry.js";
-import { backoffDelay, STOP_TASK_BACKOFF } from "../schedule.js";
+import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
+import { type Backoff, backoffDelay, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
-import { describeRegionStack, describeTaskDefinition, type RegionStack, type TaskDefinitionFacts } from "./discovery.js";
+import { describeRegionStack, type RegionStack } from "./discovery.js";
 import { checkFargateQuota, checkSecrets } from "./preflight.js";
 
 /**
@@ -30,6 +30,8 @@ export const AWS_TIMING: Timing = {
   heartbeatMs: 15_000,
   heartbeatStaleMs: 90_000,
 };
+
+type Capacity = "FARGATE" | "FARGATE_SPOT";
 
 /** DescribeTasks takes at most 100 tasks per call. */
 const DESCRIBE_MAX = 100;
@@ -70,23 +72,19 @@ export class AwsBackend implements Backend {
   async openRegion(name: string): Promise<Region> {
     const clients = (this.options.clients ?? defaultClients)(name);
     const stack = await describeRegionStack(clients.cloudFormation, name);
-    const facts = await describeTaskDefinition(clients.ecs, stack);
-    return new AwsRegion(stack, clients, facts, this.options.retry);
+    return new AwsRegion(stack, clients, this.options.retry);
   }
 }
 
 export class AwsRegion implements Region {
   readonly store: S3Store;
-  private readonly logging: TaskDefinitionFacts["logging"];
 
   constructor(
     private readonly stack: RegionStack,
     private readonly clients: AwsClients,
-    private readonly taskDefinition: TaskDefinitionFacts,
     private readonly retry: Omit<RetryDeps, "abort">,
   ) {
     this.store = new S3Store(clients.s3, stack.bucketName);
-    this.logging = taskDefinition.logging;
   }
 
   /** S3's `Date` response header (1 s resolution): the clock every task of the run agrees on. */
@@ -111,7 +109,7 @@ export class AwsRegion implements Region {
   async preflight(plan: Preflight): Promise<string[]> {
     const [secrets, quota] = await Promise.all([
       checkSecrets(this.clients, this.name, plan.secretRefs, this.retry.log),
-      checkFargateQuota(this.clients.serviceQuotas, this.name, plan, this.taskDefinition.cpu, this.retry.log),
+      checkFargateQuota(this.clients.serviceQuotas, this.name, plan, this.stack.taskCpu, this.retry.log),
     ]);
     return [...secrets, ...quota];
   }
@@ -128,22 +126,38 @@ export class AwsRegion implements Region {
     return uploadBundle(this.store, runId, bundle);
   }
 
+  /**
+   * On demand, or on Spot with a fallback: Spot is tried briefly, and the tasks it could not place
+   * for want of capacity start on FARGATE (a notice says how many), unless `spotOnly`.
+   */
   async startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome> {
-    const result = await startInBatches(
-      count,
-      async (n) => {
-        const out = await this.clients.ecs.send(new RunTaskCommand(this.runTaskInput(runId, n, options)));
-        return {
-          started: (out.tasks ?? []).map((t) => this.snapshot(t)),
-          failures: (out.failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(": ") || "unknown failure"),
-        };
-      },
-      { ...this.retry, abort: options.abort },
-    );
-    return { started: result.started, failures: result.failures };
+    const start = (n: number, capacity: Capacity, backoff?: Backoff) =>
+      startInBatches(
+        n,
+        async (batch) => {
+          const out = await this.clients.ecs.send(new RunTaskCommand(this.runTaskInput(runId, batch, options, capacity)));
+          return {
+            started: (out.tasks ?? []).map((t) => this.snapshot(t)),
+            failures: (out.failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(": ") || "unknown failure"),
+          };
+        },
+        { ...this.retry, abort: options.abort, ...(backoff ? { backoff } : {}) },
+      );
+    if (!options.spot) return start(count, "FARGATE");
+    const spot = await start(count, "FARGATE_SPOT", options.spotOnly ? undefined : SPOT_BACKOFF);
+    const missing = count - spot.started.length;
+    if (missing === 0 || options.spotOnly || options.abort.aborted || !spot.failures.every(isCapacityFailure)) return spot;
+    this.retry.log(`${this.name}: Fargate Spot placed ${spot.started.length} of ${count} task(s); starting ${missing} on FARGATE (--spot-only would not)`);
+    const onDemand = await start(missing, "FARGATE");
+    const reason = spot.failures.map((f) => f.replace(/^\d+ task\(s\) not started after \d+ tr(y|ies): /, "")).join("; ");
+    return {
+      started: [...spot.started, ...onDemand.started],
+      failures: onDemand.failures,
+      notices: onDemand.started.length > 0 ? [`${onDemand.started.length} of ${count} task(s) ran on FARGATE (on-demand), not Spot: ${reason}`] : [],
+    };
   }
 
-  runTaskInput(runId: string, count: number, options: StartOptions): RunTaskCommandInput {
+  runTaskInput(runId: string, count: number, options: StartOptions, capacity: Capacity = options.spot ? "FARGATE_SPOT" : "FARGATE"): RunTaskCommandInput {
     const environment = [{ name: "CABLE_RUN_ID", value: runId }];
     // Names of parameters/secrets only: the worker resolves them with its task role.
     if (Object.keys(options.secretRefs).length > 0) environment.push({ name: "CABLE_SECRETS", value: JSON.stringify(options.secretRefs) });
@@ -153,7 +167,7 @@ export class AwsRegion implements Region {
       count,
       // `stop <runId>` finds the run's tasks by this (ListTasks startedBy), without local state.
       startedBy: runId,
-      ...(options.spot ? { capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] } : { launchType: "FARGATE" as const }),
+      ...(capacity === "FARGATE_SPOT" ? { capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] } : { launchType: "FARGATE" as const }),
       networkConfiguration: {
         awsvpcConfiguration: { subnets: this.stack.subnetIds, securityGroups: [this.stack.securityGroupId], assignPublicIp: this.stack.assignPublicIp },
       },
@@ -238,10 +252,9 @@ export class AwsRegion implements Region {
     return snapshot;
   }
 
-  /** awslogs names a task's stream `<prefix>/<container>/<task id>`. */
+  /** awslogs names a task's stream `<prefix>/<container>/<task id>`; the operator policy may read it. */
   private logOf(taskId: string): string {
-    const stream = this.logging.streamPrefix ? `${this.logging.streamPrefix}/${this.stack.containerName}/${taskId}` : `…/${this.stack.containerName}/${taskId}`;
-    return `CloudWatch Logs ${this.logging.group} ${stream}`;
+    return `CloudWatch Logs ${this.stack.logGroupName} ${this.stack.logStreamPrefix}/${this.stack.containerName}/${taskId}`;
   }
 }
 

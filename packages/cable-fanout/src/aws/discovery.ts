@@ -1,6 +1,5 @@
 // A region's deployment, from the outputs of its CableLoadtest-<region> stack (cable-infra's contract).
 import { type CloudFormationClient, DescribeStacksCommand, type Stack } from "@aws-sdk/client-cloudformation";
-import { DescribeTaskDefinitionCommand, type ECSClient } from "@aws-sdk/client-ecs";
 import { OUTPUT_KEYS, type OutputKey, stackNameFor } from "cable-infra/contract";
 import { FanoutInputError } from "../errors.js";
 
@@ -14,6 +13,10 @@ export interface RegionStack {
   assignPublicIp: "ENABLED" | "DISABLED";
   bucketName: string;
   logGroupName: string;
+  /** awslogs' stream prefix: a task's stream is `<prefix>/<container>/<task id>`. */
+  logStreamPrefix: string;
+  /** Task CPU units, for the Fargate vCPU quota check. */
+  taskCpu?: number;
 }
 
 /** Stack states in which its resources exist and match its outputs. */
@@ -39,6 +42,7 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
   const missing = OUTPUT_KEYS.filter((k) => !outputs.get(k));
   if (missing.length > 0) throw new FanoutInputError(`region ${region}: stack ${name} lacks the outputs ${missing.join(", ")} (deployed by an older version?); redeploy it with: ${deployHint(region)}`);
   const get = (key: OutputKey) => outputs.get(key)!;
+  const cpu = Number(get("TaskCpu"));
   return {
     region,
     clusterArn: get("ClusterArn"),
@@ -49,20 +53,7 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
     assignPublicIp: get("AssignPublicIp") === "DISABLED" ? "DISABLED" : "ENABLED",
     bucketName: get("BucketName"),
     logGroupName: get("LogGroupName"),
+    logStreamPrefix: get("LogStreamPrefix"),
+    ...(Number.isFinite(cpu) && cpu > 0 ? { taskCpu: cpu } : {}),
   };
-}
-
-export interface TaskDefinitionFacts {
-  /** `awslogs-group` and `awslogs-stream-prefix` of the container, to name each task's log stream. */
-  logging: { group: string; streamPrefix?: string };
-  /** Task CPU units, for the Fargate vCPU quota check. */
-  cpu?: number;
-}
-
-export async function describeTaskDefinition(ecs: ECSClient, stack: RegionStack): Promise<TaskDefinitionFacts> {
-  const { taskDefinition } = await ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: stack.taskDefinitionArn }));
-  const container = taskDefinition?.containerDefinitions?.find((c) => c.name === stack.containerName);
-  const options = container?.logConfiguration?.options ?? {};
-  const cpu = Number(taskDefinition?.cpu);
-  return { logging: { group: options["awslogs-group"] ?? stack.logGroupName, streamPrefix: options["awslogs-stream-prefix"] }, ...(Number.isFinite(cpu) && cpu > 0 ? { cpu } : {}) };
 }
