@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it } from "vitest";
-import { artilleryArgs } from "../src/worker/artillery";
+import { spawn } from "node:child_process";
+import { artilleryArgs, terminate } from "../src/worker/artillery";
 import { readWorkerConfig } from "../src/worker/config";
 import { bundleKeyPattern, bundlePrefix, regionResultsPrefix, resultKeyPattern, resultPrefix } from "../src/worker/layout";
 import { LocalStore } from "../src/worker/local-store";
@@ -31,7 +32,7 @@ describe("the store layout", () => {
 describe("readWorkerConfig", () => {
   const base = { CABLE_RUN_ID: "r1", CABLE_REGION: "eu-west-2", CABLE_STORE: "s3://b" };
   it("reads the contract with defaults", () => {
-    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000 });
+    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000, selfStopGraceMs: 30_000 });
     expect(readWorkerConfig({ ...base, CABLE_SECRETS: '{"PUSHER_SECRET":"/cable-loadtest/app/secret"}', CABLE_MAX_START_WAIT_MS: "5000" }, "/w")).toMatchObject({
       secrets: { PUSHER_SECRET: "/cable-loadtest/app/secret" },
       maxStartWaitMs: 5000,
@@ -62,6 +63,37 @@ describe("parseManifest and taskOverrides", () => {
     expect(artilleryArgs({ scenario: "/b/s.yml", output: "/r/report.json", environment: "prod", overrides: { a: 1 } })).toEqual([
       "run", "/b/s.yml", "--output", "/r/report.json", "--environment", "prod", "--overrides", '{"a":1}',
     ]);
+  });
+});
+
+describe("terminate: a self-stop that always ends", () => {
+  it("sends SIGKILL to a child that ignores SIGTERM once the grace passes, and only then", async () => {
+    // A real process that shrugs off SIGTERM, as an Artillery whose shutdown hangs would.
+    const child = spawn(process.execPath, ["-e", "process.on('SIGTERM', () => console.log('ignored')); console.log('up'); setInterval(() => {}, 1000)"], { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    for (let i = 0; i < 100 && !out.includes("up"); i++) await new Promise((r) => setTimeout(r, 50));
+    const logs: string[] = [];
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+    const sentAt = Date.now();
+    terminate(child, 1_500, (l) => logs.push(l));
+    for (let i = 0; i < 40 && !out.includes("ignored"); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(out).toContain("ignored");
+    expect(child.exitCode === null && child.signalCode === null).toBe(true);
+    expect(await exited).toBe("SIGKILL");
+    expect(Date.now() - sentAt).toBeGreaterThanOrEqual(1_400);
+    expect(logs).toEqual(["artillery did not exit within 2 s of SIGTERM; sending SIGKILL"]);
+  });
+
+  it("leaves a child that exits on SIGTERM alone", async () => {
+    const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+    await new Promise((r) => setTimeout(r, 200));
+    const logs: string[] = [];
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+    terminate(child, 500, (l) => logs.push(l));
+    expect(await exited).toBe("SIGTERM");
+    await new Promise((r) => setTimeout(r, 700));
+    expect(logs).toEqual([]);
   });
 });
 

@@ -66,3 +66,20 @@ export async function runArtillery(run: ArtilleryRun): Promise<ArtilleryOutcome>
   await new Promise<void>((resolve, reject) => log.end((err?: Error | null) => (err ? reject(err) : resolve())));
   return result;
 }
+
+/**
+ * SIGTERM, then SIGKILL if the child has not exited `graceMs` later: a stop that always ends, even
+ * when Artillery's graceful shutdown hangs (a stuck plugin, a worker thread that never yields).
+ */
+export function terminate(child: ChildProcess, graceMs: number, log: (line: string) => void): void {
+  const running = () => child.exitCode === null && child.signalCode === null;
+  if (!running()) return;
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => {
+    if (!running()) return;
+    log(`artillery did not exit within ${Math.round(graceMs / 1000)} s of SIGTERM; sending SIGKILL`);
+    child.kill("SIGKILL");
+  }, graceMs);
+  timer.unref();
+  child.once("exit", () => clearTimeout(timer));
+}

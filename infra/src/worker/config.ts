@@ -19,6 +19,8 @@ export interface WorkerConfig {
   workDir: string;
   /** How long the worker may wait for the manifest's startAt before it gives up. */
   maxStartWaitMs: number;
+  /** A task stopping itself (runner gone, --max-duration): how long Artillery has after SIGTERM before SIGKILL. */
+  selfStopGraceMs: number;
 }
 
 const segment = (what: string) =>
@@ -53,6 +55,8 @@ const schema = z.object({
     }),
   CABLE_WORK_DIR: z.string().min(1).optional(),
   CABLE_MAX_START_WAIT_MS: z.coerce.number().int().nonnegative().default(10 * 60_000),
+  // Under ECS's own stopTimeout (60 s), so that the upload after a SIGKILL still happens in time.
+  CABLE_SELF_STOP_GRACE_MS: z.coerce.number().int().positive().default(30_000),
 });
 
 export class ConfigError extends Error {}
@@ -73,5 +77,6 @@ export function readWorkerConfig(env: NodeJS.ProcessEnv, defaultWorkDir: string)
     secrets: e.CABLE_SECRETS,
     workDir: e.CABLE_WORK_DIR ?? defaultWorkDir,
     maxStartWaitMs: e.CABLE_MAX_START_WAIT_MS,
+    selfStopGraceMs: e.CABLE_SELF_STOP_GRACE_MS,
   };
 }

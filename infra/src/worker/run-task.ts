@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { access, mkdir, readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Writable } from "node:stream";
-import { artilleryBin, runArtillery } from "./artillery.js";
+import { artilleryBin, runArtillery, terminate } from "./artillery.js";
 import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
 import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
@@ -82,7 +82,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
     deps.log(`stopping: ${reason}`);
     selfStop.abort();
     gate?.cancel();
-    artillery?.kill("SIGTERM");
+    if (artillery) terminate(artillery, config.selfStopGraceMs, deps.log);
   };
   // A stop signal (ECS StopTask) must also reach an Artillery held at the start gate, which cannot run signal handlers.
   const stopWatch = setInterval(() => {
@@ -127,7 +127,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
         onSpawn: (child) => {
           artillery = child;
           deps.onArtillerySpawn?.(child);
-          if (selfStopReason) child.kill("SIGTERM");
+          if (selfStopReason) terminate(child, config.selfStopGraceMs, deps.log);
         },
       }).then(
         (outcome) => ((exited = true), outcome),

@@ -315,6 +315,15 @@ describe("action.yml", () => {
     }
   });
 
+  it("asks for AWS credentials that last as long as the GitHub role allows (6 h), not configure-aws-credentials' 1 h", () => {
+    const action = loadAction(ACTION);
+    const creds = action.runs.steps.find((s) => s.name === "AWS credentials")! as { with?: Record<string, string> };
+    expect(creds.with!["role-duration-seconds"]).toBe("${{ inputs.aws-session-duration }}");
+    const github = readFileSync(path.join(ROOT, "infra/src/cdk/github-stack.ts"), "utf8");
+    const hours = Number(/maxSessionDuration: Duration\.hours\((\d+)\)/.exec(github)![1]);
+    expect(Number(action.inputs!["aws-session-duration"].default)).toBe(hours * 3600);
+  });
+
   it("installs the version the packages are at, and the Artillery this repository pins", () => {
     const action = loadAction(ACTION);
     const versions = new Set(WORKSPACES.map((w) => JSON.parse(readFileSync(path.join(ROOT, w === "cable-infra" ? "infra" : `packages/${w === "artillery-plugin-cable-report" ? "cable-report" : w}`, "package.json"), "utf8")).version));
