@@ -119,3 +119,10 @@ if ! command -v moto_server >/dev/null; then
   # Under pyenv a new console script needs its shim before it is on PATH.
   if command -v pyenv >/dev/null; then pyenv rehash; fi
 fi
+
+# The AWS CLI: the READMEs' first-run commands are run as written against moto (readme-commands.test.ts).
+if ! command -v aws >/dev/null; then
+  echo "setup: installing the AWS CLI from PyPI"
+  python3 -m pip install -q awscli
+  if command -v pyenv >/dev/null; then pyenv rehash; fi
+fi

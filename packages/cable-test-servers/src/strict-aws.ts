@@ -24,7 +24,6 @@ const API = {
   taskOverride: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_TaskOverride.html",
   s3Keys: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html",
   s3Metadata: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html",
-  listObjectsV2: "https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html",
   getParameter: "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetParameter.html",
   parameterNames: "https://docs.aws.amazon.com/systems-manager/latest/userguide/sysman-paramstore-su-create.html",
   describeParameters: "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_DescribeParameters.html",
@@ -37,14 +36,16 @@ const API = {
 const utf8 = (s: string) => Buffer.byteLength(s, "utf8");
 const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
-/** SSM parameter names: a-zA-Z0-9_.-/, at most 15 levels, not under aws/ssm, at most 1011 characters. */
+const bareParameterName = (name: string) => (name.startsWith("arn:") ? name.slice(name.indexOf(":parameter") + ":parameter".length) : name);
+
+/** SSM parameter names: a-zA-Z0-9_.-/, at most 15 levels, at most 1011 characters, not beginning with aws or ssm. */
 function parameterName(name: unknown): string | undefined {
   if (typeof name !== "string" || name.length === 0) return "a parameter name is required";
-  const bare = name.startsWith("arn:") ? name.slice(name.indexOf(":parameter") + ":parameter".length) : name;
+  const bare = bareParameterName(name);
   if (bare.length > 1011) return `the name is ${bare.length} characters (at most 1011)`;
   if (!/^[a-zA-Z0-9_.\-/]+$/.test(bare)) return `"${bare}" has characters other than a-zA-Z0-9_.-/`;
   if (bare.split("/").filter(Boolean).length > 15) return `"${bare}" is more than 15 levels deep`;
-  if (/^\/?(aws|ssm)/i.test(bare)) return `"${bare}" begins with aws or ssm, which are reserved`;
+  if (/^(aws|ssm)/i.test(bare)) return `"${bare}" begins with aws or ssm, which are reserved`;
   return undefined;
 }
 
@@ -52,6 +53,8 @@ export const CONSTRAINTS: Constraint[] = [
   {
     call: "ECSClient.ListTasksCommand",
     error: "InvalidParameterException",
+    // AWS answers "cannot specify startedBy with other arguments" (seen with family, launchType and
+    // serviceName; the reference says "it must be the only filter that you use").
     rule: "startedBy must be the only filter: not with desiredStatus, family, serviceName, containerInstance or launchType",
     source: API.listTasks,
     check: (i) => {
@@ -76,9 +79,11 @@ export const CONSTRAINTS: Constraint[] = [
   {
     call: "ECSClient.RunTaskCommand",
     error: "InvalidParameterException",
-    rule: "startedBy is at most 128 letters, digits, hyphens and underscores (hyphen-joined run ids and task ids included)",
+    // Today's RunTask reference allows 128; StartTask's and RunTask's older one 36 ("startedBy longer
+    // than 36." was AWS's answer): the stricter holds everywhere, and a run id is 22.
+    rule: "startedBy is at most 36 letters, digits, hyphens, slashes and underscores",
     source: API.runTask,
-    check: (i) => (present(i.startedBy) && !/^[a-zA-Z0-9_-]{1,128}$/.test(i.startedBy) ? `startedBy "${i.startedBy}"` : undefined),
+    check: (i) => (present(i.startedBy) && !/^[a-zA-Z0-9_/-]{1,36}$/.test(i.startedBy) ? `startedBy "${i.startedBy}"` : undefined),
   },
   {
     call: "ECSClient.RunTaskCommand",
@@ -90,7 +95,7 @@ export const CONSTRAINTS: Constraint[] = [
   {
     call: "ECSClient.RunTaskCommand",
     error: "InvalidParameterException",
-    rule: "the overrides are at most 8192 characters as JSON",
+    rule: "the overrides are at most 8192 characters, JSON formatting included (\"Container Overrides length must be at most 8192\")",
     source: API.taskOverride,
     check: (i) => {
       const size = i.overrides === undefined ? 0 : JSON.stringify(i.overrides).length;
@@ -100,6 +105,7 @@ export const CONSTRAINTS: Constraint[] = [
   {
     call: "ECSClient.StopTaskCommand",
     error: "InvalidParameterException",
+    // In the reference until 2023 and still enforced by the SDK models' callers; the runner cuts to it.
     rule: "reason is at most 255 characters",
     source: API.stopTask,
     check: (i) => (typeof i.reason === "string" && i.reason.length > 255 ? `a reason of ${i.reason.length} characters` : undefined),
@@ -131,18 +137,18 @@ export const CONSTRAINTS: Constraint[] = [
     },
   },
   {
-    call: "S3Client.ListObjectsV2Command",
-    error: "InvalidArgument",
-    rule: "MaxKeys is at most 1,000",
-    source: API.listObjectsV2,
-    check: (i) => (i.MaxKeys !== undefined && (i.MaxKeys < 0 || i.MaxKeys > 1000) ? `MaxKeys ${i.MaxKeys}` : undefined),
-  },
-  {
     call: "SSMClient.GetParameterCommand",
     error: "ValidationException",
     rule: "a parameter name: a-zA-Z0-9_.-/, at most 15 levels, not beginning with aws or ssm",
     source: API.parameterNames,
     check: (i) => parameterName(i.Name),
+  },
+  {
+    call: "SSMClient.GetParameterCommand",
+    error: "AccessDeniedException",
+    rule: "names under /aws/ are AWS's own (\"No access to reserved parameter name\")",
+    source: API.parameterNames,
+    check: (i) => (typeof i.Name === "string" && /^\/aws\//i.test(bareParameterName(i.Name)) ? `"${i.Name}" is under /aws/` : undefined),
   },
   {
     call: "SSMClient.DescribeParametersCommand",
