@@ -14,6 +14,8 @@ import { effectiveOverrides, newRunId } from "../src/runner";
 import { loadScenario, phasesDurationMs } from "../src/scenario";
 import { backoffSchedule, batches, RUN_TASK_BACKOFF } from "../src/schedule";
 import { throttling } from "./helpers";
+import { parseCompareTargets } from "../src/compare/targets";
+import { processTree, sampleProcess } from "../src/compare/process-meter";
 
 const ROOT = path.resolve(__dirname, "../../..");
 
@@ -131,6 +133,24 @@ describe("flags", () => {
     expect(parseDuration("--max-duration", "90")).toBe(90_000);
     expect(parseDuration("--max-duration", "15m")).toBe(900_000);
     expect(() => parseDuration("--max-duration", "soon")).toThrow(/--max-duration wants a duration/);
+  });
+});
+
+describe("compare's --server-pid", () => {
+  it("takes one pid or several (anycable-go and its RPC app), and names a bad one", () => {
+    const targets = parseCompareTargets(["a=ws://127.0.0.1:1", "b=ws://127.0.0.1:2"], [], ["a=12", "b=34, 56"]);
+    expect(targets.map((t) => [t.name, t.serverPids])).toEqual([["a", [12]], ["b", [34, 56]]]);
+    expect(() => parseCompareTargets(["a=ws://x", "b=ws://y"], [], ["b=34,x"])).toThrow('--server-pid b: "x" is not a process id');
+  });
+
+  it("sums the process trees of several roots, each process once", () => {
+    const pids = (roots: number | number[]) => processTree(roots).map((s) => s.pid).sort((a, b) => a - b);
+    const both = pids([process.pid, process.ppid]);
+    // The parent's tree holds this process too: counted once.
+    expect(both).toEqual(pids(process.ppid));
+    expect(new Set(both).size).toBe(both.length);
+    expect(both).toEqual(expect.arrayContaining([process.pid, process.ppid]));
+    expect(sampleProcess([process.pid, process.ppid]).rssBytes!).toBeGreaterThan(sampleProcess(process.pid).rssBytes! / 2);
   });
 });
 

@@ -1,6 +1,9 @@
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startAnyCableRails, startRails, type RunningServer } from "../src/index.js";
+import path from "node:path";
+import { counter, runArtillery, samples, startAnyCableRails, startRails, type RunningServer } from "../src/index.js";
+
+const ROOT = path.resolve(__dirname, "../../..");
 
 function frames(ws: WebSocket, count: number): Promise<any[]> {
   const got: any[] = [];
@@ -73,4 +76,20 @@ describe.each([
     alice.close();
     bob.close();
   });
+
+  // Seed 000's chat and seed 001's broadcast benchmark through the real CLI, shortened.
+  test.each([
+    ["chat.yml", 4, {}, "cable.rtt"],
+    ["cable-broadcast.yml", 20, { lifetime: 2, sends: 8 }, "cable.handshake_latency"],
+  ] as const)("scenarios/%s runs clean through artillery", async (file, users, variables, histogram) => {
+    const { code, output, report } = await runArtillery({
+      script: path.join(ROOT, "scenarios", file),
+      args: ["--target", server.url, "--overrides", JSON.stringify({ config: { phases: [{ duration: 1, arrivalCount: users }] } }), "-v", JSON.stringify(variables)],
+    });
+    expect(code, output).toBe(0);
+    expect(counter(report!, "vusers.completed"), output).toBe(users);
+    expect(Object.keys(report!.aggregate.counters).filter((k) => k.startsWith("errors.")), output).toEqual([]);
+    expect(samples(report!, histogram)).toBeGreaterThan(0);
+    if (file === "cable-broadcast.yml") expect(counter(report!, "cable.messages_received")).toBeGreaterThan(0);
+  }, 90_000);
 });

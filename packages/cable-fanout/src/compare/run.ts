@@ -80,7 +80,7 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
     }
     if (target.serverPids && idle && watch) {
       await deps.sleep(SETTLE_MS, deps.abort.signal);
-      run.process = processFigures(idle, watch.samples, sampleProcess(target.serverPids), `${target.serverPids.length > 1 ? "processes" : "process"} ${target.serverPids.join(", ")} and their children`);
+      run.process = processFigures(idle, watch.samples, sampleProcess(target.serverPids), target.serverPids.length > 1 ? `processes ${target.serverPids.join(", ")} and their children` : `process ${target.serverPids[0]} and its children`);
     }
     runs.push(run);
   }
