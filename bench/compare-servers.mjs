@@ -19,7 +19,7 @@
 // report.md; the raw task files stay in a temporary folder).
 // Needs `npm run build` and `bash scripts/setup-test-servers.sh`.
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -73,6 +73,7 @@ const MODES = {
       },
       // Every client stays until the second step has been connected a while: the server holds 2 × step.
       variables: { hold: 40 },
+      perStep: "cable.connect_to_confirm",
     };
   },
   rails: () => {
@@ -93,6 +94,32 @@ const MODES = {
     };
   },
 };
+
+/**
+ * websocket-bench prints one line per step; Artillery's periods hold the same: each period of each
+ * server's task report (intermediate) with the histogram's samples, and its errors.
+ */
+function stepTable(compareDir, names, histogram) {
+  const rows = ["| server | period | clients arriving | confirmed | p50 / p95 / p99 / max ms | errors |", "|:--|:--|--:|--:|:--|:--|"];
+  for (const name of names) {
+    const reportFile = path.join(compareDir, name, "local", "task-1", "report.json");
+    if (!existsSync(reportFile)) {
+      rows.push(`| ${name} | — | — | — | no report | — |`);
+      continue;
+    }
+    const report = JSON.parse(readFileSync(reportFile, "utf8"));
+    const first = Math.min(...report.intermediate.map((p) => Number(p.period)));
+    for (const period of report.intermediate) {
+      const h = period.summaries?.[histogram];
+      const c = period.counters ?? {};
+      if (!h && !c["vusers.created"]) continue;
+      const errors = Object.entries(c).filter(([k]) => k.startsWith("errors.")).map(([k, v]) => `${k.slice(7)} ${v}`).join(", ");
+      const ms = h ? [h.median, h.p95, h.p99, h.max].map((v) => Math.round(v * 10) / 10).join(" / ") : "—";
+      rows.push(`| ${name} | +${(Number(period.period) - first) / 1000} s | ${c["vusers.created"] ?? 0} | ${h?.count ?? 0} | ${ms} | ${errors || "none"} |`);
+    }
+  }
+  return `${rows.join("\n")}\n`;
+}
 
 const mode = positionals[0];
 if (!(mode in MODES)) {
@@ -120,10 +147,15 @@ try {
     child.on("exit", (c) => resolve(c));
   });
   const into = path.join(root, "bench/results", `compare-${mode}`);
+  const steps = plan.perStep ? stepTable(path.join(work, plan.id), targets.map((t) => t.name), plan.perStep) : undefined;
   rmSync(into, { recursive: true, force: true });
   // Kept: the comparison (report.md, merged.json) and each server's own report.md; the raw task files stay in the work folder.
   const from = path.join(work, plan.id);
   cpSync(from, into, { recursive: true, filter: (f) => { const rel = path.relative(from, f); return rel === "" || !rel.includes(path.sep) || /^[^/]+(\/report\.md)?$/.test(rel); } });
+  if (steps) {
+    writeFileSync(path.join(into, "steps.md"), steps);
+    console.error(steps);
+  }
   console.error(`compare-servers: exit ${code} after ${Math.round((Date.now() - started) / 1000)} s; ${path.relative(root, into)}/report.md`);
 } finally {
   await Promise.all(targets.map((t) => t.server.stop()));
