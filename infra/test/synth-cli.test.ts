@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
+import { withMachineLock } from "cable-test-servers";
 import { INFRA_DIR } from "./helpers";
 
 const outDir = mkdtempSync(path.join(os.tmpdir(), "cable-cdk-out-"));
@@ -10,15 +11,16 @@ afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
 // The real CLI, through cdk.json (its build hook builds and stages the image), with no AWS
 // credentials in sight: every stack is region-only, so synthesis needs none.
-it("`npx cdk synth -c regions=eu-west-2,us-east-1` succeeds offline and writes both templates", () => {
+it("`npx cdk synth -c regions=eu-west-2,us-east-1` succeeds offline and writes both templates", async () => {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("AWS_") && !k.startsWith("CDK_")) env[k] = v;
-  const result = spawnSync("npx", ["cdk", "synth", "-c", "regions=eu-west-2,us-east-1", "--quiet", "--no-notices", "-o", outDir], {
+  // The build hook restages infra/image: one cdk at a time on this machine (readme-commands.test.ts runs it too).
+  const result = await withMachineLock("cdk", () => spawnSync("npx", ["cdk", "synth", "-c", "regions=eu-west-2,us-east-1", "--quiet", "--no-notices", "-o", outDir], {
     cwd: INFRA_DIR,
     env: { ...env, AWS_EC2_METADATA_DISABLED: "true", CDK_DISABLE_CLI_TELEMETRY: "true" },
     encoding: "utf8",
     timeout: 240_000,
-  });
+  }));
   expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
   for (const region of ["eu-west-2", "us-east-1"]) {
     const file = path.join(outDir, `CableLoadtest-${region}.template.json`);

@@ -6,6 +6,7 @@ import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { CreateUserCommand, IAMClient } from "@aws-sdk/client-iam";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { startTarget, type LocalTarget } from "cable-local-target";
+import { withMachineLock } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack } from "../src/aws/discovery";
 import { emulateEcs } from "./ecs-emulator";
@@ -115,7 +116,9 @@ describe("the READMEs' AWS commands, as written (moto, the CDK CLI, the AWS CLI)
     for (const command of joined) {
       const withArgs = extraArgs && command.startsWith("npx cable-fanout run ") ? `${command} ${extraArgs}` : command;
       // Asynchronous: the ECS emulator in this process must go on playing Fargate meanwhile.
-      const result = await new Promise<{ status: number | null; output: string }>((resolve) => {
+      // The CDK CLI's build hook restages infra/image: one cdk at a time on this machine (synth-cli.test.ts too).
+      const exclusive = command.startsWith("npx cdk ") ? <T>(fn: () => Promise<T>) => withMachineLock("cdk", fn) : <T>(fn: () => Promise<T>) => fn();
+      const result = await exclusive(() => new Promise<{ status: number | null; output: string }>((resolve) => {
         const child = spawn("bash", ["-euo", "pipefail", "-c", `${withArgs}\npwd > ${cwdFile}`], { cwd: here, env, stdio: ["ignore", "pipe", "pipe"] });
         let output = "";
         child.stdout.on("data", (d) => (output += d));
@@ -125,7 +128,7 @@ describe("the READMEs' AWS commands, as written (moto, the CDK CLI, the AWS CLI)
           clearTimeout(timer);
           resolve({ status, output });
         });
-      });
+      }));
       const entry: Ran = { command, code: result.status, output: result.output };
       ran.push(entry);
       if (result.status !== 0) return { cwd: here, failed: entry };

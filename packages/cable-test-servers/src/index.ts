@@ -9,3 +9,4 @@ export { startTcpProxy, type TcpProxy } from "./proxy.js";
 export { counter, runArtillery, samples, type ArtilleryRun, type ArtilleryReport, type RunOptions } from "./artillery.js";
 export { makeTestCa, startTlsTerminator, type TestCa, type TlsTerminator } from "./tls.js";
 export { CONSTRAINTS, installStrictAws, strictAwsNodeOptions, StrictAwsError, violations, type Constraint, type Violation } from "./strict-aws.js";
+export { withMachineLock } from "./lock.js";
