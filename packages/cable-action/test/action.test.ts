@@ -111,8 +111,9 @@ function job(event: Event, inputs: Record<string, string>, extra: Partial<JobCon
     GITHUB_SERVER_URL: "https://github.com",
     RUNNER_OS: "Linux",
     // npm on this machine's Node 20 once stalled for good mid-install (every thread idle, the main
-    // one in epoll_wait beside libuv's io_uring rings) and the job hit its timeout; libuv's own
-    // switch keeps io_uring out of it. GitHub's runners are not this sandbox; the action is unchanged.
+    // one in epoll_wait beside libuv's io_uring rings; lost io_uring completions are a known libuv
+    // hang) and the job hit its timeout. libuv's own switch keeps io_uring out of the job's
+    // processes; the action itself is unchanged.
     UV_USE_IO_URING: "0",
     // The job's env: the local backend passes secrets named in `secrets:` from here.
     PUSHER_APP_SECRET: "local-secret",
