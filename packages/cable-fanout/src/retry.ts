@@ -8,6 +8,11 @@ export interface BatchResult<T> {
   failures: string[];
 }
 
+export interface StartResult<T> extends BatchResult<T> {
+  /** The distinct reasons behind `failures`, as ECS or the SDK gave them (what a fallback decides on). */
+  reasons: string[];
+}
+
 export interface RetryDeps {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   log: (line: string) => void;
@@ -37,15 +42,17 @@ export function isCapacityFailure(reason: string): boolean {
 }
 
 /** Starts `count` tasks through `runBatch(n)` (n ≤ 10), batch after batch; returns what started and why the rest did not. */
-export async function startInBatches<T>(count: number, runBatch: (n: number) => Promise<BatchResult<T>>, deps: RetryDeps): Promise<BatchResult<T>> {
+export async function startInBatches<T>(count: number, runBatch: (n: number) => Promise<BatchResult<T>>, deps: RetryDeps): Promise<StartResult<T>> {
   const backoff = deps.backoff ?? RUN_TASK_BACKOFF;
   const started: T[] = [];
   const failures: string[] = [];
+  const lasting = new Set<string>();
   for (const size of batches(count)) {
     let remaining = size;
     for (let attempt = 1; remaining > 0; attempt++) {
       if (deps.abort.aborted) {
         failures.push(`${remaining} task(s) not started: the run was stopped`);
+        lasting.add("the run was stopped");
         break;
       }
       let reasons: string[];
@@ -64,6 +71,7 @@ export async function startInBatches<T>(count: number, runBatch: (n: number) => 
       }
       if (!retryable || attempt >= backoff.attempts) {
         failures.push(`${remaining} task(s) not started after ${attempt} ${attempt === 1 ? "try" : "tries"}: ${reasons.join("; ")}`);
+        for (const r of reasons) lasting.add(r);
         break;
       }
       const delay = backoffDelay(attempt, backoff);
@@ -71,5 +79,5 @@ export async function startInBatches<T>(count: number, runBatch: (n: number) => 
       await deps.sleep(delay, deps.abort);
     }
   }
-  return { started, failures };
+  return { started, failures, reasons: [...lasting] };
 }

@@ -146,14 +146,13 @@ export class AwsRegion implements Region {
     if (!options.spot) return start(count, "FARGATE");
     const spot = await start(count, "FARGATE_SPOT", options.spotOnly ? undefined : SPOT_BACKOFF);
     const missing = count - spot.started.length;
-    if (missing === 0 || options.spotOnly || options.abort.aborted || !spot.failures.every(isCapacityFailure)) return spot;
+    if (missing === 0 || options.spotOnly || options.abort.aborted || !spot.reasons.every(isCapacityFailure)) return spot;
     this.retry.log(`${this.name}: Fargate Spot placed ${spot.started.length} of ${count} task(s); starting ${missing} on FARGATE (--spot-only would not)`);
     const onDemand = await start(missing, "FARGATE");
-    const reason = spot.failures.map((f) => f.replace(/^\d+ task\(s\) not started after \d+ tr(y|ies): /, "")).join("; ");
     return {
       started: [...spot.started, ...onDemand.started],
       failures: onDemand.failures,
-      notices: onDemand.started.length > 0 ? [`${onDemand.started.length} of ${count} task(s) ran on FARGATE (on-demand), not Spot: ${reason}`] : [],
+      notices: onDemand.started.length > 0 ? [`${onDemand.started.length} of ${count} task(s) ran on FARGATE (on-demand), not Spot: ${spot.reasons.join("; ")}`] : [],
     };
   }
 
