@@ -27,17 +27,26 @@ module ApplicationCable
   end
 end
 
+# What the channels say, once: Action Cable's channel classes below and the AnyCable RPC at the end
+# both build their frames here.
+module Frames
+  def self.chat_stream(room) = "chat_#{room}"
+
+  def self.new_message(author, data)
+    extra = data.reject { |k, _| k == "action" || k == "message" }
+    { "action" => "newMessage", "author_id" => author, "message" => data["message"] }.merge(extra)
+  end
+
+  def self.broadcast_result(data) = data.merge("action" => "broadcastResult")
+end
+
 class ChatChannel < ApplicationCable::Channel
   def subscribed
-    stream_from "chat_#{params[:id]}"
+    stream_from Frames.chat_stream(params[:id])
   end
 
   def speak(data)
-    extra = data.reject { |k, _| k == "action" || k == "message" }
-    ActionCable.server.broadcast(
-      "chat_#{params[:id]}",
-      { "action" => "newMessage", "author_id" => current_user, "message" => data["message"] }.merge(extra)
-    )
+    ActionCable.server.broadcast(Frames.chat_stream(params[:id]), Frames.new_message(current_user, data))
   end
 
   def leave(_data)
@@ -57,7 +66,7 @@ class BenchmarkChannel < ApplicationCable::Channel
 
   def broadcast(data)
     ActionCable.server.broadcast "all", data
-    transmit data.merge("action" => "broadcastResult")
+    transmit Frames.broadcast_result(data)
   end
 end
 
@@ -114,7 +123,7 @@ module AnyCableRpc
     params = JSON.parse(identifier)
     user = JSON.parse(body["connection_identifiers"] || "{}")["current_user"]
     case [params["channel"], body["command"]]
-    when ["ChatChannel", "subscribe"] then confirm(identifier, "chat_#{params["id"]}")
+    when ["ChatChannel", "subscribe"] then confirm(identifier, Frames.chat_stream(params["id"]))
     when ["BenchmarkChannel", "subscribe"] then confirm(identifier, "all")
     when ["RejectChannel", "subscribe"] then { status: FAILURE, transmissions: [JSON.generate(identifier: identifier, type: "reject_subscription")] }
     when ["ChatChannel", "unsubscribe"], ["BenchmarkChannel", "unsubscribe"] then { status: SUCCESS, stop_streams: true }
@@ -131,8 +140,7 @@ module AnyCableRpc
   def self.chat(params, user, data)
     case data["action"]
     when "speak"
-      extra = data.reject { |k, _| k == "action" || k == "message" }
-      broadcast("chat_#{params["id"]}", { "action" => "newMessage", "author_id" => user, "message" => data["message"] }.merge(extra))
+      broadcast(Frames.chat_stream(params["id"]), Frames.new_message(user, data))
       { status: SUCCESS }
     when "leave" then { status: SUCCESS, disconnect: true }
     else { status: ERROR, error_msg: "ChatChannel has no action #{data["action"]}" }
@@ -144,7 +152,7 @@ module AnyCableRpc
     when "echo" then { status: SUCCESS, transmissions: [JSON.generate(identifier: identifier, message: data)] }
     when "broadcast"
       broadcast("all", data)
-      { status: SUCCESS, transmissions: [JSON.generate(identifier: identifier, message: data.merge("action" => "broadcastResult"))] }
+      { status: SUCCESS, transmissions: [JSON.generate(identifier: identifier, message: Frames.broadcast_result(data))] }
     else { status: ERROR, error_msg: "BenchmarkChannel has no action #{data["action"]}" }
     end
   end

@@ -105,7 +105,7 @@ export const CONSTRAINTS: Constraint[] = [
   {
     call: "ECSClient.StopTaskCommand",
     error: "InvalidParameterException",
-    // In the reference until 2023 and still enforced by the SDK models' callers; the runner cuts to it.
+    // From the reference's older revisions (today's page drops it); the runner cuts its reasons to it.
     rule: "reason is at most 255 characters",
     source: API.stopTask,
     check: (i) => (typeof i.reason === "string" && i.reason.length > 255 ? `a reason of ${i.reason.length} characters` : undefined),
