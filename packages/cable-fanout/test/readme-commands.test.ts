@@ -46,7 +46,8 @@ export function shellBlocks(markdown: string, heading: string): string[] {
 const NOT_HERE: Array<{ command: RegExp; output: RegExp; why: string }> = [
   {
     command: /^npx cdk deploy /,
-    output: /docker login .*(no such host|dial tcp)|Cannot connect to the Docker daemon|spawn docker ENOENT|docker: command not found/,
+    // With a docker CLI and no registry to reach (this machine), no daemon, or no docker CLI at all.
+    output: /docker login .*(no such host|dial tcp)|Cannot connect to the Docker daemon|spawn docker ENOENT|docker: command not found|Failed to find and execute '[^']*docker' while attempting to build a container asset/,
     why: "the image is built and pushed to the bootstrap's ECR registry, which moto does not serve and this machine cannot reach",
   },
   {
