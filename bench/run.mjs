@@ -13,11 +13,12 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { bestConnectRun, bestListenRun, evaluateGoals } from "./lib/stats.mjs";
+import { bestConnectRun, bestListenRun, evaluateGoals, peerRatios } from "./lib/stats.mjs";
+import { k6Subject } from "./lib/k6.mjs";
 import { measureArrivals, measureReplay } from "./lib/arrivals.mjs";
 import { artilleryWs, bare, cableEngine, cableEnginePrecise } from "./lib/subjects.mjs";
 import { startTarget } from "./lib/target.mjs";
-import { measureConnect, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
+import { measureChat, measureConnect, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
 import { engineRevision, machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -26,13 +27,14 @@ const { values: flags } = parseArgs({
     quick: { type: "boolean", default: false },
     "no-scale": { type: "boolean", default: false },
     only: { type: "string" },
+    "peer-runs": { type: "string" },
     render: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, scale (default: all of the mode)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
 }
@@ -60,6 +62,7 @@ const MODES = {
     // machine's neighbours only ever add to it (both runs are kept in the results).
     arrivals: { rates: [100, 1_000], seconds: 3, precise: false, repeats: 2 },
     replay: null,
+    peer: null,
     scale: null,
   },
   full: {
@@ -68,17 +71,28 @@ const MODES = {
     connect: { few: 200, many: 2_000, seconds: 2, precise: true },
     arrivals: { rates: [100, 1_000], seconds: 5, precise: true, repeats: 1 },
     replay: { precise: true },
+    // Against k6 + xk6-cable, the peer our users would pick instead: paired runs (the engine, then
+    // k6), the worst run's ratio counting. Connect: the whole process's CPU and RSS once `many`
+    // users are subscribed, minus `few`'s (start-up and k6's VU initialisation included, as a user
+    // pays them); listen: frames received ÷ CPU; chat: the capacity scenario by rate.
+    peer: {
+      runs: 5,
+      connect: { few: 200, many: 2_000, seconds: 2 },
+      listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
+      chat: { users: 1_000, rooms: 10, rate: 50, rampSeconds: 5, settleMs: 5_000, windowMs: 20_000 },
+    },
     scale: { n: 20_000, ratePerSecond: 500, holdMs: 10_000, localAddresses: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
   },
 };
 const modeName = flags.quick ? "quick" : "full";
 const mode = MODES[modeName];
 if (flags["no-scale"]) mode.scale = null;
+if (flags["peer-runs"] && mode.peer) mode.peer.runs = Number(flags["peer-runs"]);
 const only = flags.only ? new Set(flags.only.split(",")) : undefined;
 const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section));
 
 // The whole invocation is bounded: a run that hangs past this is a failure, not a wait.
-const RUN_LIMIT_MS = flags.quick ? 8 * 60_000 : 40 * 60_000;
+const RUN_LIMIT_MS = flags.quick ? 8 * 60_000 : 90 * 60_000;
 setTimeout(() => {
   console.error(`bench: still running after ${RUN_LIMIT_MS / 60_000} min; giving up`);
   process.exit(2);
@@ -88,7 +102,7 @@ const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 
 const startedAt = new Date();
 const target = await startTarget();
 log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
-const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], replay: {}, scale: {} };
+const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], replay: {}, peer: null, scale: {} };
 
 try {
   const listenRuns = {};
@@ -138,17 +152,65 @@ try {
     }
   }
   if (wanted("replay")) {
-    for (const precise of mode.replay.precise ? [false, true] : [false]) {
-      const key = precise ? "precise" : "default";
-      log(`replay: RelayBox (seeds/004), ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
-      try {
-        results.replay[key] = await measureReplay(target, { precise });
-      } catch (err) {
-        // A replay the generator or target cannot finish is a result too (the goal is missed), not a
-        // reason to lose the other figures.
-        results.replay[key] = { precise, error: err.message };
+    // The target on core 0 and the generator on core 1 (taskset): the lag is then the generator's,
+    // not the two competing for the same cores.
+    const pinned = await startTarget({ cpus: "0" });
+    try {
+      for (const precise of mode.replay.precise ? [false, true] : [false]) {
+        const key = precise ? "precise" : "default";
+        log(`replay: RelayBox (seeds/004), ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}, target on core 0, generator on core 1`);
+        try {
+          results.replay[key] = await measureReplay(pinned, { precise, cpus: "1" });
+        } catch (err) {
+          // A replay the generator or target cannot finish is a result too (the goal is missed), not a
+          // reason to lose the other figures.
+          results.replay[key] = { precise, error: err.message };
+        }
+        log(`  ${JSON.stringify(results.replay[key])}`);
       }
-      log(`  ${JSON.stringify(results.replay[key])}`);
+    } finally {
+      await pinned.stop();
+    }
+  }
+  if (wanted("peer")) {
+    const k6 = k6Subject();
+    if (!k6.listen) {
+      log(`peer: ${k6.why}`);
+      results.peer = { skipped: k6.why };
+    } else {
+      const p = mode.peer;
+      const runs = [];
+      for (let run = 0; run < p.runs; run++) {
+        const pair = {};
+        for (const [role, subject] of [["engine", cableEngine], ["peer", k6]]) {
+          const tag = `${subject.label} (run ${run + 1} of ${p.runs})`;
+          log(`peer connect: ${tag}, ${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`);
+          const few = await measureConnect(target, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / p.connect.seconds });
+          const many = await measureConnect(target, subject, { n0: 10, n: 10 + p.connect.many, ratePerSecond: p.connect.many / p.connect.seconds });
+          const users = p.connect.many - p.connect.few;
+          const connect = {
+            marginalTotalCpuMsPerUser: Math.round(((many.cpuTotalSeconds - few.cpuTotalSeconds) * 1e6) / users) / 1000,
+            marginalWindowCpuMsPerUser: Math.round(((many.cpuSeconds - few.cpuSeconds) * 1e6) / users) / 1000,
+            marginalRssBytesPerUser: Math.round((many.rssBytes - few.rssBytes) / users),
+            few: { cpuTotalSeconds: few.cpuTotalSeconds, cpuSeconds: few.cpuSeconds, rssBytes: few.rssBytes },
+            many: { cpuTotalSeconds: many.cpuTotalSeconds, cpuSeconds: many.cpuSeconds, rssBytes: many.rssBytes },
+          };
+          log(`  ${JSON.stringify(connect)}`);
+          log(`peer listen: ${tag}, N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`);
+          const l = await measureListen(target, subject, p.listen);
+          // Frames each subject received (k6's count is its own Counter), so a peer that lost some
+          // is not credited with them.
+          const listen = { framesPerCpuSecond: Math.round(l.receivedFrames / l.cpuWithFlushSeconds), delivery: l.delivery, cpuWithFlushSeconds: l.cpuWithFlushSeconds, rssPeakBytes: l.rssPeakBytes };
+          log(`  ${JSON.stringify(listen)}`);
+          log(`peer chat: ${tag}, ${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`);
+          const chat = await measureChat(target, subject, p.chat);
+          log(`  ${JSON.stringify(chat)}`);
+          pair[role] = { connect, listen, chat };
+        }
+        runs.push(pair);
+      }
+      results.peer = { version: k6.version, runs, ...peerRatios(runs) };
+      log(`peer ratios by run: ${JSON.stringify(results.peer.runs)}`);
     }
   }
   if (wanted("scale")) {
@@ -184,6 +246,7 @@ results.ratios = {
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
   // The worst rate's best run.
   ...(ourArrivals.length ? { arrivals: Math.max(...mode.arrivals.rates.map((rate) => Math.min(...ourArrivals.filter((a) => a.rate === rate).map((a) => a.latenessMs.p99)))) } : {}),
+  ...(results.peer?.worst ?? {}),
   ...(results.replay.default ? { replay: results.replay.default.error ? NaN : (results.replay.default.eventLoopLagMs?.p99 ?? NaN) } : {}),
 };
 results.goals = evaluateGoals(results.ratios);

@@ -89,7 +89,7 @@ export const RELAYBOX_PHASES = [
  * The RelayBox replay: scenarios/pubsub-rooms.yml's flow on private rooms (each subscription
  * signed, as RelayBox's authenticated rooms are), against the local target's Pusher endpoint.
  */
-export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES, stay = 20, messages = 10, env = {} }) {
+export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES, stay = 20, messages = 10, env = {}, cpus }) {
   const seconds = phases.reduce((s, p) => s + p.duration, 0);
   // The VUs' own timeline plus start-up, plus as much again for a saturated generator or target.
   const deadline = Date.now() + (2 * (seconds + messages * 2 + stay) + 60) * 1000;
@@ -117,7 +117,7 @@ export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES,
       },
     ],
   };
-  const run = startArtillery("replay", script, { deadline, env: { PUSHER_APP_SECRET: "local-secret", ...env } });
+  const run = startArtillery("replay", script, { deadline, env: { PUSHER_APP_SECRET: "local-secret", ...env }, cpus });
   const samples = sampleCpu(run.child, 500);
   const startedAt = Date.now();
   const code = await exitWithin(run.child, deadline - Date.now());
@@ -129,6 +129,7 @@ export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES,
   const cpu = samples.length > 1 ? samples.at(-1).cpu - samples[0].cpu : null;
   return {
     precise,
+    generatorCpus: cpus ?? null,
     exitCode: code,
     wallSeconds: round((Date.now() - startedAt) / 1000, 1),
     cpuSeconds: round(cpu, 1),

@@ -76,7 +76,9 @@ export async function waitCpuSettled(pid, { pollMs = 50, quietPolls = 4, deadlin
  * limit here is 20,000 and cannot be raised, even as root). `exec` keeps the pid: the pid we
  * measure is the program's, not the shell's.
  */
-export function spawnWithFileLimit(argv, options = {}) {
+export function spawnWithFileLimit(argv, { cpus, ...options } = {}) {
+  // `cpus` (taskset's list, e.g. "1") pins the process and all its threads to those cores.
+  if (cpus !== undefined) argv = ["taskset", "-c", String(cpus), ...argv];
   const quoted = argv.map((a) => `'${String(a).replaceAll("'", `'\\''`)}'`).join(" ");
   const script = `ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec ${quoted}`;
   return spawn("bash", ["-c", script], options);

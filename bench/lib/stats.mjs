@@ -57,8 +57,32 @@ export const GOALS = [
   { id: "scale", what: "connections held ÷ 20,000", direction: "higher", limit: 1, failAt: 0.75 },
   { id: "connect", what: "connect + subscribe CPU per VU, arrival timer included, vs bare ws's marginal", direction: "lower", limit: 3, failAt: 3.75 },
   { id: "arrivals", what: "arrival lateness p99 vs schedule, worst of 100/s and 1,000/s (ms)", direction: "lower", limit: 5, failAt: 6.25 },
-  { id: "replay", what: "RelayBox replay: generator event-loop lag p99 (ms)", direction: "lower", limit: 50, failAt: 62.5 },
+  { id: "replay", what: "RelayBox replay, target and generator each on a core of its own: generator event-loop lag p99 (ms)", direction: "lower", limit: 50, failAt: 62.5 },
+  // Against k6 + xk6-cable (issue 28), each the worst of the runs' paired ratios.
+  { id: "peer-connect", what: "connect + subscribe CPU per user (whole process, marginal) vs k6 + xk6-cable, worst run", direction: "lower", limit: 1, failAt: 1.25 },
+  { id: "peer-frames", what: "received frames per CPU-second vs k6 + xk6-cable, worst run", direction: "higher", limit: 1.5, failAt: 1.125 },
+  { id: "peer-chat", what: "active chat: CPU per delivered frame vs k6 + xk6-cable, worst run", direction: "lower", limit: 1, failAt: 1.25 },
+  { id: "peer-memory", what: "RSS per connected user vs k6 + xk6-cable, worst run", direction: "lower", limit: 0.2, failAt: 0.25 },
 ];
+
+/**
+ * The peer comparison's figures from its paired runs (each run: the engine, then k6, on the same
+ * workloads): one ratio per run, and the worst of them counts (a goal met in some runs and not
+ * others is not met).
+ */
+export function peerRatios(runs) {
+  const ratios = runs.map(({ engine, peer }) => ({
+    connect: engine.connect.marginalTotalCpuMsPerUser / peer.connect.marginalTotalCpuMsPerUser,
+    frames: engine.listen.framesPerCpuSecond / peer.listen.framesPerCpuSecond,
+    chat: engine.chat.cpuUsPerFrame / peer.chat.cpuUsPerFrame,
+    memory: engine.connect.marginalRssBytesPerUser / peer.connect.marginalRssBytesPerUser,
+  }));
+  const worst = (key, direction) => (direction === "higher" ? Math.min : Math.max)(...ratios.map((r) => r[key]));
+  return {
+    runs: ratios,
+    worst: { "peer-connect": worst("connect"), "peer-frames": worst("frames", "higher"), "peer-chat": worst("chat"), "peer-memory": worst("memory") },
+  };
+}
 
 /**
  * How late each arrival came against a uniform schedule of `tickMs`: arrival i (in order) is due

@@ -33,14 +33,22 @@ function withGc(extra) {
   return [process.env.NODE_OPTIONS, GC_NODE_OPTIONS, extra].filter(Boolean).join(" ");
 }
 
-export function startArtillery(name, script, { deadline, env = {} }) {
+/**
+ * `artillery run` on a script: an object (written to a file here) or the path of a scenario file
+ * run as users run it, with `args` (e.g. --overrides, --variables) before it.
+ */
+export function startArtillery(name, script, { deadline, env = {}, args = [], cpus }) {
   const id = `${name}-${++runs}`;
-  const scriptPath = path.join(workDir, `${id}.json`);
   const reportPath = path.join(workDir, `${id}.report.json`);
   const logPath = path.join(workDir, `${id}.log`);
-  writeFileSync(scriptPath, JSON.stringify(script, null, 2));
-  const child = spawnWithFileLimit([process.execPath, artilleryBin, "run", "-o", reportPath, scriptPath], {
+  let scriptPath = script;
+  if (typeof script !== "string") {
+    scriptPath = path.join(workDir, `${id}.json`);
+    writeFileSync(scriptPath, JSON.stringify(script, null, 2));
+  }
+  const child = spawnWithFileLimit([process.execPath, artilleryBin, "run", "-o", reportPath, ...args, scriptPath], {
     stdio: ["ignore", "pipe", "pipe"],
+    cpus,
     env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true", BENCH_DEADLINE: String(deadline), ...env, NODE_OPTIONS: withGc(env.NODE_OPTIONS) },
   });
   const log = createWriteStream(logPath);
@@ -133,6 +141,13 @@ export const cableEngine = {
     };
     const run = startArtillery("cable-latency", script, { deadline: p.deadline });
     return { ...run, report: () => run.collect() };
+  },
+  /** scenarios/capacity-anycable.yml as users run it by message rate: `users` users, `rate` messages a second together. */
+  chat(target, p) {
+    const overrides = { config: { target: target.cableUrl, phases: [{ name: "ramp", arrivalCount: p.users, duration: p.rampSeconds }] } };
+    const variables = { rooms: p.rooms, capacity_users: p.users, capacity_rate: p.rate, capacity_max_s: Math.ceil((p.deadline - Date.now()) / 1000) };
+    const run = startArtillery("cable-chat", path.join(here, "..", "..", "scenarios", "capacity-anycable.yml"), { deadline: p.deadline, args: ["--overrides", JSON.stringify(overrides), "--variables", JSON.stringify(variables)] });
+    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
   },
   scale(target, p) {
     const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline });

@@ -6,10 +6,12 @@ import { exitWithin, sleep, spawnWithFileLimit } from "./proc.mjs";
 
 const require = createRequire(import.meta.url);
 
-export async function startTarget() {
+/** `cpus`: pin the target to these cores (taskset), e.g. for the replay with the generator on the other. */
+export async function startTarget({ cpus } = {}) {
   const cli = path.join(path.dirname(require.resolve("cable-local-target/package.json")), "dist", "cli.js");
   const child = spawnWithFileLimit([process.execPath, cli, "--allow-anonymous", "--host", "127.0.0.1", "--port", "0"], {
     stdio: ["ignore", "pipe", "inherit"],
+    cpus,
   });
   const urls = await new Promise((resolve, reject) => {
     let out = "";

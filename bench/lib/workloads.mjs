@@ -248,12 +248,47 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   const window = { hrStartUs, hrEndUs: monotonicUs() };
   const cpu = settled.cpu - cpuStart;
   const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
+  // The whole process until now (start-up, VU creation, k6's VU initialisation before its test
+  // starts, connect, subscribe): the peer comparison takes the marginal of this between two runs.
+  const cpuTotal = settled.cpu;
+  const rss = await steadyRss(pid);
   // Measured: what the VUs do until the deadline (listen) is not this workload's.
   if (!endByItself) run.child.kill("SIGKILL");
   const code = await exitWithin(run.child, endByItself ? Math.max(10_000, deadline - Date.now() + 20_000) : 10_000);
   // The next run counts from the target's open connections: wait until these are gone.
   await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 20_000 });
-  return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), threads, window, exitCode: code };
+  return { n0, n, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (n - n0), 3), cpuTotalSeconds: round(cpuTotal, 3), rssBytes: rss, threads, window, exitCode: code };
+}
+
+/**
+ * Active chat (the capacity scenario by message rate): `users` follow `rooms` streams and publish
+ * `rate` stamped messages a second together through the HTTP broadcaster. After all have
+ * subscribed and `settleMs` passed, a window of `windowMs`: the subject's CPU ÷ the frames the
+ * target wrote to it (deliveries and the target's pings, which every subject receives alike).
+ */
+export async function measureChat(target, subject, { users, rooms, rate, rampSeconds, settleMs, windowMs }) {
+  const deadline = Date.now() + 15_000 + rampSeconds * 1000 + settleMs + windowMs + 10_000;
+  const base = await target.health();
+  const run = subject.chat(target, { users, rooms, rate, rampSeconds, deadline });
+  const pid = run.child.pid;
+  const all = await target.waitFor(subscribedSince(base, users), { deadline, abandon: exited(run.child), pollMs: 50 });
+  if (!all.ready) {
+    run.child.kill("SIGKILL");
+    await exitWithin(run.child, 5_000);
+    throw new Error(`${subject.name} chat: only ${all.counters.framesIn - base.framesIn} of ${users} subscribed${run.logPath ? `; see ${run.logPath}` : ""}`);
+  }
+  await sleep(settleMs);
+  const before = await target.health();
+  const cpuStart = cpuSeconds(pid);
+  await sleep(windowMs);
+  const cpu = cpuSeconds(pid) - cpuStart;
+  const after = await target.health();
+  const { rss } = memory(pid);
+  run.child.kill("SIGKILL");
+  await exitWithin(run.child, 10_000);
+  await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
+  const frames = after.framesOut - before.framesOut;
+  return { users, rooms, rate, windowSeconds: windowMs / 1000, cpuSeconds: round(cpu, 3), framesDelivered: frames, cpuUsPerFrame: round((cpu * 1e6) / frames, 2), rssBytes: rss };
 }
 
 function round(value, digits) {
