@@ -6,6 +6,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/cdk/app";
 import { GITHUB_STACK_NAME } from "../src/contract";
+import { EVERY_OPTION_CONTEXT } from "./helpers";
 
 /**
  * The synthesized templates, pinned: every resource, property and logical id, for a set of contexts
@@ -110,19 +111,7 @@ describe("the synthesized templates are the pinned ones", () => {
   });
 
   it("with every sizing, retention, bucket, insights and tag option set", async () => {
-    await expectPinned(
-      "options",
-      synth({
-        regions: "ap-southeast-2",
-        cpu: "2048",
-        memoryMiB: "4096",
-        logRetentionDays: "7",
-        resultsExpireDays: "3",
-        destroyBucket: "true",
-        containerInsights: "true",
-        tags: "team=realtime,cost-center=42",
-      }),
-    );
+    await expectPinned("options", synth(EVERY_OPTION_CONTEXT));
   });
 
   // The regional stacks are the default ones: only the GitHub stack is pinned here.
