@@ -8,6 +8,7 @@ import { buildApp } from "../src/cdk/app";
 import type { LoadtestStack } from "../src/cdk/loadtest-stack";
 import { OUTPUT_KEYS } from "../src/contract";
 import { stageImage } from "../src/image/stage";
+import { EVERY_OPTION_CONTEXT } from "./helpers";
 
 // Synthesizing is slow (seconds per stack), so each template is built once and shared.
 let imageDir: string;
@@ -162,16 +163,7 @@ describe("a region's stack", () => {
 
 describe("context options", () => {
   it("sizes the task, keeps logs and runs as asked, destroys the bucket only when asked, adds tags", () => {
-    const [stack] = synth({
-      regions: "ap-southeast-2",
-      cpu: "2048",
-      memoryMiB: "4096",
-      logRetentionDays: "7",
-      resultsExpireDays: "3",
-      destroyBucket: "true",
-      containerInsights: "true",
-      tags: "team=realtime,cost-center=42",
-    });
+    const [stack] = synth(EVERY_OPTION_CONTEXT);
     const t = Template.fromStack(stack);
     t.hasResourceProperties("AWS::ECS::TaskDefinition", { Cpu: "2048", Memory: "4096", ContainerDefinitions: [Match.objectLike({ Memory: 4096 })] });
     t.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 7 });

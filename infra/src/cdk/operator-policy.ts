@@ -1,26 +1,46 @@
 /**
- * What `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
+ * The operator policy, a managed policy named for its region (`CableLoadtestOperator-<region>`) that
+ * the person or CI role running `cable-fanout` attaches (README: "The operator policy"). It allows
+ * what `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
  * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket,
  * check secrets and the Fargate quota, read its tasks' logs. Every statement is proven against the calls the runner makes
- * (infra/test/operator-policy.test.ts and cable-fanout's test/operator-policy.test.ts, with an IAM
- * policy simulator).
+ * (cable-fanout's moto tests, moto-first-run.test.ts among them, with an IAM policy simulator).
  */
-import { ArnFormat, type Stack } from "aws-cdk-lib";
+import { ArnFormat, Stack } from "aws-cdk-lib";
 import type * as ecs from "aws-cdk-lib/aws-ecs";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as s3 from "aws-cdk-lib/aws-s3";
-import { FARGATE_VCPU_QUOTA, SECRETS_PATH, stackNameFor } from "../contract.js";
+import { Construct } from "constructs";
+import { FARGATE_VCPU_QUOTA, SECRETS_PATH, operatorPolicyNameFor, stackNameFor } from "../contract.js";
 import { RUNS_PREFIX } from "../worker/layout.js";
 
-export interface OperatorResources {
+/** The stack's resources the operator acts on. */
+export interface OperatorPolicyProps {
   cluster: ecs.ICluster;
   taskDefinition: ecs.TaskDefinition;
   bucket: s3.IBucket;
   logGroup: logs.ILogGroup;
 }
 
-export function operatorStatements(stack: Stack, r: OperatorResources): iam.PolicyStatement[] {
+export class OperatorPolicy extends Construct {
+  readonly policy: iam.ManagedPolicy;
+
+  constructor(scope: Construct, id: string, props: OperatorPolicyProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    // "Default" is left out of logical ids, so the policy keeps the one it had when the stack created
+    // it itself: under a new logical id CloudFormation would create the replacement first, and fail
+    // on its fixed name, which the old policy still holds.
+    this.policy = new iam.ManagedPolicy(this, "Default", {
+      managedPolicyName: operatorPolicyNameFor(stack.region),
+      description: `cable-fanout run | collect | stop against ${stackNameFor(stack.region)}`,
+      statements: operatorStatements(stack, props),
+    });
+  }
+}
+
+export function operatorStatements(stack: Stack, r: OperatorPolicyProps): iam.PolicyStatement[] {
   const onCluster = { ArnEquals: { "ecs:cluster": r.cluster.clusterArn } };
   const family = r.taskDefinition.family;
   const logGroupArn = stack.formatArn({ service: "logs", resource: "log-group", resourceName: r.logGroup.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
