@@ -429,9 +429,7 @@ export class CableConnection implements Tracked {
     if (scan.ledger || (scan.positioned && this.extended) || this.seenSinceRestore || this.replaying !== undefined || this.waiter?.wantsMessages) return false;
     const key = this.keyAt(data, scan.idStart, scan.idEnd);
     if (key === undefined || this.inbox.has(key)) return false;
-    this.runtime.tracker.countReceived();
-    this.events.emit("rate", METRICS.receiveRate);
-    if (scan.stamp !== undefined) this.events.emit("histogram", METRICS.broadcastLatency, this.clock.now() - scan.stamp);
+    this.runtime.tracker.received(this.events, scan.stamp === undefined ? undefined : this.clock.now() - scan.stamp);
     return true;
   }
 
@@ -462,15 +460,11 @@ export class CableConnection implements Tracked {
       if (this.seenSinceRestore.has(id)) return;
       if (this.seenSinceRestore.size < MAX_SEEN_SINCE_RESTORE) this.seenSinceRestore.add(id);
     }
-    this.runtime.tracker.countReceived();
-    this.events.emit("rate", METRICS.receiveRate);
     const payload = msg.payload;
-    if (payload !== null && typeof payload === "object") {
-      const stamped = payload as Record<string, unknown>;
-      const sentAt = stamped[this.settings.stampField];
-      if (typeof sentAt === "number") this.events.emit("histogram", METRICS.broadcastLatency, this.clock.now() - sentAt);
-      if (typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
-    }
+    const stamped = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>) : undefined;
+    const sentAt = stamped?.[this.settings.stampField];
+    this.runtime.tracker.received(this.events, typeof sentAt === "number" ? this.clock.now() - sentAt : undefined);
+    if (stamped && typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
     if (position) {
       let streams = this.memory.positions.get(msg.channel);
       if (!streams) this.memory.positions.set(msg.channel, (streams = new Map()));

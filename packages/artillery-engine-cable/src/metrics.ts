@@ -1,6 +1,7 @@
 import type { EventEmitter } from "node:events";
 import { nowMs } from "./clock.js";
 import { EVENT_LOOP_LAG, LagMonitor } from "./lag.js";
+import { periodAggregates, type PeriodAggregates } from "./period-metrics.js";
 
 /**
  * Metric names, defined once: the engine emits only these (and `cable.<metric>` of a receive step);
@@ -104,7 +105,7 @@ export class OpenConnections {
    * saves CPU and, under a broadcast burst, hundreds of MB (docs/benchmarks.md). The price: a
    * count may land in the period after the one it belongs to, by up to a second.
    */
-  private received = 0;
+  private receivedCount = 0;
 
   add(conn: Tracked, events: Events): void {
     this.events = events;
@@ -119,15 +120,35 @@ export class OpenConnections {
     }
   }
 
-  /** Counts one received message; `cable.messages_received` is emitted in batches. */
-  countReceived(): void {
-    this.received++;
+  /** This thread's per-period aggregates, where Artillery's metric store takes them (period-metrics.ts). */
+  private readonly periods: PeriodAggregates | undefined;
+
+  constructor(periods: PeriodAggregates | undefined = periodAggregates()) {
+    this.periods = periods;
+  }
+
+  /**
+   * One received message: `cable.messages_received` (in batches), `cable.receive_rate`, and
+   * `cable.broadcast_latency` when it was stamped; the last two a period at a time where Artillery
+   * takes them so, else one event each.
+   */
+  received(events: Events, latencyMs: number | undefined): void {
+    this.receivedCount++;
+    const periods = this.periods;
+    if (periods?.live) {
+      const now = Date.now();
+      periods.rate(METRICS.receiveRate, now);
+      if (latencyMs !== undefined) periods.histogram(METRICS.broadcastLatency, latencyMs, now);
+      return;
+    }
+    events.emit("rate", METRICS.receiveRate);
+    if (latencyMs !== undefined) events.emit("histogram", METRICS.broadcastLatency, latencyMs);
   }
 
   private flushReceived(): void {
-    if (this.received === 0 || !this.events) return;
-    this.events.emit("counter", METRICS.messagesReceived, this.received);
-    this.received = 0;
+    if (this.receivedCount === 0 || !this.events) return;
+    this.events.emit("counter", METRICS.messagesReceived, this.receivedCount);
+    this.receivedCount = 0;
   }
 
   delete(conn: Tracked): void {
