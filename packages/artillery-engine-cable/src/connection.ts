@@ -1,7 +1,8 @@
 import { systemClock, type Clock, type TimerHandle } from "./clock.js";
 import type { DeliveryLedger } from "./delivery.js";
 import { CableError } from "./errors.js";
-import { METRICS, OpenConnections, type Events, type Tracked } from "./metrics.js";
+import { METRICS, type Events } from "./metrics.js";
+import type { OpenConnections, Tracked } from "./open-connections.js";
 import { ACTIONCABLE_V1_EXT_JSON, disconnectCause } from "./protocol/actioncable.js";
 import { equalsAt, rawBroadcast, stampKey } from "./protocol/scan.js";
 import type { Inbound, Protocol, StreamPosition, Welcome } from "./protocol/types.js";
@@ -426,10 +427,13 @@ export class CableConnection implements Tracked {
       this.onPing(undefined);
       return true;
     }
-    if (scan.ledger || (scan.positioned && this.extended) || this.seenSinceRestore || this.replaying !== undefined || this.waiter?.wantsMessages) return false;
+    if ((scan.positioned && this.extended) || this.seenSinceRestore || this.replaying !== undefined || this.waiter?.wantsMessages) return false;
+    // A sender with escapes in it is read by the decoder, so that the ledger keys it as parsed.
+    if (scan.ledger && scan.senderStart < 0 && scan.seq !== undefined) return false;
     const key = this.keyAt(data, scan.idStart, scan.idEnd);
     if (key === undefined || this.inbox.has(key)) return false;
     this.runtime.tracker.received(this.events, scan.stamp === undefined ? undefined : this.clock.now() - scan.stamp);
+    if (scan.seq !== undefined && scan.senderStart >= 0) this.memory.ledger.record(key, data.toString("utf8", scan.senderStart, scan.senderEnd), scan.seq);
     return true;
   }
 

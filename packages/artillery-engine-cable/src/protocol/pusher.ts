@@ -2,6 +2,7 @@ import { CableError } from "../errors.js";
 import type { TlsOptions } from "../tls.js";
 import { httpRequest, jsonObject } from "../sidecall.js";
 import { MalformedFrame } from "./actioncable.js";
+import { scanPusherInto } from "./pusher-scan.js";
 import { channelAuth } from "./pusher-signatures.js";
 import { pusherRejectCause, type PusherRefusal } from "./rejections.js";
 import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
@@ -125,6 +126,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
       return u.toString();
     },
     decode: decodePusher,
+    scan: scanPusherInto,
     async subscribe(request: SubscribeRequest, welcome: Welcome | undefined) {
       // The schema gives Pusher subscriptions a channel (streams are refused before the run).
       const channel = request.channel!;

@@ -10,11 +10,12 @@ const PING_PREFIX = Buffer.from('{"type":"ping"');
 const BROADCAST_PREFIX = Buffer.from('{"identifier":"');
 const MESSAGE_KEY = Buffer.from(',"message":');
 const SENDER = Buffer.from("sender");
+const SEQ = Buffer.from("seq");
 const STREAM_ID = Buffer.from("stream_id");
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COLON = 0x3a;
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COLON = 0x3a;
 
 export const PING_FRAME = "ping";
 
@@ -41,7 +42,7 @@ export function equalsAt(data: Buffer, start: number, end: number, word: Buffer)
   return true;
 }
 
-function isSpace(b: number): boolean {
+export function isSpace(b: number): boolean {
   return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 }
 
@@ -52,7 +53,7 @@ function isNumberByte(b: number): boolean {
 /** Past this many digits an integer may not be exact in a double: read it as text instead. */
 const MAX_EXACT_DIGITS = 15;
 
-function numberAt(data: Buffer, from: number): number | undefined {
+export function numberAt(data: Buffer, from: number): number | undefined {
   let start = from;
   while (start < data.length && isSpace(data[start])) start++;
   let end = start;
@@ -78,16 +79,66 @@ export function stampKey(field: string): Buffer {
 
 /** A scanned broadcast as the listen path reads it: the identifier as a byte range of the frame. */
 export interface RawBroadcast {
-  /** The identifier's bytes in the frame: [idStart, idEnd), JSON-escaped, without its quotes. */
+  /** The identifier's bytes in the frame (Pusher: the channel's): [idStart, idEnd), JSON-escaped, without its quotes. */
   idStart: number;
   idEnd: number;
   stamp: number | undefined;
+  /** The payload has a top-level `sender`: a stamped send, for the delivery ledger. */
   ledger: boolean;
   positioned: boolean;
+  /** The payload's top-level `seq`, when it is a number. */
+  seq: number | undefined;
+  /** The `sender` string's bytes, [senderStart, senderEnd), when it is a string with nothing escaped; else -1. */
+  senderStart: number;
+  senderEnd: number;
 }
 
 export function rawBroadcast(): RawBroadcast {
-  return { idStart: 0, idEnd: 0, stamp: undefined, ledger: false, positioned: false };
+  return { idStart: 0, idEnd: 0, stamp: undefined, ledger: false, positioned: false, seq: undefined, senderStart: -1, senderEnd: -1 };
+}
+
+/**
+ * The end of a string value that starts at `from` (after spaces), or -1 unless it is a string with
+ * no escapes: `escaped` when the value is written inside another JSON string (its quotes as `\"`).
+ * Sets out.senderStart/End.
+ */
+function senderAt(data: Buffer, from: number, escaped: boolean, out: RawBroadcast): void {
+  out.senderStart = out.senderEnd = -1;
+  let i = from;
+  while (i < data.length && isSpace(data[i])) i++;
+  if (escaped) {
+    if (data[i] !== BACKSLASH || data[i + 1] !== QUOTE) return;
+    i += 2;
+  } else if (data[i] === QUOTE) {
+    i++;
+  } else {
+    return;
+  }
+  const start = i;
+  for (; i < data.length; i++) {
+    const b = data[i];
+    if (b === BACKSLASH) {
+      if (escaped && data[i + 1] === QUOTE) break;
+      return;
+    }
+    if (b === QUOTE) {
+      if (escaped) return;
+      break;
+    }
+  }
+  if (i >= data.length) return;
+  out.senderStart = start;
+  out.senderEnd = i;
+}
+
+/** A payload's top-level field whose key is data[keyStart, keyEnd) and whose value starts at `valueAt`. */
+export function payloadField(data: Buffer, keyStart: number, keyEnd: number, valueAt: number, stampField: Buffer, escaped: boolean, out: RawBroadcast): void {
+  if (equalsAt(data, keyStart, keyEnd, stampField)) out.stamp = numberAt(data, valueAt);
+  else if (equalsAt(data, keyStart, keyEnd, SEQ)) out.seq = numberAt(data, valueAt);
+  else if (equalsAt(data, keyStart, keyEnd, SENDER)) {
+    out.ledger = true;
+    senderAt(data, valueAt, escaped, out);
+  }
 }
 
 /**
@@ -123,9 +174,10 @@ export function scanActionCableInto(data: Buffer, stampField: Buffer, out: RawBr
   let depth = 1;
   let inString = false;
   let stringStart = 0;
-  let stamp: number | undefined;
-  let ledger = false;
   let positioned = false;
+  out.stamp = out.seq = undefined;
+  out.ledger = false;
+  out.senderStart = out.senderEnd = -1;
   for (i = idEnd + 1 + MESSAGE_KEY.length; i <= last; i++) {
     const b = data[i];
     if (inString) {
@@ -137,8 +189,7 @@ export function scanActionCableInto(data: Buffer, stampField: Buffer, out: RawBr
         while (next < last && isSpace(data[next])) next++;
         if (data[next] !== COLON) continue;
         if (depth === 2) {
-          if (equalsAt(data, stringStart + 1, i, stampField)) stamp = numberAt(data, next + 1);
-          else if (equalsAt(data, stringStart + 1, i, SENDER)) ledger = true;
+          payloadField(data, stringStart + 1, i, next + 1, stampField, false, out);
         } else if (depth === 1 && equalsAt(data, stringStart + 1, i, STREAM_ID)) {
           positioned = true;
         }
@@ -159,8 +210,6 @@ export function scanActionCableInto(data: Buffer, stampField: Buffer, out: RawBr
   if (inString || depth !== 0) return undefined;
   out.idStart = idStart;
   out.idEnd = idEnd;
-  out.stamp = stamp;
-  out.ledger = ledger;
   out.positioned = positioned;
   return out;
 }

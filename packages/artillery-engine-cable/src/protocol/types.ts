@@ -68,6 +68,6 @@ export interface Protocol {
   pong(extended: boolean, reply: string | undefined): string | undefined;
   /** The failure a `disconnect` frame means (Action Cable): named by its reason. */
   disconnectError?(reason: string): CableError;
-  /** The listen path's fast reader of raw frames (Action Cable), with the stamp field's name as bytes. */
+  /** The listen path's fast reader of raw frames, with the stamp field's name as bytes. */
   scan?(data: Buffer, stampField: Buffer, out: RawBroadcast): Scanned;
 }
