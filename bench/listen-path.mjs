@@ -10,6 +10,7 @@
 // Artillery's runner wires them, then aggregates them (DDSketch, rates) as Artillery does at a
 // period's end. The baseline is what the bare ws client does per frame: JSON.parse and a count.
 // Prints µs of CPU per frame (median of ROUNDS), for both, and their ratio.
+import { existsSync } from "node:fs";
 import { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -20,7 +21,8 @@ const dist = path.resolve(process.argv[2] ?? path.join(here, "..", "packages", "
 const artilleryDir = path.dirname(createRequire(import.meta.url).resolve("artillery/package.json"));
 const { SSMS } = await import(pathToFileURL(path.join(artilleryDir, "dist", "lib", "core", "ssms.js")).href);
 const { CableConnection } = await import(pathToFileURL(path.join(dist, "connection.js")).href);
-const { OpenConnections } = await import(pathToFileURL(path.join(dist, "metrics.js")).href);
+// Builds before the metric names and the thread's tracker were split kept both in metrics.js.
+const { OpenConnections } = await import(pathToFileURL(path.join(dist, existsSync(path.join(dist, "open-connections.js")) ? "open-connections.js" : "metrics.js")).href);
 const { systemClock } = await import(pathToFileURL(path.join(dist, "clock.js")).href);
 const { DeliveryLedger } = await import(pathToFileURL(path.join(dist, "delivery.js")).href);
 const { createActionCableProtocol } = await import(pathToFileURL(path.join(dist, "protocol", "actioncable.js")).href);

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { cpuSeconds, exitWithin, sleep } from "./proc.mjs";
 import { arrivalLateness, percentile } from "./stats.mjs";
 import { startArtillery } from "./subjects.mjs";
+import { METRICS } from "artillery-engine-cable/metrics";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -135,11 +136,11 @@ export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES,
     cpuSeconds: round(cpu, 1),
     vusers: { created: c["vusers.created"] ?? 0, completed: c["vusers.completed"] ?? 0, failed: c["vusers.failed"] ?? 0 },
     errors: Object.fromEntries(Object.entries(c).filter(([k]) => k.startsWith("errors."))),
-    eventLoopLagMs: pick("cable.event_loop_lag"),
-    broadcastLatencyMs: pick("cable.broadcast_latency"),
-    publishLatencyMs: pick("cable.publish_latency"),
-    peakConnections: s["cable.open_connections_peak"]?.max ?? null,
-    messagesSent: c["cable.messages_sent"] ?? 0,
-    messagesReceived: c["cable.messages_received"] ?? 0,
+    eventLoopLagMs: pick(METRICS.eventLoopLag),
+    broadcastLatencyMs: pick(METRICS.broadcastLatency),
+    publishLatencyMs: pick(METRICS.publishLatency),
+    peakConnections: s[METRICS.connectionsOpenPeak]?.max ?? null,
+    messagesSent: c[METRICS.messagesSent] ?? 0,
+    messagesReceived: c[METRICS.messagesReceived] ?? 0,
   };
 }

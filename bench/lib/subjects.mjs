@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { GC_NODE_OPTIONS, spawnWithFileLimit } from "./proc.mjs";
+import { METRICS } from "artillery-engine-cable/metrics";
 
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -120,7 +121,7 @@ export const cableEngine = {
   label: "Artillery + cable engine",
   listen(target, p, env) {
     const run = startArtillery("cable-listen", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
-    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
+    return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
   latency(target, p) {
     const script = {
@@ -147,7 +148,7 @@ export const cableEngine = {
     const overrides = { config: { target: target.cableUrl, phases: [{ name: "ramp", arrivalCount: p.users, duration: p.rampSeconds }] } };
     const variables = { rooms: p.rooms, capacity_users: p.users, capacity_rate: p.rate, capacity_max_s: Math.ceil((p.deadline - Date.now()) / 1000) };
     const run = startArtillery("cable-chat", path.join(here, "..", "..", "scenarios", "capacity-anycable.yml"), { deadline: p.deadline, args: ["--overrides", JSON.stringify(overrides), "--variables", JSON.stringify(variables)] });
-    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
+    return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
   scale(target, p) {
     const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline });
@@ -161,7 +162,7 @@ export const cableEnginePrecise = {
   label: "Artillery + cable engine, preciseArrivals",
   listen(target, p, env) {
     const run = startArtillery("cable-listen-precise", { config: cableConfig(target, p, { preciseArrivals: true }), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
-    return { ...run, received: () => run.collect().counters["cable.messages_received"] ?? 0 };
+    return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
 };
 

@@ -1,26 +1,19 @@
 import { installArrivals } from "./arrivals.js";
 import { trace } from "./trace.js";
 import { CableConnection, defaultRuntime, type ConnectionRuntime, type ConnectionSettings } from "./connection.js";
-import { METRICS, OpenConnections, type Events } from "./metrics.js";
+import { METRICS, type Events } from "./metrics.js";
+import { OpenConnections } from "./open-connections.js";
 import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import { readTls, type TlsOptions } from "./tls.js";
 import type { Protocol } from "./protocol/types.js";
 import { CableError, errorCode } from "./errors.js";
 import { checkScript } from "./preflight.js";
-import { configSchema, type CableConfig } from "./schema.js";
+import { configSchema, type CableConfig } from "./config.js";
+import type { Script } from "./script.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
 import { compileStep } from "./steps/index.js";
 import { runVirtualUser, sequence, type VuContext } from "./vu.js";
-
-interface Script {
-  config: Record<string, any>;
-  scenarios?: Record<string, any>[];
-  before?: Record<string, any>;
-  after?: Record<string, any>;
-  _scriptPath?: string;
-  _configPath?: string;
-}
 
 function protocolFor(settings: CableConfig, tls: TlsOptions | undefined): Protocol {
   return settings.protocol === "pusher"

@@ -1,7 +1,5 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
-import type { Events } from "./metrics.js";
-
-export const EVENT_LOOP_LAG = "cable.event_loop_lag";
+import { METRICS, type Events } from "./metrics.js";
 
 /**
  * The generator's own saturation, so that it is not mistaken for the server's latency: every
@@ -50,7 +48,7 @@ export class LagMonitor {
     this.lastSampleAt = now;
     this.histogram.reset();
     const worstMs = Math.max(0, recorded, late);
-    events.emit("histogram", EVENT_LOOP_LAG, worstMs);
+    events.emit("histogram", METRICS.eventLoopLag, worstMs);
     if (worstMs > this.warnAtMs && now - this.lastWarnedAt > 10_000) {
       this.lastWarnedAt = now;
       console.warn(

@@ -4,7 +4,9 @@ import { isMainThread } from "node:worker_threads";
 import { z } from "zod";
 import { closest } from "./did-you-mean.js";
 import { ScenarioError } from "./errors.js";
-import { configSchema, parseConfig, stepSchemas, validateScript, type CableConfig } from "./schema.js";
+import { configSchema, parseConfig, type CableConfig } from "./config.js";
+import { stepSchemas, validateScript } from "./schema.js";
+import type { Script } from "./script.js";
 
 // Checks a script before any load starts and stops the run cleanly when it is wrong.
 //
@@ -26,7 +28,7 @@ import { configSchema, parseConfig, stepSchemas, validateScript, type CableConfi
 // process.nextTick, and in the main thread (a `before` hook) it prints the report and exits 1.
 
 /** Every problem of the script's cable scenarios, the config and what they reference, or none. */
-export function findProblems(script: ScriptLike, env: NodeJS.ProcessEnv = process.env): { problems: string[]; settings?: CableConfig } {
+export function findProblems(script: Script, env: NodeJS.ProcessEnv = process.env): { problems: string[]; settings?: CableConfig } {
   const problems: string[] = [];
   let settings: CableConfig | undefined;
   try {
@@ -50,7 +52,7 @@ export function findProblems(script: ScriptLike, env: NodeJS.ProcessEnv = proces
 }
 
 /** Reads the settings or stops the run with one message; `undefined` when the run is being stopped. */
-export function checkScript(script: ScriptLike, env: NodeJS.ProcessEnv = process.env): CableConfig | undefined {
+export function checkScript(script: Script, env: NodeJS.ProcessEnv = process.env): CableConfig | undefined {
   const { problems, settings } = findProblems(script, env);
   if (problems.length === 0) return settings;
   stopBeforeLoad(new ScenarioError(problems).message);
@@ -68,18 +70,8 @@ function stopBeforeLoad(report: string): void {
   });
 }
 
-export interface ScriptLike {
-  config: Record<string, any>;
-  scenarios?: Record<string, any>[];
-  before?: Record<string, any>;
-  after?: Record<string, any>;
-  /** Set by Artillery (util.ts readScript/resolveConfigPath): the files the script came from. */
-  _scriptPath?: string;
-  _configPath?: string;
-}
-
 /** The cable flows of a script, each with the name messages give it. */
-function cableFlows(script: ScriptLike, engineName = "cable"): { where: string; flow: unknown }[] {
+function cableFlows(script: Script, engineName = "cable"): { where: string; flow: unknown }[] {
   const flows: { where: string; flow: unknown }[] = [];
   (script.scenarios ?? []).forEach((scenario, i) => {
     if ((scenario.engine ?? script.config.engine) !== engineName) return;
@@ -109,7 +101,7 @@ function urlProblem(url: unknown, field: string): string | undefined {
   return undefined;
 }
 
-function targetProblems(script: ScriptLike): string[] {
+function targetProblems(script: Script): string[] {
   const flows = cableFlows(script);
   if (flows.length === 0) return [];
   const problems: string[] = [];
@@ -154,7 +146,7 @@ function envRefs(text: string): string[] {
  * `config` was rendered by Artillery before the engine sees it, so its references are read from
  * the scenario files themselves.
  */
-function envProblems(script: ScriptLike, env: NodeJS.ProcessEnv): string[] {
+function envProblems(script: Script, env: NodeJS.ProcessEnv): string[] {
   const problems: string[] = [];
   const reported = new Set<string>();
   const missing = (name: string) => env[name] === undefined && !reported.has(name);

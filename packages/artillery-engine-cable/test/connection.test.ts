@@ -5,7 +5,7 @@ import type { Clock, TimerHandle } from "../src/clock.js";
 import { CableConnection, type ConnectionRuntime, type StreamMemory } from "../src/connection.js";
 import { DeliveryLedger } from "../src/delivery.js";
 import { CableError } from "../src/errors.js";
-import { OpenConnections } from "../src/metrics.js";
+import { OpenConnections } from "../src/open-connections.js";
 import { createActionCableProtocol } from "../src/protocol/actioncable.js";
 import { createPusherProtocol } from "../src/protocol/pusher.js";
 import { scanActionCable, stampKey } from "../src/protocol/scan.js";

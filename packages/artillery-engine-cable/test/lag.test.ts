@@ -4,7 +4,8 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import { nowMs } from "../src/clock.js";
-import { EVENT_LOOP_LAG, LagMonitor } from "../src/lag.js";
+import { LagMonitor } from "../src/lag.js";
+import { METRICS } from "../src/metrics.js";
 
 function block(ms: number): void {
   const end = Date.now() + ms;
@@ -14,7 +15,7 @@ function block(ms: number): void {
 function recorder(): { events: EventEmitter; samples: number[] } {
   const events = new EventEmitter();
   const samples: number[] = [];
-  events.on("histogram", (name: string, value: number) => name === EVENT_LOOP_LAG && samples.push(value));
+  events.on("histogram", (name: string, value: number) => name === METRICS.eventLoopLag && samples.push(value));
   return { events, samples };
 }
 

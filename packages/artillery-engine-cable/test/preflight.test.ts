@@ -4,7 +4,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, test } from "vitest";
-import { findProblems, type ScriptLike } from "../src/preflight.js";
+import { findProblems } from "../src/preflight.js";
+import type { Script as ScriptLike } from "../src/script.js";
 
 const script = (over: Partial<ScriptLike> & { flow?: unknown[]; target?: unknown; cable?: unknown } = {}): ScriptLike => ({
   config: { target: "target" in over ? over.target : "ws://127.0.0.1:3000/cable", engines: { cable: {} }, cable: over.cable ?? {} },

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { ScenarioError } from "../src/errors.js";
-import { parseConfig, validateScript } from "../src/schema.js";
+import { parseConfig } from "../src/config.js";
+import { validateScript } from "../src/schema.js";
 
 function problems(flow: unknown[], extra: Record<string, unknown> = {}): string[] {
   try {

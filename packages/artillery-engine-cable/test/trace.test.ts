@@ -9,7 +9,7 @@ const dist = path.resolve(__dirname, "../dist");
 test("NODE_DEBUG=cable prints the frames in and out and every state change", () => {
   const script = `
     const { CableConnection } = require(${JSON.stringify(path.join(dist, "connection.js"))});
-    const { OpenConnections } = require(${JSON.stringify(path.join(dist, "metrics.js"))});
+    const { OpenConnections } = require(${JSON.stringify(path.join(dist, "open-connections.js"))});
     const { createActionCableProtocol } = require(${JSON.stringify(path.join(dist, "protocol/actioncable.js"))});
     const { DeliveryLedger } = require(${JSON.stringify(path.join(dist, "delivery.js"))});
     const { systemClock } = require(${JSON.stringify(path.join(dist, "clock.js"))});

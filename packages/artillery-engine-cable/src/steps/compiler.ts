@@ -1,4 +1,4 @@
-import type { CableConfig } from "../schema.js";
+import type { CableConfig } from "../config.js";
 import type { TlsOptions } from "../tls.js";
 import type { Events } from "../metrics.js";
 import type { Protocol } from "../protocol/types.js";

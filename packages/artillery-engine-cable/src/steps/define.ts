@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { CableConfig } from "../schema.js";
+import type { CableConfig } from "../config.js";
 import { parsePath } from "../match.js";
 import type { StepFn } from "../vu.js";
 import type { Compiler } from "./compiler.js";

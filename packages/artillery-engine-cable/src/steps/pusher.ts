@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { nowMs } from "../clock.js";
-import type { CableConfig } from "../schema.js";
+import type { CableConfig } from "../config.js";
 import { CableError } from "../errors.js";
 import { postJson } from "./http.js";
 import { METRICS } from "../metrics.js";
