@@ -125,6 +125,24 @@ function arrivalSections(results) {
       "",
     );
   }
+  if (results.peer?.runs) {
+    const p = results.peer;
+    const ps = results.settings.peer;
+    const r3 = (x) => num(x, 3);
+    lines.push(
+      `Against ${p.version} with xk6-cable, paired runs (the engine, then k6, on the same workloads); the worst run's ratio counts. Connect: whole-process CPU and RSS once ${num(ps.connect.many)} users are subscribed minus ${num(ps.connect.few)}'s, per user; listen: ${num(ps.listen.n)} users, frames received ÷ CPU; chat: the capacity scenario, ${num(ps.chat.users)} users in ${ps.chat.rooms} rooms, ${ps.chat.rate} messages/s, CPU per delivered frame over ${ps.chat.windowMs / 1000} s.`,
+      "",
+      "| run | connect ms per user, engine / k6 | frames per CPU-s, engine / k6 | chat µs per frame, engine / k6 | RSS per user, engine / k6 | ratios: connect, frames, chat, memory |",
+      "|---|---|---|---|---|---|",
+      ...p.runs.map(({ engine, peer }, i) => {
+        const ratio = p.ratios[i];
+        return `| ${i + 1} | ${r3(engine.connect.marginalTotalCpuMsPerUser)} / ${r3(peer.connect.marginalTotalCpuMsPerUser)} | ${num(engine.listen.framesPerCpuSecond)} / ${num(peer.listen.framesPerCpuSecond)} | ${num(engine.chat.cpuUsPerFrame, 1)} / ${num(peer.chat.cpuUsPerFrame, 1)} | ${kb(engine.connect.marginalRssBytesPerUser)} / ${kb(peer.connect.marginalRssBytesPerUser)} | ${r3(ratio.connect)}, ${r3(ratio.frames)}, ${r3(ratio.chat)}, ${r3(ratio.memory)} |`;
+      }),
+      "",
+    );
+  } else if (results.peer?.skipped) {
+    lines.push(`k6 + xk6-cable: ${results.peer.skipped}.`, "");
+  }
   return lines;
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bestConnectRun, bestListenRun, evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, percentile } from "../lib/stats.mjs";
+import { bestConnectRun, bestListenRun, evaluateGoals, framesPerCpuSecond, marginalBytesPerVu, peerRatios, percentile } from "../lib/stats.mjs";
 
 test("percentile is nearest-rank", () => {
   assert.equal(percentile([5, 1, 4, 2, 3], 50), 3);
@@ -48,4 +48,16 @@ test("the best connect run is the one whose many-VU ramp cost least CPU per VU, 
   assert.deepEqual(bestConnectRun([a, b]), { ...b, runsCpuMsPerVuMany: [0.62, 0.57], runsMarginalCpuMsPerVu: [0.56, 0.52] });
   assert.deepEqual(bestConnectRun([a]), a);
   assert.throws(() => bestConnectRun([]), /no runs/);
+});
+
+test("against the peer, each run's ratios are paired and the worst run counts, in each goal's direction", () => {
+  const run = (engine, peer) => ({
+    engine: { connect: { marginalTotalCpuMsPerUser: engine[0], marginalRssBytesPerUser: engine[3] }, listen: { framesPerCpuSecond: engine[1] }, chat: { cpuUsPerFrame: engine[2] } },
+    peer: { connect: { marginalTotalCpuMsPerUser: peer[0], marginalRssBytesPerUser: peer[3] }, listen: { framesPerCpuSecond: peer[1] }, chat: { cpuUsPerFrame: peer[2] } },
+  });
+  const r = peerRatios([run([0.4, 120_000, 30, 10_000], [0.8, 60_000, 40, 100_000]), run([0.5, 90_000, 36, 12_000], [0.8, 60_000, 40, 100_000])]);
+  assert.deepEqual(r.runs.map((x) => x.frames), [2, 1.5]);
+  assert.deepEqual(r.worst, { "peer-connect": 0.625, "peer-frames": 1.5, "peer-chat": 0.9, "peer-memory": 0.12 });
+  const goals = Object.fromEntries(evaluateGoals(r.worst).map((g) => [g.id, g.status]));
+  assert.deepEqual(goals, { "peer-connect": "met", "peer-frames": "met", "peer-chat": "met", "peer-memory": "met" });
 });
