@@ -1,9 +1,7 @@
 // Writing a run's bundle into a region's store and reading its results back, in the worker's layout.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix } from "cable-infra/worker/layout";
-import type { TaskStatus } from "cable-infra/worker/status";
-import type { Store } from "cable-infra/worker/store";
+import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix, type TaskStatus, type Store } from "cable-worker/contract";
 import type { DownloadedResults } from "./backend.js";
 import type { Bundle } from "./bundle.js";
 

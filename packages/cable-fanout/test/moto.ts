@@ -1,46 +1,11 @@
-// moto's server on a free loopback port, and the CDK stacks deployed into it.
+// The CDK stacks deployed into moto (cable-test-servers' startMoto), and moto's request recorder.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { stackNameFor } from "cable-infra/contract";
-import { freePort, installStrictAws, spawnServer, strictAwsNodeOptions, type RunningServer } from "cable-test-servers";
-
-export interface Moto {
-  endpoint: string;
-  /** What the SDK (in this process and in the CLI it spawns) needs to talk to moto. */
-  env: Record<string, string>;
-  stop: () => Promise<void>;
-}
-
-export interface MotoOptions {
-  /** Where moto's request recorder writes (off until startRecording); by default a file in moto's working directory. */
-  recordTo?: string;
-}
-
-export async function startMoto(options: MotoOptions = {}): Promise<Moto> {
-  const port = await freePort();
-  let server: RunningServer;
-  try {
-    server = await spawnServer({ command: "moto_server", args: ["-H", "127.0.0.1", "-p", String(port)], port, ...(options.recordTo ? { env: { MOTO_RECORDER_FILEPATH: options.recordTo } } : {}) });
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n(bash scripts/setup-test-servers.sh installs moto_server)`);
-  }
-  const endpoint = `http://127.0.0.1:${port}`;
-  // moto accepts what AWS refuses: every call made against it, here and in the CLIs and workers the
-  // tests spawn (they inherit NODE_OPTIONS), is held to AWS's documented constraints first.
-  if (!installStrictAws()) throw new Error("the strict AWS double found no AWS SDK to hook");
-  const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "us-east-1", NODE_OPTIONS: strictAwsNodeOptions() };
-  Object.assign(process.env, env);
-  // Tasks advance one state per DescribeTasks call by default; make them advance with time instead.
-  const response = await fetch(`${endpoint}/moto-api/state-manager/set-transition`, {
-    method: "POST",
-    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 2 } }),
-  });
-  if (!response.ok) throw new Error(`moto state manager: HTTP ${response.status}`);
-  return { endpoint, env, stop: () => server.stop() };
-}
+import type { Moto } from "cable-test-servers";
 
 /** The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist). */
 export function synthesizeTemplates(regions: string[]): Map<string, Record<string, unknown>> {

@@ -6,11 +6,10 @@
 // (`vary: "rate"`), every level is a run of its own (plan.ts, planRateLevel).
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import type { Store } from "cable-infra/worker/store";
+import { type Store, CAPACITY_PLUGIN } from "cable-worker/contract";
 import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
-import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
 import { stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
@@ -80,7 +79,7 @@ const END_GRACE_MS = 45_000;
 
 /**
  * The overrides of one segment's run: the stair's phases, and the probe plugin by name only. The
- * probe ships with the worker (cable-infra's artillery-plugin-cable-capacity-probe), which puts its
+ * probe ships with the worker (cable-worker's artillery-plugin-cable-capacity-probe), which puts its
  * own directory on ARTILLERY_PLUGIN_PATH: no path of this machine goes to a task.
  */
 export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number, segmentVariables: Json = {}): Json {
