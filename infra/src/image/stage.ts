@@ -37,8 +37,9 @@ const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, "utf8")) 
 
 /**
  * Writes the image's build context: the Dockerfile, each image package exactly as `npm pack` would
- * publish it, the built worker (cable-worker's dist), and a package.json that pins Artillery to the version installed
- * here and points at the packages with `file:`. Fails naming the package whose build is missing.
+ * publish it, the built worker (cable-worker's dist), and a package.json that pins Artillery to the
+ * version installed here and points at the packages with `file:`. Fails naming the package whose
+ * build is missing.
  */
 export function stageImage(outDir: string = DEFAULT_IMAGE_DIR): StageResult {
   const worker = workspacePackage(WORKER_PACKAGE);
