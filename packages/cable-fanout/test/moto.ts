@@ -1,5 +1,6 @@
 // The CDK stacks deployed into moto (cable-test-servers' startMoto), and moto's request recorder.
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
@@ -7,25 +8,32 @@ import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { stackNameFor } from "cable-infra/contract";
 import type { Moto } from "cable-test-servers";
 
-/** The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist). */
+/**
+ * The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist).
+ * In a Node process of its own: vitest's processes resolve the workspace packages to their
+ * TypeScript sources (the "development" condition), which the built app cannot load.
+ */
 export function synthesizeTemplates(regions: string[]): Map<string, Record<string, unknown>> {
   const infra = path.resolve(__dirname, "../../../infra");
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { App } = require(require.resolve("aws-cdk-lib", { paths: [infra] })) as typeof import("aws-cdk-lib");
-  const { buildApp } = require(path.join(infra, "dist/cdk/app.js")) as {
-    buildApp: (app: InstanceType<typeof App>, imageDirectory: string) => Array<{ stackName: string; region: string; artifactId: string }>;
-  };
-  const { stageImage } = require(path.join(infra, "dist/image/stage.js")) as { stageImage: (dir: string) => unknown };
   // The image's build context, staged as `cdk synth` would (a clean clone has none in infra/image).
-  const imageDir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
-  try {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
+  const out = path.join(dir, "templates.json");
+  const script = `
+    const { App } = require(require.resolve("aws-cdk-lib", { paths: [${JSON.stringify(infra)}] }));
+    const { buildApp } = require(${JSON.stringify(path.join(infra, "dist/cdk/app.js"))});
+    const { stageImage } = require(${JSON.stringify(path.join(infra, "dist/image/stage.js"))});
+    const imageDir = ${JSON.stringify(path.join(dir, "image"))};
     stageImage(imageDir);
-    const app = new App({ context: { regions: regions.join(",") } });
+    const app = new App({ context: { regions: ${JSON.stringify(regions.join(","))} } });
     const stacks = buildApp(app, imageDir);
     const assembly = app.synth();
-    return new Map(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template as Record<string, unknown>]));
+    require("node:fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template])));
+  `;
+  try {
+    execFileSync(process.execPath, ["-e", script], { stdio: ["ignore", "ignore", "pipe"] });
+    return new Map(JSON.parse(readFileSync(out, "utf8")) as Array<[string, Record<string, unknown>]>);
   } finally {
-    rmSync(imageDir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
