@@ -13,6 +13,7 @@ const ROOT = path.resolve(__dirname, "..");
 const PUBLISHED: Record<string, string> = {
   "artillery-engine-cable": "packages/artillery-engine-cable",
   "artillery-plugin-cable-report": "packages/cable-report",
+  "cable-worker": "packages/cable-worker",
   "cable-infra": "infra",
   "cable-fanout": "packages/cable-fanout",
   "cable-action": "packages/cable-action",
@@ -102,8 +103,8 @@ describe("the published tarballs", () => {
       const testOnly = files.filter((f) => /(^|\/)(test|tests|__tests__|fixtures)\/|\.test\.|(^|\/)testing\.|(^|\/)cdk\/|(^|\/)image\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")));
       expect(testOnly, p.name).toEqual([]);
       const m = manifest(p.name);
-      // What Node and TypeScript resolve (cable-infra's "./testing" is exported under the "development"
-      // condition only: the monorepo's tests use it, the tarball has no test helper).
+      // What Node and TypeScript resolve outside this monorepo (the "development" condition, which
+      // names TypeScript sources for the monorepo's type-check and tests, is never one of them).
       const named = [m.main, ...Object.values(m.bin ?? {}), ...Object.values(m.exports ?? {}).flatMap((e) => (typeof e === "string" ? [e] : [e.types, e.default]))].filter((f): f is string => Boolean(f));
       for (const file of named) expect(files, `${p.name}: ${file}`).toContain(path.normalize(file));
     }

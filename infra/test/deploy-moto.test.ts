@@ -6,17 +6,17 @@ import { DescribeTasksCommand, ECSClient, RunTaskCommand } from "@aws-sdk/client
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Moto, startMoto } from "cable-test-servers";
 import { buildApp } from "../src/cdk/app";
 import { CONTAINER_NAME, OUTPUT_KEYS, stackNameFor } from "../src/contract";
 import { stageImage } from "../src/image/stage";
-import { type Moto, startMoto } from "./moto";
 
 // The synthesized template created in moto's CloudFormation, then used the way the fan-out runner
 // will: DescribeStacks outputs → RunTask. moto runs no container; this checks the contract's shape.
 let moto: Moto;
 let imageDir: string;
 beforeAll(async () => {
-  moto = await startMoto();
+  moto = await startMoto({ region: "eu-west-2" });
   imageDir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
   stageImage(imageDir);
 });

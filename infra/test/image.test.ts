@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { type LocalTarget, startTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IMAGE_PACKAGES, type StageResult, stageImage } from "../src/image/stage";
-import { INFRA_DIR, cleanEnv, requireBuiltWorker, runWorker, writeTree } from "./helpers";
+import { cleanEnv, runNode, writeTree } from "cable-test-servers";
+import { IMAGE_PACKAGES, INFRA_DIR, type StageResult, stageImage } from "../src/image/stage";
 
 const REPO_ROOT = path.resolve(INFRA_DIR, "..");
 const workspaceDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`, { paths: [INFRA_DIR] }));
@@ -15,7 +15,6 @@ describe("the image's build context", () => {
   let dir: string;
 
   beforeAll(() => {
-    requireBuiltWorker();
     dir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
     staged = stageImage(dir);
   });
@@ -58,7 +57,7 @@ describe("the image's build context", () => {
     expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --install-links/m);
     // The committed lock was made for exactly these dependencies (else: npm run lock-image -w cable-infra).
     const lock = JSON.parse(readFileSync(path.join(dir, "package-lock.json"), "utf8"));
-    expect(lock.packages[""].dependencies, "infra/docker/package-lock.json is stale: npm run build -w cable-infra && npm run lock-image -w cable-infra").toEqual(manifest.dependencies);
+    expect(lock.packages[""].dependencies, "infra/docker/package-lock.json is stale: npm run build -w cable-worker -w cable-infra && npm run lock-image -w cable-infra").toEqual(manifest.dependencies);
     expect(lock.packages["node_modules/artillery"].version).toBe(rootManifest.devDependencies.artillery);
     expect(dockerfile).toContain('ENTRYPOINT ["node", "/app/worker/main.js"]');
   });
@@ -78,10 +77,10 @@ describe("the image's build context", () => {
 
     /** One task of `runId` through the staged entrypoint (not the workspace's), which must succeed. */
     async function runStagedWorker(runId: string): Promise<void> {
-      const result = await runWorker(
-        cleanEnv({ CABLE_RUN_ID: runId, CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
-        path.join(dir, "worker/main.js"),
-      );
+      const result = await runNode(path.join(dir, "worker/main.js"), [], {
+        env: cleanEnv({ CABLE_RUN_ID: runId, CABLE_REGION: "local", CABLE_TASK_ID: "t0", CABLE_STORE: store, CABLE_WORK_DIR: path.join(dir, "work") }),
+        timeoutMs: 90_000,
+      });
       expect(result.code, result.stderr).toBe(0);
     }
 

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { withMachineLock } from "cable-test-servers";
-import { INFRA_DIR } from "./helpers";
+import { INFRA_DIR } from "../src/image/stage";
 
 const outDir = mkdtempSync(path.join(os.tmpdir(), "cable-cdk-out-"));
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));

@@ -22,7 +22,7 @@ import { FakeGitHub } from "./fake-github.js";
 // (Artillery's tree is ~480 MB). Static tarball checks: test/packaging.test.ts at the root.
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const ACTION = path.join(ROOT, "action.yml");
-const WORKSPACES = ["artillery-engine-cable", "artillery-plugin-cable-report", "cable-infra", "cable-fanout", "cable-action"];
+const WORKSPACES = ["artillery-engine-cable", "artillery-plugin-cable-report", "cable-worker", "cable-infra", "cable-fanout", "cable-action"];
 // 20 users per task: 120 rtt samples in all, enough for the regression gate's p50 and p95 tests.
 const SHORT = JSON.stringify({ config: { phases: [{ duration: 4, arrivalRate: 5 }] } });
 const LONG = JSON.stringify({ config: { phases: [{ duration: 120, arrivalRate: 1 }] } });

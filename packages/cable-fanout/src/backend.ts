@@ -1,7 +1,6 @@
 // The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
-import type { TaskStatus } from "cable-infra/worker/status";
-import type { Store } from "cable-infra/worker/store";
+import type { TaskStatus, Store } from "cable-worker/contract";
 import type { Bundle } from "./bundle.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";

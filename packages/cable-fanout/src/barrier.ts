@@ -1,8 +1,7 @@
 // The ready barrier, runner side: count the tasks' ready markers, decide when the run may start, and
 // write the go marker (a start time from the store's clock and the tasks that made it) into every
 // region. Kept apart from the run loop so other loops (a capacity search) can drive it too.
-import { READY_FILE, regionResultsPrefix } from "cable-infra/worker/layout";
-import { type GoMarker, taskKey, writeGo } from "cable-infra/worker/markers";
+import { READY_FILE, regionResultsPrefix, type GoMarker, taskKey, writeGo } from "cable-worker/contract";
 import type { Region } from "./backend.js";
 
 /** The task ids of a region whose ready marker exists. */

@@ -1,8 +1,7 @@
 // The bundle every task fetches: the scenario and the files it reads, at their paths relative to
 // their common directory (so `../processors/x.js` still resolves), plus the run.json manifest.
 import path from "node:path";
-import { MANIFEST_FILE } from "cable-infra/worker/layout";
-import type { RunManifest } from "cable-infra/worker/manifest";
+import { MANIFEST_FILE, type RunManifest } from "cable-worker/contract";
 import { FanoutInputError } from "./errors.js";
 import type { Scenario } from "./scenario.js";
 

@@ -3,8 +3,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
-import { REPORT_FILE } from "cable-infra/worker/layout";
-import type { TaskStatus } from "cable-infra/worker/status";
+import { REPORT_FILE, type TaskStatus } from "cable-worker/contract";
 import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
 import { toServerSeries, type ServerSample } from "./server-metrics.js";

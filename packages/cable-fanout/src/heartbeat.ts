@@ -1,6 +1,6 @@
 // The runner's heartbeat: a counter rewritten into every region's store, so that tasks notice when
 // the runner is gone (killed, laptop closed, CI job cancelled) and stop themselves.
-import { writeHeartbeat } from "cable-infra/worker/markers";
+import { writeHeartbeat } from "cable-worker/contract";
 import type { Region } from "./backend.js";
 
 export interface HeartbeatDeps {

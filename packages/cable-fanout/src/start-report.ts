@@ -2,7 +2,7 @@
 // first metric (its first virtual user: when load really began), else `loadStartedAt` (when the
 // worker spawned Artillery) — against the go marker's common start. Rendered as a section that
 // the run appends to report.md, and kept in fanout.json.
-import type { TaskStatus } from "cable-infra/worker/status";
+import type { TaskStatus } from "cable-worker/contract";
 import type { BarrierRecord } from "./record.js";
 
 export interface RegionStart {

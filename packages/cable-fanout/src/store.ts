@@ -1,9 +1,7 @@
 // Writing a run's bundle into a region's store and reading its results back, in the worker's layout.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix } from "cable-infra/worker/layout";
-import type { TaskStatus } from "cable-infra/worker/status";
-import type { Store } from "cable-infra/worker/store";
+import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix, type Store, type TaskStatus, taskStatusSchema } from "cable-worker/contract";
 import type { DownloadedResults } from "./backend.js";
 import type { Bundle } from "./bundle.js";
 
@@ -23,7 +21,7 @@ export async function downloadRegionResults(store: Store, runId: string, region:
     const parts = rel.split("/");
     if (parts.length < 2 || parts.some((p) => p === "" || p === "." || p === "..")) continue;
     if (parts.length === 2 && parts[1] === STATUS_FILE) {
-      statuses.push(JSON.parse(await store.getText(key)) as TaskStatus);
+      statuses.push(taskStatusSchema.parse(JSON.parse(await store.getText(key))));
       continue;
     }
     // Ready markers coordinate the run; they are not results.

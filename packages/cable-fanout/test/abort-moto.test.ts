@@ -33,7 +33,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
-import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { startMoto, type Moto } from "cable-test-servers";
+import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, synthesizeTemplates } from "./moto";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const SPIKE = path.join(ROOT, "scenarios/spike.yml");

@@ -20,7 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
-import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { startMoto, type Moto, waitFor } from "cable-test-servers";
+import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, synthesizeTemplates } from "./moto";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
@@ -267,14 +268,6 @@ function loadStarted(out: string): boolean {
     }
   }
   return false;
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */

@@ -3,6 +3,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { describe, expect, test } from "vitest";
+import { encoded } from "cable-test-servers";
 import type { LivePeriod, TaskLive } from "../src/live/feed";
 import { measureRegion, stepHealth } from "../src/capacity/measure";
 import { checkStair, planRateLevel } from "../src/capacity/plan";
@@ -11,11 +12,6 @@ import { buildAnswer, headline, judgeStep, SEND_RATE_FLOOR } from "../src/capaci
 import { parseSlo } from "../src/slo";
 import { segmentOverrides } from "../src/capacity/controller";
 
-const encoded = (values: number[]) => {
-  const s = new DDSketch({ relativeAccuracy: 0.01 });
-  for (const v of values) s.accept(v);
-  return Buffer.from(s.toProto()).toString("base64");
-};
 const T0 = 1_000_000_000_000;
 const w = { climbStart: T0 + 3_000, holdStart: T0 + 8_000, holdEnd: T0 + 38_000 };
 const step = { level: 40, perTask: 10, climbIndex: 0, holdIndex: 1, climbS: 5 };

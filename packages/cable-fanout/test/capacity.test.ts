@@ -2,6 +2,7 @@
 // judged on, verdicts, the search's decisions, the answer and capacity.md.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, test } from "vitest";
+import { encoded, sketchOf } from "cable-test-servers";
 import { FanoutInputError } from "../src/errors";
 import type { LivePeriod, TaskLive } from "../src/live/feed";
 import { measureRegion, splitPeriods } from "../src/capacity/measure";
@@ -11,12 +12,6 @@ import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, refineLe
 import { evaluateSlo, parseSlo, type StepFigures } from "../src/slo";
 import { segmentOverrides, usersOf } from "../src/capacity/controller";
 import type { MergedResults } from "artillery-plugin-cable-report";
-
-function sketchOf(values: number[]): DDSketch {
-  const s = new DDSketch({ relativeAccuracy: 0.01 });
-  for (const v of values) s.accept(v);
-  return s;
-}
 
 const figures = (over: Partial<StepFigures> = {}): StepFigures => ({ users: 100, hold: {}, climb: {}, counters: {}, ...over });
 
@@ -97,7 +92,6 @@ describe("the stair's phases", () => {
 });
 
 const period = (t: number, over: Partial<LivePeriod> = {}): LivePeriod => ({ period: t, counters: {}, rates: {}, histograms: {}, ...over });
-const encoded = (values: number[]) => Buffer.from(sketchOf(values).toProto()).toString("base64");
 
 describe("which periods a step is judged on", () => {
   const w = { climbStart: 1_000_003_000, holdStart: 1_000_008_000, holdEnd: 1_000_038_000 };

@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
-import { type NodeRun, runNode } from "cable-infra/testing";
+import { type NodeRun, runNode } from "cable-test-servers";
 
 const BIN = path.resolve(__dirname, "../bin/cable-fanout.js");
 

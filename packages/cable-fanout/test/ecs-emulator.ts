@@ -18,7 +18,7 @@ export interface EmulatedTask {
   output: string;
 }
 
-const WORKER = require.resolve("cable-infra/worker/main");
+const WORKER = require.resolve("cable-worker/main");
 
 export async function emulateEcs(stacks: RegionStack[], env: Record<string, string>, workDir: string) {
   const tasks = new Map<string, EmulatedTask>();

@@ -1,16 +1,12 @@
 // The live view and --abort-on, pure: constructed live periods in, lines and verdicts out.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, it } from "vitest";
+import { encoded } from "cable-test-servers";
 import { judgeAbort, parseAbortOn } from "../src/live/abort";
 import type { LivePeriod, TaskLive } from "../src/live/feed";
 import { LATE_MS, LiveView, periodComplete } from "../src/live/view";
 
 const T0 = 1_700_000_000_000;
-const encoded = (values: number[]) => {
-  const sketch = new DDSketch({ relativeAccuracy: 0.01 });
-  for (const v of values) sketch.accept(v);
-  return Buffer.from(sketch.toProto()).toString("base64");
-};
 
 /** A period of one task: `latency` ms broadcasts, `created` users arriving, `errors` timeouts. */
 const period = (i: number, latency: number, extra: Partial<{ created: number; completed: number; errors: number }> = {}): LivePeriod => ({

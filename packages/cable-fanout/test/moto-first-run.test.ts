@@ -19,7 +19,8 @@ import { runFanout } from "../src/runner";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
 import { type Deployment, iamRequests, type RecordedCall, recordCalls } from "./iam-calls";
-import { deployStack, holdTasksRunning, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { startMoto, type Moto, waitFor } from "cable-test-servers";
+import { deployStack, holdTasksRunning, synthesizeTemplates } from "./moto";
 
 // The first real run, against moto: the synthesized stacks deployed by CloudFormation in two regions,
 // real workers playing the Fargate tasks (test/ecs-emulator.ts), and
@@ -305,12 +306,4 @@ function startedLoad(out: string): boolean {
   if (!file || !existsSync(file)) return false;
   const record = JSON.parse(readFileSync(file, "utf8")) as { startAt: number | null };
   return record.startAt !== null && Date.now() > record.startAt + 2_000;
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { runCli } from "./cli";
-import { deployStack, holdTasksRunning, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { startMoto, type Moto } from "cable-test-servers";
+import { deployStack, holdTasksRunning, synthesizeTemplates } from "./moto";
 
 // The AWS backend against moto's server: the real synthesized stacks deployed by CloudFormation in
 // two regions, the real CLI, and workers simulated by writing genuine Artillery reports into each

@@ -1,66 +1,39 @@
-// moto's server on a free loopback port, and the CDK stacks deployed into it.
-import { mkdtempSync, rmSync } from "node:fs";
+// The CDK stacks deployed into moto (cable-test-servers' startMoto), and moto's request recorder.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { stackNameFor } from "cable-infra/contract";
-import { freePort, installStrictAws, spawnServer, strictAwsNodeOptions, type RunningServer } from "cable-test-servers";
+import type { Moto } from "cable-test-servers";
 
-export interface Moto {
-  endpoint: string;
-  /** What the SDK (in this process and in the CLI it spawns) needs to talk to moto. */
-  env: Record<string, string>;
-  stop: () => Promise<void>;
-}
-
-export interface MotoOptions {
-  /** Where moto's request recorder writes (off until startRecording); by default a file in moto's working directory. */
-  recordTo?: string;
-}
-
-export async function startMoto(options: MotoOptions = {}): Promise<Moto> {
-  const port = await freePort();
-  let server: RunningServer;
-  try {
-    server = await spawnServer({ command: "moto_server", args: ["-H", "127.0.0.1", "-p", String(port)], port, ...(options.recordTo ? { env: { MOTO_RECORDER_FILEPATH: options.recordTo } } : {}) });
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n(bash scripts/setup-test-servers.sh installs moto_server)`);
-  }
-  const endpoint = `http://127.0.0.1:${port}`;
-  // moto accepts what AWS refuses: every call made against it, here and in the CLIs and workers the
-  // tests spawn (they inherit NODE_OPTIONS), is held to AWS's documented constraints first.
-  if (!installStrictAws()) throw new Error("the strict AWS double found no AWS SDK to hook");
-  const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_REGION: "us-east-1", NODE_OPTIONS: strictAwsNodeOptions() };
-  Object.assign(process.env, env);
-  // Tasks advance one state per DescribeTasks call by default; make them advance with time instead.
-  const response = await fetch(`${endpoint}/moto-api/state-manager/set-transition`, {
-    method: "POST",
-    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "time", seconds: 2 } }),
-  });
-  if (!response.ok) throw new Error(`moto state manager: HTTP ${response.status}`);
-  return { endpoint, env, stop: () => server.stop() };
-}
-
-/** The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist). */
+/**
+ * The synthesized CableLoadtest-<region> templates, from the CDK app in infra (built into infra/dist).
+ * In a Node process of its own: vitest's processes resolve the workspace packages to their
+ * TypeScript sources (the "development" condition), which the built app cannot load.
+ */
 export function synthesizeTemplates(regions: string[]): Map<string, Record<string, unknown>> {
   const infra = path.resolve(__dirname, "../../../infra");
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { App } = require(require.resolve("aws-cdk-lib", { paths: [infra] })) as typeof import("aws-cdk-lib");
-  const { buildApp } = require(path.join(infra, "dist/cdk/app.js")) as {
-    buildApp: (app: InstanceType<typeof App>, imageDirectory: string) => Array<{ stackName: string; region: string; artifactId: string }>;
-  };
-  const { stageImage } = require(path.join(infra, "dist/image/stage.js")) as { stageImage: (dir: string) => unknown };
   // The image's build context, staged as `cdk synth` would (a clean clone has none in infra/image).
-  const imageDir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
-  try {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
+  const out = path.join(dir, "templates.json");
+  const script = `
+    const { App } = require(require.resolve("aws-cdk-lib", { paths: [${JSON.stringify(infra)}] }));
+    const { buildApp } = require(${JSON.stringify(path.join(infra, "dist/cdk/app.js"))});
+    const { stageImage } = require(${JSON.stringify(path.join(infra, "dist/image/stage.js"))});
+    const imageDir = ${JSON.stringify(path.join(dir, "image"))};
     stageImage(imageDir);
-    const app = new App({ context: { regions: regions.join(",") } });
+    const app = new App({ context: { regions: ${JSON.stringify(regions.join(","))} } });
     const stacks = buildApp(app, imageDir);
     const assembly = app.synth();
-    return new Map(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template as Record<string, unknown>]));
+    require("node:fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template])));
+  `;
+  try {
+    execFileSync(process.execPath, ["-e", script], { stdio: ["ignore", "ignore", "pipe"] });
+    return new Map(JSON.parse(readFileSync(out, "utf8")) as Array<[string, Record<string, unknown>]>);
   } finally {
-    rmSync(imageDir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

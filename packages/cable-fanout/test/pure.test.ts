@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { TaskStatus } from "cable-infra/worker/status";
+import type { TaskStatus } from "cable-worker/contract";
 import { decideBarrier, goMarker, tasksNeeded } from "../src/barrier";
 import { parseMinReady, parseRunId } from "../src/options";
 import { renderStartSection, summarizeStart } from "../src/start-report";

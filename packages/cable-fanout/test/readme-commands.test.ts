@@ -6,11 +6,11 @@ import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
 import { CreateUserCommand, IAMClient } from "@aws-sdk/client-iam";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { startTarget, type LocalTarget } from "cable-local-target";
-import { withMachineLock } from "cable-test-servers";
+import { withMachineLock, startMoto, type Moto } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeRegionStack } from "../src/aws/discovery";
 import { emulateEcs } from "./ecs-emulator";
-import { deployStack, holdTasksRunning, startMoto, synthesizeTemplates, type Moto } from "./moto";
+import { deployStack, holdTasksRunning, synthesizeTemplates } from "./moto";
 
 // The READMEs' AWS commands as a person pastes them: every ```sh block of infra/README.md's first-run
 // guide and of the root README's "From several AWS regions", run literally with bash (placeholders

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { signStreamName, startTarget, type LocalTarget } from "../src/index.js";
-import { connect, identifier, notPing, type RawClient } from "./helpers.js";
+import { cableClient, connect, identifier, notPing, type RawClient } from "./helpers.js";
 
 // Local-target features the Rails test server does not have (AnyCable's $pubsub and /_broadcast);
 // the behaviour both share is in conformance.test.ts.
@@ -15,12 +15,7 @@ afterAll(async () => {
   await target.close();
 });
 
-async function cableClient(t: LocalTarget = target, cookie = "uid=Alice/1"): Promise<RawClient> {
-  const client = await connect(t.cableUrl, { protocols: ["actioncable-v1-json"], cookie });
-  clients.push(client);
-  expect(await client.next()).toEqual({ type: "welcome" });
-  return client;
-}
+const ALICE = "uid=Alice/1";
 
 async function subscribe(client: RawClient, id: string): Promise<any> {
   client.send({ command: "subscribe", identifier: id });
@@ -37,7 +32,7 @@ function postBroadcast(body: unknown, key: string | null = "bkey"): Promise<Resp
 
 describe("AnyCable $pubsub and POST /_broadcast", () => {
   test("a public stream receives HTTP broadcasts, JSON data embedded as the message", async () => {
-    const client = await cableClient();
+    const client = await cableClient(target.cableUrl, ALICE, clients);
     const id = identifier("$pubsub", { stream_name: "news" });
     expect(await subscribe(client, id)).toEqual({ identifier: id, type: "confirm_subscription" });
     const response = await postBroadcast({ stream: "news", data: JSON.stringify({ text: "hello" }) });
@@ -46,7 +41,7 @@ describe("AnyCable $pubsub and POST /_broadcast", () => {
   });
 
   test("a batch of publications reaches each stream; non-JSON data arrives as a string", async () => {
-    const client = await cableClient();
+    const client = await cableClient(target.cableUrl, ALICE, clients);
     const a = identifier("$pubsub", { stream_name: "batch-a" });
     const b = identifier("$pubsub", { stream_name: "batch-b" });
     await subscribe(client, a);
@@ -69,7 +64,7 @@ describe("AnyCable $pubsub and POST /_broadcast", () => {
   });
 
   test("HTTP broadcasts reach Rails-style channel streams too (chat_<id>)", async () => {
-    const client = await cableClient();
+    const client = await cableClient(target.cableUrl, ALICE, clients);
     const id = identifier("ChatChannel", { id: 9 });
     await subscribe(client, id);
     await postBroadcast({ stream: "chat_9", data: '{"action":"newMessage","message":"from http"}' });
@@ -77,7 +72,7 @@ describe("AnyCable $pubsub and POST /_broadcast", () => {
   });
 
   test("signed stream names are verified with the streams secret", async () => {
-    const client = await cableClient();
+    const client = await cableClient(target.cableUrl, ALICE, clients);
     const good = identifier("$pubsub", { signed_stream_name: signStreamName("secret-room", target.streamsSecret) });
     expect(await subscribe(client, good)).toEqual({ identifier: good, type: "confirm_subscription" });
     expect(target.broadcast("secret-room", '{"ok":true}')).toBe(1);
@@ -89,7 +84,7 @@ describe("AnyCable $pubsub and POST /_broadcast", () => {
   test("with public streams off, only signed names are accepted", async () => {
     const strict = await startTarget({ cable: { publicStreams: false, streamsSecret: "s" } });
     try {
-      const client = await cableClient(strict);
+      const client = await cableClient(strict.cableUrl, ALICE, clients);
       const plain = identifier("$pubsub", { stream_name: "x" });
       expect(await subscribe(client, plain)).toEqual({ identifier: plain, type: "reject_subscription" });
       const signed = identifier("$pubsub", { signed_stream_name: signStreamName("x", "s") });
@@ -115,7 +110,7 @@ describe("connection", () => {
   test("pings follow the configured interval and carry unix seconds", async () => {
     const fast = await startTarget({ cable: { pingIntervalMs: 50 } });
     try {
-      const client = await cableClient(fast);
+      const client = await cableClient(fast.cableUrl, ALICE, clients);
       const ping = await client.next((f) => f.type === "ping", 1_000);
       expect(Math.abs(ping.message - Date.now() / 1000)).toBeLessThan(5);
     } finally {
@@ -126,7 +121,7 @@ describe("connection", () => {
   test("counters count connections and frames, and /health reports them", async () => {
     const own = await startTarget();
     try {
-      const client = await cableClient(own);
+      const client = await cableClient(own.cableUrl, ALICE, clients);
       await subscribe(client, identifier("BenchmarkChannel"));
       const counters = own.counters();
       expect(counters).toMatchObject({ connectionsOpened: 1, connectionsOpen: 1, cableConnections: 1, framesIn: 1, framesOut: 2 });
@@ -144,7 +139,7 @@ describe("connection", () => {
 
   test("close() ends open sockets and pending timers promptly", async () => {
     const own = await startTarget({ faults: { confirmDelayMs: 60_000, closeAfterMs: 60_000 } });
-    const client = await cableClient(own);
+    const client = await cableClient(own.cableUrl, ALICE, clients);
     client.send({ command: "subscribe", identifier: identifier("BenchmarkChannel") });
     const started = Date.now();
     await own.close();

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { RateWindow } from "../src/faults.js";
 import { startTarget, type LocalTarget, type TargetOptions } from "../src/index.js";
-import { connect, identifier, isPing, notPing, pusherClient, pusherData, subscribeFrame, type RawClient } from "./helpers.js";
+import { cableClient, connect, identifier, isPing, notPing, pusherClient, pusherData, subscribeFrame, type RawClient } from "./helpers.js";
 
 // Each knob, observed on the wire for the protocols it applies to.
 
@@ -18,15 +18,10 @@ async function start(options: TargetOptions): Promise<LocalTarget> {
   return target;
 }
 
-async function cableClient(t: LocalTarget): Promise<RawClient> {
-  const client = await connect(t.cableUrl, { protocols: ["actioncable-v1-json"], cookie: "uid=Tess/5" });
-  clients.push(client);
-  expect(await client.next()).toEqual({ type: "welcome" });
-  return client;
-}
+const TESS = "uid=Tess/5";
 
 async function cableSubscribed(t: LocalTarget, id = identifier("BenchmarkChannel")): Promise<RawClient> {
-  const client = await cableClient(t);
+  const client = await cableClient(t.cableUrl, TESS, clients);
   client.send({ command: "subscribe", identifier: id });
   expect(await client.next(notPing)).toMatchObject({ type: "confirm_subscription" });
   return client;
@@ -42,7 +37,7 @@ async function pusherSubscribed(t: LocalTarget, channel: string) {
 describe("confirmDelayMs", () => {
   test("Action Cable: the confirmation comes late, and per-channel overrides apply to that channel only", async () => {
     const t = await start({ faults: { channels: { ChatChannel: { confirmDelayMs: 300 } } } });
-    const client = await cableClient(t);
+    const client = await cableClient(t.cableUrl, TESS, clients);
     let started = Date.now();
     client.send({ command: "subscribe", identifier: identifier("ChatChannel", { id: 1 }) });
     expect(await client.next(notPing)).toMatchObject({ type: "confirm_subscription" });
@@ -65,7 +60,7 @@ describe("confirmDelayMs", () => {
 describe("rejectSubscriptions", () => {
   test("Action Cable: reject_subscription even for a channel that would confirm", async () => {
     const t = await start({ faults: { rejectSubscriptions: true } });
-    const client = await cableClient(t);
+    const client = await cableClient(t.cableUrl, TESS, clients);
     const id = identifier("BenchmarkChannel");
     client.send({ command: "subscribe", identifier: id });
     expect(await client.next(notPing)).toEqual({ identifier: id, type: "reject_subscription" });
@@ -124,14 +119,14 @@ describe("malformedRatio", () => {
 describe("closeAfterMs, closeCode, disconnectReason", () => {
   test("Action Cable: disconnect frame with the reason, then the close code", async () => {
     const t = await start({ faults: { closeAfterMs: 150, closeCode: 4001, disconnectReason: "server_restart", disconnectReconnect: true } });
-    const client = await cableClient(t);
+    const client = await cableClient(t.cableUrl, TESS, clients);
     expect(await client.next(notPing)).toEqual({ type: "disconnect", reason: "server_restart", reconnect: true });
     expect((await client.closed).code).toBe(4001);
   });
 
   test("Action Cable without a reason: a bare close, code 1000 by default", async () => {
     const t = await start({ faults: { closeAfterMs: 100 } });
-    const client = await cableClient(t);
+    const client = await cableClient(t.cableUrl, TESS, clients);
     expect((await client.closed).code).toBe(1000);
     expect(client.received).toEqual(['{"type":"welcome"}']);
   });
@@ -139,7 +134,7 @@ describe("closeAfterMs, closeCode, disconnectReason", () => {
   test("closeEveryNth: only every Nth connection is closed", async () => {
     const t = await start({ faults: { closeAfterMs: 50, closeEveryNth: 3 } });
     const opened = [];
-    for (let i = 0; i < 6; i++) opened.push(await cableClient(t));
+    for (let i = 0; i < 6; i++) opened.push(await cableClient(t.cableUrl, TESS, clients));
     const outcomes = await Promise.all(
       opened.map((c) => Promise.race([c.closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), 400))])),
     );
@@ -158,7 +153,7 @@ describe("closeAfterMs, closeCode, disconnectReason", () => {
 describe("stopPinging", () => {
   test("Action Cable: no heartbeat while set; pings resume when cleared at runtime", async () => {
     const t = await start({ cable: { pingIntervalMs: 40 }, faults: { stopPinging: true } });
-    const client = await cableClient(t);
+    const client = await cableClient(t.cableUrl, TESS, clients);
     expect(await client.collect(300, isPing)).toEqual([]);
     t.setFaults({ stopPinging: false });
     expect(await client.next(isPing, 1_000)).toMatchObject({ type: "ping" });
@@ -176,7 +171,7 @@ describe("stopPinging", () => {
 describe("acceptDelayMs", () => {
   test("the upgrade is answered late, on both endpoints", async () => {
     const t = await start({ faults: { acceptDelayMs: 300 } });
-    for (const open of [() => cableClient(t), () => pusherClient(t.url, t.pusher.key).then((p) => (clients.push(p.client), p.client))]) {
+    for (const open of [() => cableClient(t.cableUrl, TESS, clients), () => pusherClient(t.url, t.pusher.key).then((p) => (clients.push(p.client), p.client))]) {
       const started = Date.now();
       await open();
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);

@@ -10,6 +10,7 @@ import { summarizeSketch, mergeSketches } from "./merge.js";
 import { PERIOD_MS, periodRecordSchema, periodSketches, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
 import type { TaskResult } from "./task.js";
 
+// The live files' names are cable-worker/contract's; that package depends on this one, so they are spelled here again.
 export const LIVE_DIR = "live";
 const PERIOD_FILE = /^period-\d+\.live$/;
 

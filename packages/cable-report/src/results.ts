@@ -263,7 +263,7 @@ function visibleEntries(dir: string): string[] {
     .sort();
 }
 
-/** Files a task folder holds beside its reports: the worker's `status.json` (infra/src/worker). */
+/** Files a task folder holds beside its reports: the worker's `status.json` (cable-worker). */
 const TASK_METADATA = new Set(["status.json"]);
 
 /** Folders (at any depth) holding live period files. */

@@ -3,7 +3,8 @@
 // output by the end-to-end test).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { DDSketch } from "@artilleryio/sketches-js";
+import type { DDSketch } from "@artilleryio/sketches-js";
+import { sketchOf } from "cable-test-servers";
 import { summarizeSketch } from "../src/merge.js";
 import { encodeSketch, RELATIVE_ACCURACY, SIDECAR_FORMAT, SIDECAR_VERSION, sidecarPathFor, type Sidecar } from "../src/sidecar.js";
 import type { PhaseStart } from "../src/period.js";
@@ -46,11 +47,7 @@ export function around(center: number, n: number, seed: number): number[] {
   return Array.from({ length: n }, () => center * (0.9 + 0.2 * next()));
 }
 
-export function sketchOf(samples: number[]): DDSketch {
-  const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
-  for (const s of samples) sketch.accept(s);
-  return sketch;
-}
+export { sketchOf };
 
 /** What Artillery writes in the report for a sketch. */
 export function summaryOf(sketch: DDSketch): HistogramSummary {

@@ -22,7 +22,7 @@ describe("loading a results directory", () => {
     writeTask(join(dir, "eu-west-2", "task-2.json"), task(4));
     writeTask(join(dir, "us-east-1", "a.json"), task(5));
     writeFileSync(join(dir, "us-east-1", "artillery.log"), "not json, ignored");
-    // The task worker's own file beside the report (infra/src/worker): not a report.
+    // The task worker's own file beside the report (cable-worker): not a report.
     writeFileSync(join(dir, "eu-west-2", "task-1", "status.json"), JSON.stringify({ exitCode: 0, reason: "ok" }));
 
     const merged = mergeResults(dir);

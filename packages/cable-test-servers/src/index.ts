@@ -10,3 +10,9 @@ export { counter, runArtillery, samples, type ArtilleryRun, type ArtilleryReport
 export { makeTestCa, startTlsTerminator, type TestCa, type TlsTerminator } from "./tls.js";
 export { CONSTRAINTS, installStrictAws, strictAwsNodeOptions, StrictAwsError, violations, type Constraint, type Violation } from "./strict-aws.js";
 export { withMachineLock } from "./lock.js";
+export { startMoto, type Moto, type MotoOptions } from "./moto.js";
+export { cleanEnv, runNode, type NodeRun, type NodeRunOptions } from "./run-node.js";
+export { writeTree } from "./files.js";
+export { waitFor } from "./wait.js";
+export { encoded, sketchOf } from "./sketches.js";
+export { cableClient, connect, type RawClient } from "./raw-client.js";

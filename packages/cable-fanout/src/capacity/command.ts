@@ -1,7 +1,7 @@
 // `cable-fanout capacity <scenario> --slo … --start N --step N --max N --hold S`: flags → search.
 import path from "node:path";
 import { type Command, Option } from "commander";
-import type { Store } from "cable-infra/worker/store";
+import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 import { parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";

@@ -1,16 +1,21 @@
 // `cable-fanout capacity`: the stair, run through the fan-out's own run loop (the same bundle,
 // backends, task worker and barrier as `run`). One run per segment: the stair climbs in one run,
-// its tasks' probe plugin streams every metrics period into the store, and this loop judges each
+// its tasks' probe plugin streams every metrics period into the store, and the search judges each
 // hold as soon as its periods are in. A breach ends that run and repeats the level in a fresh one;
 // a repeat that holds resumes the stair above it; the answer ends the search. By message rate
 // (`vary: "rate"`), every level is a run of its own (plan.ts, planRateLevel).
+//
+// In stages, each a function below: plan the search (planSearch), climb the stair segment by
+// segment (climb, nextSegment), and per segment start its run (SegmentRun), watch it (watchSegment:
+// the only loop that waits on a run is SegmentRun.poll), judge each hold (judgeHold), and end the
+// run early once the answer is in (endEarly); then refine (refine, tryLevel) and write the answer
+// (report).
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import type { Store } from "cable-infra/worker/store";
+import { type Store, CAPACITY_PLUGIN } from "cable-worker/contract";
 import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
 import type { Backend } from "../backend.js";
-import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
-import { CAPACITY_PLUGIN } from "cable-infra/worker/live-keys";
+import { newRunId, runFanout, type RunDeps, type RunOptions, type RunResult } from "../runner.js";
 import { stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
@@ -80,7 +85,7 @@ const END_GRACE_MS = 45_000;
 
 /**
  * The overrides of one segment's run: the stair's phases, and the probe plugin by name only. The
- * probe ships with the worker (cable-infra's artillery-plugin-cable-capacity-probe), which puts its
+ * probe ships with the worker (cable-worker's artillery-plugin-cable-capacity-probe), which puts its
  * own directory on ARTILLERY_PLUGIN_PATH: no path of this machine goes to a task.
  */
 export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number, segmentVariables: Json = {}): Json {
@@ -92,7 +97,41 @@ export function segmentOverrides(base: Json | undefined, phases: Json[], endAfte
   return { ...base, config: { ...config, phases, plugins, variables } };
 }
 
+/** What every stage of one search reads: its options and deps, its whole stair, and what it has judged and run so far. */
+interface Search {
+  options: CapacityOptions;
+  deps: CapacityDeps;
+  searchId: string;
+  searchDir: string;
+  /** Tasks in every run: regions × count. */
+  tasks: number;
+  allLevels: number[];
+  byRate: boolean;
+  unit: "msg/s" | "users";
+  steps: StepResult[];
+  runs: SegmentRecord[];
+}
+
+/** The levels one run climbs (by rate, one), and why it runs them. */
+interface Segment {
+  levels: number[];
+  attempt: Attempt;
+}
+
+interface SegmentOutcome {
+  next: Next;
+  record: SegmentRecord;
+}
+
 export async function runCapacity(options: CapacityOptions, deps: CapacityDeps): Promise<CapacityResult> {
+  const search = planSearch(options, deps);
+  await climb(search);
+  if (options.refine !== undefined) await refine(search, options.refine);
+  return report(search);
+}
+
+/** The search before its first run: its id and folder, the stair's levels, and the line that says what it will do. */
+function planSearch(options: CapacityOptions, deps: CapacityDeps): Search {
   const searchId = newRunId(deps.now());
   const searchDir = path.resolve(options.outDir, searchId);
   mkdirSync(searchDir, { recursive: true });
@@ -100,68 +139,93 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
   const allLevels = levels(options.stair);
   const byRate = options.vary === "rate";
   if (byRate && options.users === undefined) throw new Error("a search by rate needs its users");
-  const unit = byRate ? "msg/s" : "users";
-  const regionShare = (level: number) => level / options.regions.length;
   deps.log(
     `capacity search ${searchId}: levels ${allLevels.join(", ")}${byRate ? ` msg/s from ${options.users} users` : ""} (${tasks} task(s)), hold ${options.stair.holdS} s, SLO ${options.slos.map((s) => s.text).join(" and ")}`,
   );
+  return { options, deps, searchId, searchDir, tasks, allLevels, byRate, unit: byRate ? "msg/s" : "users", steps: [], runs: [] };
+}
 
-  const steps: StepResult[] = [];
-  const runs: SegmentRecord[] = [];
-  let segment: { levels: number[]; attempt: Attempt } | null = { levels: allLevels, attempt: "stair" };
-  while (segment && !deps.abort.signal.aborted) {
-    const outcome = await runSegment(segment.levels, segment.attempt);
-    runs.push(outcome.record);
-    let next: Next = outcome.next;
-    // By rate, each level is a run of its own: climbing on is a new run at the next level.
-    if (byRate && next.kind === "continue") next = { kind: "resume", levels: allLevels.filter((l) => l > outcome.record.levels[0]) };
-    segment = next.kind === "repeat" ? { levels: [next.level], attempt: "repeat" } : next.kind === "resume" ? { levels: next.levels, attempt: "stair" } : null;
+/** The stair, one segment after another, until a segment's verdicts leave nothing to climb (or Ctrl-C). */
+async function climb(search: Search): Promise<void> {
+  let segment: Segment | null = { levels: search.allLevels, attempt: "stair" };
+  while (segment && !search.deps.abort.signal.aborted) segment = nextSegment(search, await runSegment(search, segment));
+}
+
+/** A breach is repeated from zero in a fresh run; a repeat that held resumes the stair above it. */
+function nextSegment(search: Search, outcome: SegmentOutcome): Segment | null {
+  let next = outcome.next;
+  // By rate, each level is a run of its own: climbing on is a new run at the next level.
+  if (search.byRate && next.kind === "continue") next = { kind: "resume", levels: search.allLevels.filter((l) => l > outcome.record.levels[0]) };
+  return next.kind === "repeat" ? { levels: [next.level], attempt: "repeat" } : next.kind === "resume" ? { levels: next.levels, attempt: "stair" } : null;
+}
+
+/**
+ * --refine: bisect between the most held and the first confirmed breach down to the resolution.
+ * Each level tried is a fresh run from zero, judged as any other: a breach there counts once a
+ * repeat confirms it. A level that gives no verdict (generator-bound, no data) ends the refining.
+ */
+async function refine(search: Search, resolution: number): Promise<void> {
+  const { options, deps } = search;
+  const tried = new Set<number>();
+  for (let round = 0; round < MAX_REFINE_ROUNDS && !deps.abort.signal.aborted; round++) {
+    const sofar = buildAnswer(search.steps, options.stair.max, "", search.byRate ? "rate" : "users");
+    if (sofar.held === null || sofar.firstFailing === null) return;
+    const level = refineLevel(sofar.held, sofar.firstFailing, resolution);
+    if (level === null || tried.has(level)) return;
+    tried.add(level);
+    deps.log(`capacity: refining between ${sofar.held} and ${sofar.firstFailing} ${search.unit}: trying ${level}`);
+    if ((await tryLevel(search, level, sofar.firstFailing)) === "unrecovered") return;
   }
+}
 
-  // --refine: bisect between the most held and the first confirmed breach down to the resolution.
-  // Each level tried is a fresh run from zero, judged as any other: a breach there counts once a
-  // repeat confirms it. A level that gives no verdict (generator-bound, no data) ends the refining.
-  if (options.refine !== undefined) {
-    const tried = new Set<number>();
-    let unrecovered = false;
-    for (let round = 0; round < MAX_REFINE_ROUNDS && !unrecovered && !deps.abort.signal.aborted; round++) {
-      const sofar = buildAnswer(steps, options.stair.max, "", byRate ? "rate" : "users");
-      if (sofar.held === null || sofar.firstFailing === null) break;
-      const level = refineLevel(sofar.held, sofar.firstFailing, options.refine);
-      if (level === null || tried.has(level)) break;
-      tried.add(level);
-      deps.log(`capacity: refining between ${sofar.held} and ${sofar.firstFailing} ${unit}: trying ${level}`);
-      let attempt: Attempt = "refine";
-      for (let n = 0; n < MAX_ATTEMPTS && !deps.abort.signal.aborted; n++) {
-        const outcome = await runSegment([level], attempt);
-        runs.push(outcome.record);
-        if (markUnrecovered(steps, outcome.record.runId, outcome.record.users, sofar.firstFailing)) {
-          unrecovered = true;
-          deps.log(`capacity: no user completed at ${level} ${unit}: the server has not recovered from the breach at ${sofar.firstFailing}; refining stops with the answer so far`);
-          break;
-        }
-        if (outcome.next.kind !== "repeat") break;
-        attempt = "repeat";
-      }
+/** One level of the refining, repeated while its breach needs confirming; "unrecovered" when no user completed there. */
+async function tryLevel(search: Search, level: number, firstFailing: number): Promise<"judged" | "unrecovered"> {
+  let attempt: Attempt = "refine";
+  for (let n = 0; n < MAX_ATTEMPTS && !search.deps.abort.signal.aborted; n++) {
+    const outcome = await runSegment(search, { levels: [level], attempt });
+    if (markUnrecovered(search.steps, outcome.record.runId, outcome.record.users, firstFailing)) {
+      search.deps.log(`capacity: no user completed at ${level} ${search.unit}: the server has not recovered from the breach at ${firstFailing}; refining stops with the answer so far`);
+      return "unrecovered";
     }
+    if (outcome.next.kind !== "repeat") break;
+    attempt = "repeat";
   }
+  return "judged";
+}
 
+/** The answer from every step judged, written as capacity.json and capacity.md, and the exit code it means. */
+function report(search: Search): CapacityResult {
+  const { options, deps, searchDir } = search;
   const advice = deps.backend.kind === "local" ? `add processes (--count ${options.count * 2}) or run it from more machines` : `add tasks (--count ${options.count * 2}) or give each a bigger size (--cpu/--memory)`;
-  const answer = buildAnswer(steps, options.stair.max, advice, byRate ? "rate" : "users");
+  const answer = buildAnswer(search.steps, options.stair.max, advice, search.byRate ? "rate" : "users");
   const jsonFile = path.join(searchDir, "capacity.json");
   const markdownFile = path.join(searchDir, "capacity.md");
   const scenario = path.relative(process.cwd(), path.resolve(options.scenarioFile));
-  const json = {
+  writeFileAtomic(jsonFile, JSON.stringify(capacityJson(search, answer, scenario), null, 2) + "\n");
+  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions, vary: answer.vary, users: options.users, refine: options.refine }));
+  deps.log(`capacity: ${headline(answer)}`);
+
+  let exitCode: number = CAPACITY_EXIT.ok;
+  if (answer.incomplete || deps.abort.signal.aborted) exitCode = CAPACITY_EXIT.incomplete;
+  else if (options.minCapacity !== undefined && (answer.held ?? 0) < options.minCapacity) {
+    exitCode = answer.generatorBound ? CAPACITY_EXIT.generatorBound : CAPACITY_EXIT.belowMinimum;
+  }
+  return { answer, searchDir, jsonFile, markdownFile, exitCode, runs: search.runs };
+}
+
+function capacityJson(search: Search, answer: Answer, scenario: string): Json {
+  const { options } = search;
+  return {
     format: "cable-fanout-capacity",
     version: 1,
-    searchId,
+    searchId: search.searchId,
     scenario,
-    backend: deps.backend.kind,
+    backend: search.deps.backend.kind,
     count: options.count,
     vary: answer.vary,
     // By rate the levels, held and firstFailing are messages a second (all regions), sent by these users.
-    unit,
-    ...(byRate ? { users: options.users } : {}),
+    unit: search.unit,
+    ...(search.byRate ? { users: options.users } : {}),
     stair: options.stair,
     refine: options.refine ?? null,
     slos: options.slos.map((s) => s.text),
@@ -175,174 +239,242 @@ export async function runCapacity(options: CapacityOptions, deps: CapacityDeps):
     minCapacity: options.minCapacity ?? null,
     regions: answer.regions,
     steps: answer.steps,
-    runs,
+    runs: search.runs,
   };
-  writeFileAtomic(jsonFile, JSON.stringify(json, null, 2) + "\n");
-  writeFileAtomic(markdownFile, renderCapacityMarkdown(answer, { slos: options.slos, scenario, stair: options.stair, regions: options.regions, vary: answer.vary, users: options.users, refine: options.refine }));
-  deps.log(`capacity: ${headline(answer)}`);
+}
 
-  let exitCode: number = CAPACITY_EXIT.ok;
-  if (answer.incomplete || deps.abort.signal.aborted) exitCode = CAPACITY_EXIT.incomplete;
-  else if (options.minCapacity !== undefined && (answer.held ?? 0) < options.minCapacity) {
-    exitCode = answer.generatorBound ? CAPACITY_EXIT.generatorBound : CAPACITY_EXIT.belowMinimum;
+/** One run of the fan-out through `segment`'s levels: started, watched and judged, ended early once the answer is in. */
+async function runSegment(search: Search, segment: Segment): Promise<SegmentOutcome> {
+  const { options, deps } = search;
+  const plan = search.byRate ? planRateLevel(segment.levels[0], options.users!, options.stair, search.tasks) : planSegment(segment.levels, options.stair, search.tasks);
+  deps.log(`capacity: ${describeSegment(search, segment)} (${Math.round(plan.totalS)} s planned)`);
+  const run = new SegmentRun(search.deps, {
+    ...options,
+    outDir: search.searchDir,
+    overrides: segmentOverrides(options.overrides, plan.phases, plan.totalS, plan.variables),
+    // The search prints its own progress line; the run's live feed serves its verdicts.
+    liveLines: false,
+    // Start delay, the stair, the users' last listen and the upload, with room to spare.
+    maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
+  });
+  const watched = await watchSegment(search, run, plan.steps, segment);
+  const unjudged = watched.judged < plan.steps.length;
+  let stoppedEarly = false;
+  if (!run.finished && run.runId) {
+    stoppedEarly = unjudged;
+    await endEarly(search, run, plan.steps, watched.next);
   }
-  return { answer, searchDir, jsonFile, markdownFile, exitCode, runs };
+  const users = usersOf((await run.result())?.merged) ?? (run.runId ? endedUsers(await run.readLive()) : null);
+  // A run that ended before its last step was judged leaves nothing to climb on from.
+  const next: Next = unjudged && watched.next.kind === "continue" ? { kind: "done" } : watched.next;
+  const record: SegmentRecord = { runId: run.runId, attempt: segment.attempt, levels: plan.steps.map((s) => s.level), users, stoppedEarly };
+  search.runs.push(record);
+  return { next, record };
+}
 
-  async function runSegment(segmentLevels: number[], attempt: Attempt): Promise<{ next: Next; record: SegmentRecord }> {
-    const plan = byRate ? planRateLevel(segmentLevels[0], options.users!, options.stair, tasks) : planSegment(segmentLevels, options.stair, tasks);
-    const endAfterS = plan.totalS;
-    const overrides = segmentOverrides(options.overrides, plan.phases, endAfterS, plan.variables);
-    const segmentAbort = new AbortController();
-    const onUserAbort = () => segmentAbort.abort();
-    deps.abort.signal.addEventListener("abort", onUserAbort);
-    let runId = "";
-    let feed: LiveFeed | undefined;
-    const what = byRate
-      ? `${attempt === "repeat" ? "repeating" : attempt === "refine" ? "refining at" : "level"} ${segmentLevels[0]} msg/s from ${options.users} users`
-      : attempt === "stair"
-        ? `stair ${segmentLevels[0]} → ${segmentLevels[segmentLevels.length - 1]}`
-        : `${attempt === "repeat" ? "repeating" : "refining at"} ${segmentLevels[0]} from zero`;
-    deps.log(`capacity: ${what} (${Math.round(plan.totalS)} s planned)`);
-    const run = runFanout(
-      {
-        ...options,
-        outDir: searchDir,
-        overrides,
-        // The search prints its own progress line; the run's live feed serves its verdicts.
-        liveLines: false,
-        // Start delay, the stair, the users' last listen and the upload, with room to spare.
-        maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
-      },
-      {
-        backend: deps.backend,
-        now: deps.now,
-        sleep: deps.sleep,
-        log: deps.log,
-        abort: segmentAbort,
-        progress: deps.progress,
-        newRunId: () => (runId = newRunId(deps.now())),
-        onFeed: (f) => (feed = f),
-      },
-    );
-    let finished = false;
-    const settled = run.then(
-      () => (finished = true),
-      () => (finished = true),
-    );
+function describeSegment(search: Search, { levels, attempt }: Segment): string {
+  if (search.byRate) return `${attempt === "repeat" ? "repeating" : attempt === "refine" ? "refining at" : "level"} ${levels[0]} msg/s from ${search.options.users} users`;
+  if (attempt === "stair") return `stair ${levels[0]} → ${levels[levels.length - 1]}`;
+  return `${attempt === "repeat" ? "repeating" : "refining at"} ${levels[0]} from zero`;
+}
 
-    // Resolves after the feed's next read of the live files (it polls every 2 s), or after a poll's time before the run has one.
-    const nextRead = () => (feed ? feed.next(segmentAbort.signal) : deps.sleep(POLL_MS, segmentAbort.signal));
-    const readLive = async (): Promise<LiveSnapshot> => (feed ? feed.refresh().catch(() => feed!.snapshot()) : new Map());
-    const serverSamples: ServerSample[] = [];
-    let scrapeErrors = 0;
-    const scrapeServer = async () => {
-      if (!options.serverMetricsUrl) return;
-      try {
-        serverSamples.push(await scrape(options.serverMetricsUrl));
-      } catch (err) {
-        if (scrapeErrors++ === 0) deps.log(`capacity: --server-metrics ${redactUrl(options.serverMetricsUrl)}: ${(err as Error).message} (the search goes on without the server's figures where it fails)`);
-      }
-    };
-    let judged = 0;
-    let next: Next = { kind: "done" };
-    let lastLine = "";
-    let stoppedEarly = false;
-    while (!finished && judged < plan.steps.length && !segmentAbort.signal.aborted) {
-      await Promise.race([nextRead(), settled]);
-      await scrapeServer();
-      if (!runId || !feed) continue;
-      const live = feed.snapshot();
-      const step = plan.steps[judged];
-      const ready = stepReady(live, step);
-      if (ready === "wait") {
-        const line = progressLine(live, step, steps, segmentLevels);
+/**
+ * Judges each planned step as soon as its holds' periods are in, in order, until the run ends, a
+ * verdict ends the segment (its `next` is not "continue") or every step is judged; meanwhile a
+ * progress line, and the server's figures when --server-metrics asks.
+ */
+async function watchSegment(search: Search, run: SegmentRun, planned: PlannedStep[], segment: Segment): Promise<{ next: Next; judged: number }> {
+  const { deps } = search;
+  const server = serverScraper(search);
+  let judged = 0;
+  let next: Next = { kind: "done" };
+  let lastLine = "";
+  await run.poll(
+    () => {
+      if (!run.runId || !run.feed) return false;
+      const live = run.feed.snapshot();
+      const step = planned[judged];
+      if (stepReady(search, live, step) === "wait") {
+        const line = progressLine(search, live, step, segment.levels);
         if (line !== lastLine) deps.log((lastLine = line));
-        continue;
+        return false;
       }
-      const regions: Record<string, RegionStep> = {};
-      for (const region of options.regions) {
-        const seen = live.get(region) ?? [];
-        const measured = measureRegion(seen, step, options.stair.holdS, byRate ? options.users! / options.regions.length : regionShare(step.level));
-        // A task that never wrote a phase is missing as much as one without a hold.
-        for (let n = seen.length; n < options.count; n++) measured.missing.push(`(${options.count - seen.length} task(s) without live data)`);
-        regions[region] = measured;
-      }
-      const result = judgeStep(step.level, attempt, runId, regions, options.slos, byRate ? regionShare(step.level) : undefined);
-      if (options.serverMetricsUrl) {
-        const windows = [...live.values()].flat().map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
-        if (windows.length > 0) {
-          result.server = { ...summarizeServer(serverSamples, Math.min(...windows.map((w) => w!.holdStart)), Math.max(...windows.map((w) => w!.holdEnd))) };
-        }
-      }
-      steps.push(result);
+      const result = judgeHold(search, live, step, segment.attempt, run.runId, server.samples);
+      search.steps.push(result);
       judged++;
-      deps.log(`capacity: ${step.level} ${unit} ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
-      next = decideNext(result, steps.slice(0, -1), allLevels);
-      if (next.kind !== "continue") break;
-    }
+      deps.log(`capacity: ${step.level} ${search.unit} ${result.verdict}${result.attempt === "repeat" ? " (repeat)" : ""}: ${stepSummary(result)}`);
+      next = decideNext(result, search.steps.slice(0, -1), search.allLevels);
+      return next.kind !== "continue" || judged >= planned.length;
+    },
+    { afterRead: server.scrape },
+  );
+  return { next, judged };
+}
 
-    let users: SegmentRecord["users"] = null;
-    if (!finished && runId) {
-      // The answer is in before the stair's end: stop the users (each ends its flow once), wait for
-      // every task to say they all ended, then end the run.
-      stoppedEarly = judged < plan.steps.length;
-      for (const region of options.regions) await deps.liveStore(region).putText(stopKey(runId, region), JSON.stringify({ at: deps.now(), reason: next.kind }));
-      // Users that arrive after the stop end at their first turn; the tasks say "all ended" in a hold
-      // with time to spare, so the wait can last a climb and a hold.
-      const longestClimbS = Math.max(...plan.steps.map((s) => s.climbS));
-      const deadline = deps.now() + END_GRACE_MS + (options.stair.holdS + longestClimbS) * 1000;
-      while (!finished && deps.now() < deadline && !segmentAbort.signal.aborted) {
-        const all = [...(await readLive()).values()].flat();
-        if (all.length >= tasks && all.every((t) => t.ended)) break;
-        await Promise.race([nextRead(), settled]);
-      }
-      if (!finished) segmentAbort.abort();
+/** One step's verdict from its tasks' live periods: each region measured against its share of the level, and the server over the holds. */
+function judgeHold(search: Search, live: LiveSnapshot, step: PlannedStep, attempt: Attempt, runId: string, serverSamples: ServerSample[]): StepResult {
+  const { options, byRate } = search;
+  const regionShare = (level: number) => level / options.regions.length;
+  const regions: Record<string, RegionStep> = {};
+  for (const region of options.regions) {
+    const seen = live.get(region) ?? [];
+    const measured = measureRegion(seen, step, options.stair.holdS, byRate ? options.users! / options.regions.length : regionShare(step.level));
+    // A task that never wrote a phase is missing as much as one without a hold.
+    for (let n = seen.length; n < options.count; n++) measured.missing.push(`(${options.count - seen.length} task(s) without live data)`);
+    regions[region] = measured;
+  }
+  const result = judgeStep(step.level, attempt, runId, regions, options.slos, byRate ? regionShare(step.level) : undefined);
+  if (options.serverMetricsUrl) {
+    const windows = [...live.values()].flat().map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
+    if (windows.length > 0) {
+      result.server = { ...summarizeServer(serverSamples, Math.min(...windows.map((w) => w!.holdStart)), Math.max(...windows.map((w) => w!.holdEnd))) };
     }
-    const result = await run.catch(() => undefined);
-    deps.abort.signal.removeEventListener("abort", onUserAbort);
-    users = usersOf(result?.merged);
-    if (!users && runId) {
-      const all = [...(await readLive()).values()].flat();
-      if (all.length > 0 && all.every((t) => t.ended)) {
-        users = all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
-      }
+  }
+  return result;
+}
+
+/**
+ * The answer is in before the stair's end: stop the users (each ends its flow once), wait for every
+ * task to say they all ended, then end the run. Users that arrive after the stop end at their first
+ * turn; the tasks say "all ended" in a hold with time to spare, so the wait can last a climb and a hold.
+ */
+async function endEarly(search: Search, run: SegmentRun, planned: PlannedStep[], next: Next): Promise<void> {
+  const { options, deps } = search;
+  for (const region of options.regions) await deps.liveStore(region).putText(stopKey(run.runId, region), JSON.stringify({ at: deps.now(), reason: next.kind }));
+  const longestClimbS = Math.max(...planned.map((s) => s.climbS));
+  const until = deps.now() + END_GRACE_MS + (options.stair.holdS + longestClimbS) * 1000;
+  await run.poll(
+    async () => {
+      const all = [...(await run.readLive()).values()].flat();
+      return all.length >= search.tasks && all.every((t) => t.ended);
+    },
+    { lookFirst: true, until },
+  );
+  if (!run.finished) run.abort.abort();
+}
+
+/** The users every task said it started and ended (ended.live), once every task has said so. */
+function endedUsers(live: LiveSnapshot): SegmentRecord["users"] {
+  const all = [...live.values()].flat();
+  if (all.length === 0 || !all.every((t) => t.ended)) return null;
+  return all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
+}
+
+/** The server's Prometheus samples while a segment runs (--server-metrics); the first failure is logged once. */
+function serverScraper(search: Search): { samples: ServerSample[]; scrape: () => Promise<void> } {
+  const url = search.options.serverMetricsUrl;
+  const samples: ServerSample[] = [];
+  let errors = 0;
+  const take = async () => {
+    if (!url) return;
+    try {
+      samples.push(await scrape(url));
+    } catch (err) {
+      if (errors++ === 0) search.deps.log(`capacity: --server-metrics ${redactUrl(url)}: ${(err as Error).message} (the search goes on without the server's figures where it fails)`);
     }
-    if (judged < plan.steps.length && next.kind === "continue") next = { kind: "done" };
-    return { next, record: { runId, attempt, levels: plan.steps.map((s) => s.level), users, stoppedEarly } };
+  };
+  return { samples, scrape: take };
+}
+
+/**
+ * One segment's fan-out run while it goes on, and the one place the search waits on a run. Its
+ * abort is the segment's own (the search ends the run early with it; --max-duration inside the run
+ * trips it too), which the user's Ctrl-C also reaches until the run is over.
+ */
+class SegmentRun {
+  runId = "";
+  feed: LiveFeed | undefined;
+  finished = false;
+  readonly abort = new AbortController();
+  private readonly run: Promise<RunResult>;
+  private readonly settled: Promise<unknown>;
+  private readonly detach: () => void;
+
+  constructor(
+    private readonly deps: CapacityDeps,
+    options: RunOptions,
+  ) {
+    const onUserAbort = () => this.abort.abort();
+    deps.abort.signal.addEventListener("abort", onUserAbort);
+    this.detach = () => deps.abort.signal.removeEventListener("abort", onUserAbort);
+    this.run = runFanout(options, {
+      backend: deps.backend,
+      now: deps.now,
+      sleep: deps.sleep,
+      log: deps.log,
+      abort: this.abort,
+      progress: deps.progress,
+      newRunId: () => (this.runId = newRunId(deps.now())),
+      onFeed: (feed) => (this.feed = feed),
+    });
+    this.settled = this.run.then(
+      () => (this.finished = true),
+      () => (this.finished = true),
+    );
   }
 
-  function stepReady(live: LiveSnapshot, step: PlannedStep): "wait" | "judge" {
-    const all = [...live.values()].flat();
-    const windows = all.map((t) => taskWindows(t, step, options.stair.holdS));
-    if (all.length < tasks || windows.some((w) => !w)) {
-      // Tasks not there yet, or their hold not started. A task that never shows up is caught by the run's own start timeout.
-      return "wait";
+  /**
+   * Looks at the run until `look` says it has seen enough, the run ends or is stopped, or `until`
+   * passes. Before each look (after it, with `lookFirst`) it waits for the feed's next read of the
+   * live files (every 2 s; a poll's time before the run has a feed) or the run's end, then runs `afterRead`.
+   */
+  async poll(look: () => boolean | Promise<boolean>, opts: { lookFirst?: boolean; until?: number; afterRead?: () => Promise<void> } = {}): Promise<void> {
+    const until = opts.until ?? Infinity;
+    while (!this.finished && this.deps.now() < until && !this.abort.signal.aborted) {
+      if (opts.lookFirst && (await look())) return;
+      await Promise.race([this.feed ? this.feed.next(this.abort.signal) : this.deps.sleep(POLL_MS, this.abort.signal), this.settled]);
+      await opts.afterRead?.();
+      if (!opts.lookFirst && (await look())) return;
     }
-    if (all.every((t, i) => taskHasStep(t, windows[i]!))) return "judge";
-    const latestEnd = Math.max(...windows.map((w) => w!.holdEnd));
-    return deps.now() > latestEnd + LATE_PERIOD_MS ? "judge" : "wait";
   }
 
-  function progressLine(live: LiveSnapshot, step: PlannedStep, done: StepResult[], segmentLevels: number[]): string {
-    const all = [...live.values()].flat();
-    const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
-    const history = done.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");
-    let where = byRate ? `${options.users} users arriving, sending ${step.level} msg/s` : `climbing to ${step.level}`;
-    if (windows.length > 0 && windows.length === all.length) {
-      const holdStart = Math.min(...windows.map((w) => w!.holdStart));
-      const inHold = Math.max(0, Math.min(options.stair.holdS, Math.round((deps.now() - holdStart) / 1000)));
-      where = `level ${step.level}${byRate ? " msg/s" : ""}, hold ${inHold}/${options.stair.holdS} s`;
-    }
-    const measured: string[] = [];
-    const first = options.slos.find((s) => s.kind === "histogram");
-    if (first && first.kind === "histogram") {
-      for (const region of options.regions) {
-        const sketch = holdSoFar(live.get(region) ?? [], step, options.stair.holdS, first.metric);
-        if (sketch && sketch.count > 0) measured.push(`${options.regions.length > 1 ? `${region} ` : ""}${first.metric}.${first.stat} ${Math.round(statOf(sketch, first.stat))} so far`);
-      }
-    }
-    return `capacity: ${where}${measured.length ? ` · ${measured.join(", ")}` : ""}${history ? ` · ${history}` : ""} (of ${segmentLevels.join(", ")})`;
+  /** The live files now (a fresh read, or the last one if that fails); nothing before the run has a feed. */
+  readLive(): Promise<LiveSnapshot> {
+    const feed = this.feed;
+    return feed ? feed.refresh().catch(() => feed.snapshot()) : Promise.resolve(new Map());
   }
+
+  /** The run's result once it is over (undefined if it failed); the user's Ctrl-C no longer reaches this segment after it. */
+  async result(): Promise<RunResult | undefined> {
+    const result = await this.run.catch(() => undefined);
+    this.detach();
+    return result;
+  }
+}
+
+function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep): "wait" | "judge" {
+  const holdS = search.options.stair.holdS;
+  const all = [...live.values()].flat();
+  const windows = all.map((t) => taskWindows(t, step, holdS));
+  if (all.length < search.tasks || windows.some((w) => !w)) {
+    // Tasks not there yet, or their hold not started. A task that never shows up is caught by the run's own start timeout.
+    return "wait";
+  }
+  if (all.every((t, i) => taskHasStep(t, windows[i]!))) return "judge";
+  const latestEnd = Math.max(...windows.map((w) => w!.holdEnd));
+  return search.deps.now() > latestEnd + LATE_PERIOD_MS ? "judge" : "wait";
+}
+
+function progressLine(search: Search, live: LiveSnapshot, step: PlannedStep, segmentLevels: number[]): string {
+  const { options, byRate } = search;
+  const all = [...live.values()].flat();
+  const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
+  const history = search.steps.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");
+  let where = byRate ? `${options.users} users arriving, sending ${step.level} msg/s` : `climbing to ${step.level}`;
+  if (windows.length > 0 && windows.length === all.length) {
+    const holdStart = Math.min(...windows.map((w) => w!.holdStart));
+    const inHold = Math.max(0, Math.min(options.stair.holdS, Math.round((search.deps.now() - holdStart) / 1000)));
+    where = `level ${step.level}${byRate ? " msg/s" : ""}, hold ${inHold}/${options.stair.holdS} s`;
+  }
+  const measured: string[] = [];
+  const first = options.slos.find((s) => s.kind === "histogram");
+  if (first && first.kind === "histogram") {
+    for (const region of options.regions) {
+      const sketch = holdSoFar(live.get(region) ?? [], step, options.stair.holdS, first.metric);
+      if (sketch && sketch.count > 0) measured.push(`${options.regions.length > 1 ? `${region} ` : ""}${first.metric}.${first.stat} ${Math.round(statOf(sketch, first.stat))} so far`);
+    }
+  }
+  return `capacity: ${where}${measured.length ? ` · ${measured.join(", ")}` : ""}${history ? ` · ${history}` : ""} (of ${segmentLevels.join(", ")})`;
 }
 
 /**

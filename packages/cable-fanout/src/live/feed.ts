@@ -4,12 +4,23 @@
 // in a capacity search, the probe also writes ended.live. One LiveFeed per run polls every region's
 // store and serves the run's live lines, its --abort-on and the capacity search alike, so the store
 // is listed once per poll, whoever reads. The same keys work on S3 and in a local directory.
-import { regionResultsPrefix } from "cable-infra/worker/layout";
-import { LIVE_DIR, LIVE_SUFFIX, type LiveEnded, type LivePeriod, type LivePhase } from "cable-infra/worker/live-keys";
-import type { Store } from "cable-infra/worker/store";
+import {
+  ENDED_FILE,
+  LIVE_DIR,
+  type LiveEnded,
+  type LivePeriod,
+  type LivePhase,
+  PERIOD_FILE_PREFIX,
+  PHASES_FILE,
+  type Store,
+  liveEndedSchema,
+  livePeriodSchema,
+  livePhaseSchema,
+  regionResultsPrefix,
+} from "cable-worker/contract";
 
-// The keys and file shapes are the worker's (cable-infra/worker/live-keys): its plugins write them.
-export { stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "cable-infra/worker/live-keys";
+// The keys and file shapes are the runner-task contract's (cable-worker/contract): the worker's plugins write them.
+export { stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "cable-worker/contract";
 
 export interface TaskLive {
   region: string;
@@ -38,21 +49,20 @@ export async function readRegionLive(store: Store, runId: string, region: string
     if (parts.length !== 3 || parts[1] !== LIVE_DIR) continue;
     const [taskId, , file] = parts;
     try {
-      if (file.startsWith("period-")) {
+      if (file.startsWith(PERIOD_FILE_PREFIX)) {
         let period = cache.get(key);
         if (!period) {
-          period = JSON.parse(await store.getText(key)) as LivePeriod;
-          period.rates ??= {};
+          period = livePeriodSchema.parse(JSON.parse(await store.getText(key)));
           cache.set(key, period);
         }
         task(taskId).periods.push(period);
-      } else if (file === `phases${LIVE_SUFFIX}`) {
-        task(taskId).phases = JSON.parse(await store.getText(key)) as LivePhase[];
-      } else if (file === `ended${LIVE_SUFFIX}`) {
-        task(taskId).ended = JSON.parse(await store.getText(key)) as LiveEnded;
+      } else if (file === PHASES_FILE) {
+        task(taskId).phases = livePhaseSchema.array().parse(JSON.parse(await store.getText(key)));
+      } else if (file === ENDED_FILE) {
+        task(taskId).ended = liveEndedSchema.parse(JSON.parse(await store.getText(key)));
       }
     } catch {
-      // Half-written or vanished: read again at the next poll.
+      // Half-written, vanished or not the contract's shape: read again at the next poll.
     }
   }
   for (const t of tasks.values()) t.periods.sort((a, b) => a.period - b.period);

@@ -1,10 +1,10 @@
-// The embedded default: each task is the worker's entrypoint (cable-infra's dist/worker/main.js) as
+// The embedded default: each task is the worker's entrypoint (cable-worker's dist/main.js) as
 // a child process of this machine, and a directory stands in for each region's bucket.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { RESERVED_SEGMENTS, SEGMENT_PATTERN } from "cable-infra/worker/layout";
-import { LocalStore } from "cable-infra/worker/store";
+import { RESERVED_SEGMENTS, SEGMENT_PATTERN } from "cable-worker/contract";
+import { LocalStore } from "cable-worker/local-store";
 import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
@@ -23,7 +23,7 @@ export const LOCAL_TIMING: Timing = {
 };
 
 export function workerEntrypoint(): string {
-  return require.resolve("cable-infra/worker/main");
+  return require.resolve("cable-worker/main");
 }
 
 export interface LocalBackendOptions {
@@ -46,7 +46,7 @@ export class LocalBackend implements Backend {
     if (RESERVED_SEGMENTS.includes(name)) throw new FanoutInputError(`--regions: "${name}" is reserved for the run's own folders (${RESERVED_SEGMENTS.join(", ")}); pick another local region name`);
     if (!SEGMENT_PATTERN.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
     const worker = workerEntrypoint();
-    if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-infra)`);
+    if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-worker)`);
     return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The capacity search's Artillery plugin. `cable-fanout capacity` names it in every task's
  * `config.plugins["cable-capacity-probe"]`; it ships beside the worker (in the image under
- * /app/worker, locally in cable-infra's dist/worker), and the worker puts its own directory on
+ * /app/worker, locally in cable-worker's dist), and the worker puts its own directory on
  * ARTILLERY_PLUGIN_PATH, so Artillery finds it as `artillery-plugin-cable-capacity-probe` on a
  * Fargate task and on this machine alike: the runner never sends a path.
  *

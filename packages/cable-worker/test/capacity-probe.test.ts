@@ -3,10 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { cpuPercent } from "artillery-plugin-cable-report";
-import { resultKeyPattern, resultPrefix } from "../src/worker/layout";
-import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/worker/live-keys";
-import { LocalStore } from "../src/worker/local-store";
-import { artilleryTaskEnv } from "../src/worker/run-task";
+import { resultKeyPattern, resultPrefix } from "../src/layout";
+import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/live-keys";
+import { LocalStore } from "../src/local-store";
+import { artilleryTaskEnv } from "../src/run-task";
 
 const asRegex = (pattern: string) => new RegExp(`^${pattern.replace(/[.]/g, "\\.").replace(/\*/g, ".*")}$`);
 
@@ -65,12 +65,12 @@ describe("Artillery's environment in a task", () => {
   it("puts the worker's own directory on the plugin path and says which task this is", () => {
     const env = artilleryTaskEnv({ ARTILLERY_PLUGIN_PATH: "/opt/plugins" }, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "s3://bucket" });
     expect(env).toEqual({
-      ARTILLERY_PLUGIN_PATH: `/opt/plugins:${path.resolve(__dirname, "../src/worker")}`,
+      ARTILLERY_PLUGIN_PATH: `/opt/plugins:${path.resolve(__dirname, "../src")}`,
       CABLE_RUN_ID: "r1",
       CABLE_REGION: "eu-west-2",
       CABLE_TASK_ID: "abc123",
       CABLE_STORE: "s3://bucket",
     });
-    expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src/worker"));
+    expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src"));
   });
 });

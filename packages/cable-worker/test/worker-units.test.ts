@@ -4,14 +4,14 @@ import path from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { artilleryArgs, terminate } from "../src/worker/artillery";
-import { readWorkerConfig } from "../src/worker/config";
-import { bundleKeyPattern, bundlePrefix, regionResultsPrefix, resultKeyPattern, resultPrefix } from "../src/worker/layout";
-import { LocalStore } from "../src/worker/local-store";
-import { parseManifest, taskOverrides } from "../src/worker/manifest";
-import { makeRedactor } from "../src/worker/secrets";
-import { openStore } from "../src/worker/store";
-import { discoverTaskId } from "../src/worker/task-id";
+import { artilleryArgs, terminate } from "../src/artillery";
+import { readWorkerConfig } from "../src/config";
+import { bundleKeyPattern, bundlePrefix, regionResultsPrefix, resultKeyPattern, resultPrefix } from "../src/layout";
+import { LocalStore } from "../src/local-store";
+import { parseManifest, taskOverrides } from "../src/manifest";
+import { makeRedactor } from "../src/secrets";
+import { openStore } from "../src/open-store";
+import { discoverTaskId } from "../src/task-id";
 
 describe("the store layout", () => {
   it("puts bundles and results where the IAM patterns allow", () => {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The task entrypoint: one task of one run (see ../../README.md, "The worker"). Configured only by
+ * The task entrypoint: one task of one run (see ../README.md). Configured only by
  * environment variables (config.ts); exits with the code in status.json and prints a one-line reason.
  */
 import type { ChildProcess } from "node:child_process";
@@ -14,7 +14,7 @@ import { ConfigError, readWorkerConfig } from "./config.js";
 import { runTask } from "./run-task.js";
 import { resolveSecrets } from "./secrets.js";
 import { EXIT } from "./status.js";
-import { openStore } from "./store.js";
+import { openStore } from "./open-store.js";
 import { discoverTaskId } from "./task-id.js";
 
 const log = (line: string) => process.stderr.write(`[cable-worker] ${line}\n`);

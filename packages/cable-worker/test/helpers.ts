@@ -1,15 +1,13 @@
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { type NodeRun, runNode } from "../src/testing";
+import { type NodeRun, runNode } from "cable-test-servers";
 
-export const INFRA_DIR = path.resolve(__dirname, "..");
-export const WORKER_MAIN = path.join(INFRA_DIR, "dist/worker/main.js");
+export const WORKER_MAIN = path.resolve(__dirname, "../dist/main.js");
 
 export function requireBuiltWorker(): void {
-  if (!existsSync(WORKER_MAIN)) throw new Error(`${WORKER_MAIN} is missing: run \`npm run build -w cable-infra\` first`);
+  if (!existsSync(WORKER_MAIN)) throw new Error(`${WORKER_MAIN} is missing: run \`npm run build -w cable-worker\` first`);
 }
 
 /** A CDK context that sets every stack option away from its default, in one region. */
@@ -41,15 +39,6 @@ export async function startRecordingServer(): Promise<{ url: string; requests: h
     paths,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-}
-
-/** Writes files (relative path → content) under dir. */
-export async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
-  for (const [rel, content] of Object.entries(files)) {
-    const file = path.join(dir, rel);
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, content);
-  }
 }
 
 /**
@@ -87,11 +76,4 @@ scenarios:
 
 export function runWorker(env: NodeJS.ProcessEnv, main: string = WORKER_MAIN, timeoutMs = 90_000): Promise<NodeRun> {
   return runNode(main, [], { env, timeoutMs });
-}
-
-/** The environment a worker gets in tests: this process's PATH etc., without AWS or CABLE_ leftovers. */
-export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CABLE_") && !k.startsWith("AWS_")) env[k] = v;
-  return { ...env, ARTILLERY_DISABLE_TELEMETRY: "true", ...extra };
 }

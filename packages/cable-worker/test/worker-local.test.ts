@@ -4,9 +4,10 @@ import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { WORKER_MAIN, cleanEnv, httpBundle, requireBuiltWorker, runWorker, startRecordingServer, writeTree } from "./helpers";
+import { cleanEnv, writeTree } from "cable-test-servers";
+import { WORKER_MAIN, httpBundle, requireBuiltWorker, runWorker, startRecordingServer } from "./helpers";
 
-// The real entrypoint (dist/worker/main.js) running the real Artillery against a loopback server,
+// The real entrypoint (dist/main.js) running the real Artillery against a loopback server,
 // with a local directory standing in for the bucket.
 describe("worker entrypoint against a local directory store", () => {
   let store: string;

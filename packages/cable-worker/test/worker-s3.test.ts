@@ -3,8 +3,8 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectC
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, httpBundle, requireBuiltWorker, runWorker, startRecordingServer } from "./helpers";
-import { type Moto, startMoto } from "./moto";
+import { cleanEnv, type Moto, startMoto } from "cable-test-servers";
+import { httpBundle, requireBuiltWorker, runWorker, startRecordingServer } from "./helpers";
 
 // The real entrypoint against moto's S3, SSM and Secrets Manager: what a Fargate task does, minus Fargate.
 describe("worker entrypoint against S3 (moto)", () => {
@@ -16,7 +16,7 @@ describe("worker entrypoint against S3 (moto)", () => {
 
   beforeAll(async () => {
     requireBuiltWorker();
-    [moto, server] = await Promise.all([startMoto(), startRecordingServer()]);
+    [moto, server] = await Promise.all([startMoto({ region: "eu-west-2" }), startRecordingServer()]);
     const clientConfig = { endpoint: moto.endpoint, region: "eu-west-2", forcePathStyle: true, credentials: { accessKeyId: "testing", secretAccessKey: "testing" } };
     s3 = new S3Client(clientConfig);
     await s3.send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: { LocationConstraint: "eu-west-2" } }));

@@ -1,7 +1,5 @@
-/**
- * `cable-infra/testing`: test support shared by this package's tests (the worker entrypoint) and
- * cable-fanout's (its CLI, which starts that entrypoint), so both run a Node script the same way.
- */
+// The worker's tests (its entrypoint), infra's image test (the staged entrypoint) and cable-fanout's
+// (its CLI, which starts that entrypoint) run a Node script the same way.
 import { type ChildProcess, spawn } from "node:child_process";
 
 export interface NodeRun {
@@ -36,4 +34,11 @@ export function runNode(script: string, args: string[], options: NodeRunOptions)
     });
     options.onSpawn?.(child);
   });
+}
+
+/** The environment a spawned worker gets in tests: this process's PATH etc., without AWS or CABLE_ leftovers. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CABLE_") && !k.startsWith("AWS_")) env[k] = v;
+  return { ...env, ARTILLERY_DISABLE_TELEMETRY: "true", ...extra };
 }

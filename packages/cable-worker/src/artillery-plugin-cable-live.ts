@@ -31,7 +31,7 @@ export class Plugin {
       artilleryLog(`${LIVE_PLUGIN}: not inside a cable-fanout task (CABLE_RUN_ID, CABLE_REGION, CABLE_TASK_ID, CABLE_STORE); nothing is recorded`, "warn");
       return;
     }
-    // The report package ships beside the worker (in the image, and in this monorepo); required in the main thread only.
+    // A dependency of this package (and in the image beside it); required in the main thread only.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { CpuMeter, recordPeriod } = require("artillery-plugin-cable-report") as typeof import("artillery-plugin-cable-report");
     const writer = new LiveWriter(openTaskStore(storeUrl), LIVE_PLUGIN);

@@ -1,0 +1,29 @@
+/**
+ * `cable-worker/contract`: everything the fan-out runner and the tasks exchange through the store,
+ * in one import. The runner imports it from here; the tasks' own modules import the files it
+ * gathers, so a change to a key or a shape shows both sides at once.
+ *
+ *   what                          written by                  read by
+ *   bundle/run.json               runner (bundle.ts)          task (manifest.ts)
+ *   <task>/ready.json             task (run-task.ts)          runner (barrier.ts)
+ *   control/go.json               runner (barrier.ts)         task (markers.ts waitForGo)
+ *   control/heartbeat.json        runner (heartbeat.ts)       task (markers.ts watchHeartbeat)
+ *   <task>/live/period-*.live     task (cable-live)           runner (live/feed.ts), report (loadLiveTask)
+ *   <task>/live/phases.live       task (cable-live)           runner (live/feed.ts), report (loadLiveTask)
+ *   <task>/live/ended.live        task (cable-capacity-probe) runner (live/feed.ts)
+ *   <region>/capacity-stop.live   runner (capacity)           task (cable-capacity-probe, by listing)
+ *   <task>/status.json            task (run-task.ts)          runner (store.ts, collect.ts)
+ *
+ * The keys are in layout.ts and live-keys.ts (the CDK stack derives the task role's IAM patterns
+ * from them); every JSON file has a zod schema here, and its type is inferred from it.
+ */
+// How a schema's complaint is worded, by the worker and by the CDK app's settings alike.
+export { formatIssues } from "./config.js";
+export * from "./layout.js";
+export * from "./live-keys.js";
+export * from "./markers.js";
+export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
+export { EXIT, type TaskStatus, taskStatusSchema } from "./status.js";
+export type { Store } from "./store.js";
+// The live period and phase files hold cable-report's own records: the sidecar and the report read the same shapes.
+export { periodRecordSchema as livePeriodSchema, phaseStartSchema as livePhaseSchema } from "artillery-plugin-cable-report";
