@@ -13,7 +13,7 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import { Construct } from "constructs";
 import { FARGATE_VCPU_QUOTA, SECRETS_PATH, operatorPolicyNameFor, stackNameFor } from "../contract.js";
-import { RUNS_PREFIX } from "../worker/layout.js";
+import { RUNS_PREFIX } from "cable-worker/contract";
 
 /** The stack's resources the operator acts on. */
 export interface OperatorPolicyProps {

@@ -6,8 +6,7 @@ import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import { Construct } from "constructs";
-import { RUNS_PREFIX, bundleKeyPattern, controlKeyPattern, resultKeyPattern } from "../worker/layout.js";
-import { capacityStopKeyPattern } from "../worker/live-keys.js";
+import { RUNS_PREFIX, bundleKeyPattern, capacityStopKeyPattern, controlKeyPattern, resultKeyPattern } from "cable-worker/contract";
 import type { StackSettings } from "./settings.js";
 
 export interface ResultsBucketProps extends Pick<StackSettings, "resultsExpireDays" | "destroyBucket"> {}

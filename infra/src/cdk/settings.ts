@@ -1,7 +1,7 @@
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { z } from "zod";
 import { FargateSizeError, assertFargateSize } from "../contract.js";
-import { formatIssues } from "../worker/config.js";
+import { formatIssues } from "cable-worker/contract";
 
 /**
  * Everything the app reads from CDK context (`-c key=value` or cdk.json "context"). CLI values arrive

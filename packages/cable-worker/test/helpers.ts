@@ -10,18 +10,6 @@ export function requireBuiltWorker(): void {
   if (!existsSync(WORKER_MAIN)) throw new Error(`${WORKER_MAIN} is missing: run \`npm run build -w cable-worker\` first`);
 }
 
-/** A CDK context that sets every stack option away from its default, in one region. */
-export const EVERY_OPTION_CONTEXT = {
-  regions: "ap-southeast-2",
-  cpu: "2048",
-  memoryMiB: "4096",
-  logRetentionDays: "7",
-  resultsExpireDays: "3",
-  destroyBucket: "true",
-  containerInsights: "true",
-  tags: "team=realtime,cost-center=42",
-} as const;
-
 /** A loopback HTTP server that records each request's path and headers. */
 export async function startRecordingServer(): Promise<{ url: string; requests: http.IncomingHttpHeaders[]; paths: string[]; close: () => Promise<void> }> {
   const requests: http.IncomingHttpHeaders[] = [];

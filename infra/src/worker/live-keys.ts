@@ -1,2 +1,0 @@
-// infra/src/cdk still imports the stop marker's pattern from here (see layout.ts).
-export { capacityStopKeyPattern } from "cable-worker/contract";
