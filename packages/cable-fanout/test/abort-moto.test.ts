@@ -22,24 +22,20 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { CloudFormationClient, ListStackResourcesCommand } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient } from "@aws-sdk/client-ecs";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { GetPolicyCommand, GetPolicyVersionCommand, GetRolePolicyCommand, IAMClient, ListPoliciesCommand, ListRolePoliciesCommand } from "@aws-sdk/client-iam";
-import { runSimulation } from "@cloud-copilot/iam-simulate";
-import { operatorPolicyNameFor, stackNameFor } from "cable-infra/contract";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
+import type { RegionStack } from "../src/aws/discovery";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
+import { ACCOUNT, deployRegions, simulate, type PolicyDocument } from "./iam-policies";
 import { startMoto, type Moto } from "cable-test-servers";
-import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, synthesizeTemplates } from "./moto";
+import { holdTasksRunning, motoRecorder, type RecordedRequest, signedBy } from "./moto";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const SPIKE = path.join(ROOT, "scenarios/spike.yml");
 const REGIONS = ["eu-west-2", "us-east-1"];
-const ACCOUNT = "123456789012";
 // The tasks sign with their own key, so that moto's recording tells their calls from the runner's.
 const TASK_KEY = "TASKROLETESTING";
 const RUNNER_KEY = "testing";
@@ -55,7 +51,6 @@ const PHASES = [
 const PHASES_MS = PHASES.reduce((a, p) => a + p.duration * 1000, 0);
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type PolicyDocument = { name: string; policy: unknown };
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Json;
 
@@ -64,60 +59,21 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
   let work: string;
   let target: LocalTarget;
   let stacks: RegionStack[];
-  const taskPolicies = new Map<string, PolicyDocument[]>();
-  const operatorPolicies: PolicyDocument[] = [];
+  let taskPolicies: Map<string, PolicyDocument[]>;
+  let operatorPolicies: PolicyDocument[];
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), "cable-abort-moto-"));
     moto = await startMoto({ recordTo: path.join(work, "moto-recording") });
     expect(await holdTasksRunning(moto)).toBe(true);
     target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: DELAY_MS } });
-    for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");
-    stacks = await Promise.all(REGIONS.map((r) => describeRegionStack(new CloudFormationClient({ region: r }), r)));
-    // The policies as IAM holds them: CloudFormation resolved every reference to a real ARN.
-    const iam = new IAMClient({ region: "us-east-1" });
-    const decode = (document: string) => JSON.parse(document.startsWith("%7B") ? decodeURIComponent(document) : document) as unknown;
-    for (const stack of stacks) {
-      const { StackResourceSummaries = [] } = await new CloudFormationClient({ region: stack.region }).send(new ListStackResourcesCommand({ StackName: stackNameFor(stack.region) }));
-      const roleName = StackResourceSummaries.find((r) => r.ResourceType === "AWS::IAM::Role" && r.LogicalResourceId!.startsWith("TaskDefinitionTaskRole"))?.PhysicalResourceId;
-      expect(roleName, `task role of ${stack.region}`).toBeDefined();
-      const { PolicyNames = [] } = await iam.send(new ListRolePoliciesCommand({ RoleName: roleName }));
-      expect(PolicyNames.length, `inline policies of ${roleName}`).toBeGreaterThan(0);
-      const documents: PolicyDocument[] = [];
-      for (const name of PolicyNames) {
-        const { PolicyDocument } = await iam.send(new GetRolePolicyCommand({ RoleName: roleName, PolicyName: name }));
-        documents.push({ name, policy: decode(PolicyDocument!) });
-      }
-      taskPolicies.set(stack.region, documents);
-    }
-    const { Policies = [] } = await iam.send(new ListPoliciesCommand({ Scope: "Local" }));
-    for (const region of REGIONS) {
-      const listed = Policies.find((p) => p.PolicyName === operatorPolicyNameFor(region));
-      expect(listed, `operator policy of ${region}`).toBeDefined();
-      const { Policy } = await iam.send(new GetPolicyCommand({ PolicyArn: listed!.Arn }));
-      const { PolicyVersion } = await iam.send(new GetPolicyVersionCommand({ PolicyArn: listed!.Arn, VersionId: Policy!.DefaultVersionId }));
-      operatorPolicies.push({ name: listed!.PolicyName!, policy: decode(PolicyVersion!.Document!) });
-    }
+    ({ stacks, taskPolicies, operatorPolicies } = await deployRegions(REGIONS));
   }, 120_000);
   afterAll(async () => {
     await target?.close();
     await moto?.stop();
     if (work) rmSync(work, { recursive: true, force: true });
   });
-
-  const simulate = async (policies: PolicyDocument[], principal: string, r: { action: string; resource: string; context: Record<string, string> }) => {
-    const result = await runSimulation(
-      {
-        identityPolicies: policies as Parameters<typeof runSimulation>[0]["identityPolicies"],
-        serviceControlPolicies: [],
-        resourceControlPolicies: [],
-        request: { action: r.action, principal, resource: { accountId: ACCOUNT, resource: r.resource }, contextVariables: r.context },
-      },
-      {},
-    );
-    if (result.resultType !== "single") throw new Error(`${r.action} on ${r.resource}: ${JSON.stringify(result)}`);
-    return result.overallResult;
-  };
 
   it("stops every task in the spike from the live files in both buckets, keeps what they measured, says why, exits 7, and every S3 call is one its signer's policy allows", async () => {
     const recorder = motoRecorder(moto);

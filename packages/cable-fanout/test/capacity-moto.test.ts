@@ -11,88 +11,45 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CloudFormationClient, ListStackResourcesCommand } from "@aws-sdk/client-cloudformation";
-import { GetPolicyCommand, GetPolicyVersionCommand, GetRolePolicyCommand, IAMClient, ListPoliciesCommand, ListRolePoliciesCommand } from "@aws-sdk/client-iam";
-import { runSimulation } from "@cloud-copilot/iam-simulate";
-import { operatorPolicyNameFor, stackNameFor } from "cable-infra/contract";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
+import type { RegionStack } from "../src/aws/discovery";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
+import { ACCOUNT, deployRegions, simulate, type PolicyDocument } from "./iam-policies";
 import { startMoto, type Moto, waitFor } from "cable-test-servers";
-import { deployStack, holdTasksRunning, motoRecorder, type RecordedRequest, signedBy, synthesizeTemplates } from "./moto";
+import { holdTasksRunning, motoRecorder, type RecordedRequest, signedBy } from "./moto";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
 const REGIONS = ["eu-west-2", "us-east-1"];
-const ACCOUNT = "123456789012";
 const CAPACITY = 30;
 // The tasks sign with their own key, so that moto's recording tells their calls from the runner's.
 const TASK_KEY = "TASKROLETESTING";
 const RUNNER_KEY = "testing";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type PolicyDocument = { name: string; policy: unknown };
 
 describe("cable-fanout capacity on the AWS backend (moto)", () => {
   let moto: Moto;
   let work: string;
   let target: LocalTarget;
   let stacks: RegionStack[];
-  const taskPolicies = new Map<string, PolicyDocument[]>();
-  const operatorPolicies: PolicyDocument[] = [];
+  let taskPolicies: Map<string, PolicyDocument[]>;
+  let operatorPolicies: PolicyDocument[];
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), "cable-capacity-moto-"));
     moto = await startMoto({ recordTo: path.join(work, "moto-recording") });
     expect(await holdTasksRunning(moto)).toBe(true);
     target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: 800 } });
-    for (const [region, template] of synthesizeTemplates(REGIONS)) expect(await deployStack(region, template)).toBe("CREATE_COMPLETE");
-    stacks = await Promise.all(REGIONS.map((r) => describeRegionStack(new CloudFormationClient({ region: r }), r)));
-    // The policies as IAM holds them: CloudFormation resolved every reference to a real ARN.
-    const iam = new IAMClient({ region: "us-east-1" });
-    const decode = (document: string) => JSON.parse(document.startsWith("%7B") ? decodeURIComponent(document) : document) as unknown;
-    for (const stack of stacks) {
-      const { StackResourceSummaries = [] } = await new CloudFormationClient({ region: stack.region }).send(new ListStackResourcesCommand({ StackName: stackNameFor(stack.region) }));
-      const roleName = StackResourceSummaries.find((r) => r.ResourceType === "AWS::IAM::Role" && r.LogicalResourceId!.startsWith("TaskDefinitionTaskRole"))?.PhysicalResourceId;
-      expect(roleName, `task role of ${stack.region}`).toBeDefined();
-      const { PolicyNames = [] } = await iam.send(new ListRolePoliciesCommand({ RoleName: roleName }));
-      expect(PolicyNames.length, `inline policies of ${roleName}`).toBeGreaterThan(0);
-      const documents: PolicyDocument[] = [];
-      for (const name of PolicyNames) {
-        const { PolicyDocument } = await iam.send(new GetRolePolicyCommand({ RoleName: roleName, PolicyName: name }));
-        documents.push({ name, policy: decode(PolicyDocument!) });
-      }
-      taskPolicies.set(stack.region, documents);
-    }
-    const { Policies = [] } = await iam.send(new ListPoliciesCommand({ Scope: "Local" }));
-    for (const region of REGIONS) {
-      const listed = Policies.find((p) => p.PolicyName === operatorPolicyNameFor(region))!;
-      const { Policy } = await iam.send(new GetPolicyCommand({ PolicyArn: listed.Arn }));
-      const { PolicyVersion } = await iam.send(new GetPolicyVersionCommand({ PolicyArn: listed.Arn, VersionId: Policy!.DefaultVersionId }));
-      operatorPolicies.push({ name: listed.PolicyName!, policy: decode(PolicyVersion!.Document!) });
-    }
+    ({ stacks, taskPolicies, operatorPolicies } = await deployRegions(REGIONS));
   }, 240_000);
   afterAll(async () => {
     await target?.close();
     await moto?.stop();
     if (work) rmSync(work, { recursive: true, force: true });
   });
-
-  const simulate = async (policies: PolicyDocument[], principal: string, r: { action: string; resource: string; context: Record<string, string> }) => {
-    const result = await runSimulation(
-      {
-        identityPolicies: policies as Parameters<typeof runSimulation>[0]["identityPolicies"],
-        serviceControlPolicies: [],
-        resourceControlPolicies: [],
-        request: { action: r.action, principal, resource: { accountId: ACCOUNT, resource: r.resource }, contextVariables: r.context },
-      },
-      {},
-    );
-    if (result.resultType !== "single") throw new Error(`${r.action} on ${r.resource}: ${JSON.stringify(result)}`);
-    return result.overallResult;
-  };
 
   it("finds the known capacity within one step from two regions, stops early, ends every user and task, and the tasks' S3 calls are all the task role allows", async () => {
     const recorder = motoRecorder(moto);
