@@ -63,8 +63,8 @@ export class OpenConnections {
   received(events: Events, latencyMs: number | undefined): void {
     this.receivedCount++;
     const periods = this.periods;
-    if (periods?.live) {
-      const now = Date.now();
+    const now = Date.now();
+    if (periods?.takes(now)) {
       periods.rate(METRICS.receiveRate, now);
       if (latencyMs !== undefined) periods.histogram(METRICS.broadcastLatency, latencyMs, now);
       return;

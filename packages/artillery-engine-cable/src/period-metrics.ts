@@ -71,8 +71,27 @@ export function artilleryRate(t: Tally): number {
 
 /** One thread's per-frame aggregates, by period. */
 export class PeriodAggregates {
-  /** The patched SSMS has aggregated in this thread: batching is safe from now on. */
+  /** The patched SSMS has aggregated in this thread: the patch is the one the runner uses. */
   live = false;
+  /**
+   * Where batching starts: the period after the one in which the patch went live. Artillery's rate
+   * of a period comes from its own events' first and last times, so a period must have all its
+   * rate events one way or the other; a sum of two rates over different spans would be wrong.
+   */
+  private liveFrom = Infinity;
+
+  /** Whether a frame at `now` (epoch ms) goes into these aggregates rather than Artillery's events. */
+  takes(now: number): boolean {
+    return now >= this.liveFrom;
+  }
+
+  /** Called by the patched SSMS each time it aggregates: the first time makes the aggregates live from the next period. */
+  wentLive(now: number): boolean {
+    if (this.live) return false;
+    this.live = true;
+    this.liveFrom = periodOf(now) + PERIOD_MS;
+    return true;
+  }
   private current: Period = { start: -1, histograms: new Map(), rates: new Map() };
   private readonly closed: Period[] = [];
 
@@ -180,10 +199,7 @@ export function patchSsms({ SSMS, DDSketch, version }: ArtilleryInternals): Peri
   const aggregates = new PeriodAggregates(DDSketch);
   proto._aggregateHistograms = function (this: SsmsAggregates, upTo: number) {
     histograms.call(this, upTo);
-    if (!aggregates.live) {
-      aggregates.live = true;
-      trace("per-frame metrics: handed to Artillery a period at a time");
-    }
+    if (aggregates.wentLive(Date.now())) trace("per-frame metrics: handed to Artillery a period at a time from the next period");
     aggregates.drainHistograms(this, upTo);
   };
   proto._aggregateRates = function (this: SsmsAggregates, upTo: number) {

@@ -34,7 +34,7 @@ describe("per-frame metrics handed to Artillery a period at a time", () => {
     const { code, output, report } = await run;
     expect(code, output).toBe(0);
     expect(reached).toBe(LISTENERS * BROADCASTS);
-    expect(output).toContain("per-frame metrics: handed to Artillery a period at a time");
+    expect(output).toContain("per-frame metrics: handed to Artillery a period at a time from the next period");
     const r = report!;
     expect(counter(r, "cable.messages_received")).toBe(LISTENERS * BROADCASTS);
     expect(samples(r, "cable.broadcast_latency")).toBe(LISTENERS * BROADCASTS);

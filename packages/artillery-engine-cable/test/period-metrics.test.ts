@@ -98,6 +98,16 @@ describe("per-frame metrics a period at a time", () => {
     expect(aggregates!.live).toBe(true);
   });
 
+  test("batching starts at the period after the patch went live, so that no period's rate mixes the two ways", () => {
+    const aggregates = new PeriodAggregates(DDSketch);
+    const t = Date.UTC(2026, 10, 24, 12, 0, 4, 200);
+    expect(aggregates.takes(t)).toBe(false);
+    expect(aggregates.wentLive(t)).toBe(true);
+    expect(aggregates.wentLive(t + 1)).toBe(false);
+    expect(aggregates.takes(Date.UTC(2026, 10, 24, 12, 0, 9, 999))).toBe(false);
+    expect(aggregates.takes(Date.UTC(2026, 10, 24, 12, 0, 10))).toBe(true);
+  });
+
   test("another Artillery, or other internals: no aggregates, the engine emits every event", () => {
     const noop = () => {};
     expect(patchSsms({ SSMS: { prototype: { _aggregateHistograms: noop, _aggregateRates: noop } }, DDSketch, version: "2.0.35" })).toBeUndefined();
