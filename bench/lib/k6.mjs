@@ -8,11 +8,11 @@
 // ~/.cache/cable/k6/k6, or K6_BIN). Where it cannot be built, `k6Subject()` says why and the bench
 // skips the peer's sections with that line.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { spawnWithFileLimit } from "./proc.mjs";
+import { spawnLogged } from "./proc.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, "..", "..");
@@ -140,13 +140,9 @@ function startK6(bin, name, source, env) {
   const summaryPath = path.join(workDir, `${id}.summary.json`);
   const logPath = path.join(workDir, `${id}.log`);
   writeFileSync(scriptPath, source);
-  const child = spawnWithFileLimit([bin, "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds", "--summary-export", summaryPath, scriptPath], {
-    stdio: ["ignore", "pipe", "pipe"],
+  const child = spawnLogged([bin, "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds", "--summary-export", summaryPath, scriptPath], logPath, {
     env: { ...process.env, K6_NO_USAGE_REPORT: "true", ...env },
   });
-  const log = createWriteStream(logPath);
-  child.stdout.pipe(log);
-  child.stderr.pipe(log);
   return {
     child,
     logPath,

@@ -2,7 +2,7 @@
 // The load generator is measured from outside, the same way for every subject, so that no subject
 // measures itself more kindly than another.
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86-64
@@ -82,6 +82,15 @@ export function spawnWithFileLimit(argv, { cpus, ...options } = {}) {
   const quoted = argv.map((a) => `'${String(a).replaceAll("'", `'\\''`)}'`).join(" ");
   const script = `ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec ${quoted}`;
   return spawn("bash", ["-c", script], options);
+}
+
+/** spawnWithFileLimit with the process's stdout and stderr both written to `logPath`. */
+export function spawnLogged(argv, logPath, options) {
+  const child = spawnWithFileLimit(argv, { ...options, stdio: ["ignore", "pipe", "pipe"] });
+  const log = createWriteStream(logPath);
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  return child;
 }
 
 /** Resolves with the exit code, or kills the process (by its own pid) after `ms` and resolves null. */

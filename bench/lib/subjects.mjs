@@ -1,12 +1,12 @@
 // The three load generators compared on the same workloads: the bare `ws` client (the ceiling),
 // Artillery with this repository's cable engine, and Artillery with its built-in `ws` engine.
 // Each starts as a process of its own; the harness measures it from /proc.
-import { mkdtempSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { GC_NODE_OPTIONS, spawnWithFileLimit } from "./proc.mjs";
+import { GC_NODE_OPTIONS, spawnLogged, spawnWithFileLimit } from "./proc.mjs";
 import { METRICS } from "artillery-engine-cable/metrics";
 
 const require = createRequire(import.meta.url);
@@ -47,14 +47,10 @@ export function startArtillery(name, script, { deadline, env = {}, args = [], cp
     scriptPath = path.join(workDir, `${id}.json`);
     writeFileSync(scriptPath, JSON.stringify(script, null, 2));
   }
-  const child = spawnWithFileLimit([process.execPath, artilleryBin, "run", "-o", reportPath, ...args, scriptPath], {
-    stdio: ["ignore", "pipe", "pipe"],
+  const child = spawnLogged([process.execPath, artilleryBin, "run", "-o", reportPath, ...args, scriptPath], logPath, {
     cpus,
     env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true", BENCH_DEADLINE: String(deadline), ...env, NODE_OPTIONS: withGc(env.NODE_OPTIONS) },
   });
-  const log = createWriteStream(logPath);
-  child.stdout.pipe(log);
-  child.stderr.pipe(log);
   return {
     child,
     logPath,
