@@ -35,6 +35,9 @@ export class OpenConnections {
    */
   private receivedCount = 0;
 
+  /** `periods`: this thread's per-period aggregates, where Artillery's metric store takes them (period-metrics.ts). */
+  constructor(private readonly periods: PeriodAggregates | undefined = periodAggregates()) {}
+
   add(conn: Tracked, events: Events): void {
     this.events = events;
     this.open.add(conn);
@@ -46,13 +49,6 @@ export class OpenConnections {
       this.lag ??= new LagMonitor(this.lagWarningMs, SWEEP_MS);
       this.lag.start(nowMs());
     }
-  }
-
-  /** This thread's per-period aggregates, where Artillery's metric store takes them (period-metrics.ts). */
-  private readonly periods: PeriodAggregates | undefined;
-
-  constructor(periods: PeriodAggregates | undefined = periodAggregates()) {
-    this.periods = periods;
   }
 
   /**
