@@ -86,9 +86,11 @@ export class CableConnection implements Tracked {
   state: ConnectionState = "idle";
   /** When the server last pinged or ponged, in clock time. */
   private lastPingAt = 0;
-  /** A frame came since the last tick: the hot path only sets a flag, the once-a-second tick reads the clock. */
-  private heard = false;
-  /** When the server was last heard from (a ping exactly; any other frame to the tick, about a second). */
+  /**
+   * When the server was last heard from, exactly: a silent network's outage is measured from here,
+   * so a time rounded to the once-a-second tick would shorten it and could drop a connection up to a
+   * second late. One clock read per frame is well under 1 % of a frame's cost (docs/benchmarks.md).
+   */
   private lastHeardAt = 0;
   private keepaliveSentAt = 0;
   /** Dropped as stale once: the tick does not drop it again. */
@@ -310,10 +312,6 @@ export class CableConnection implements Tracked {
       if (tracing()) trace("out %s (keepalive)", keepalive);
       this.socket.send(keepalive);
     }
-    if (this.heard) {
-      this.heard = false;
-      this.lastHeardAt = now;
-    }
     const heardAt = Math.max(this.lastHeardAt, this.lastPingAt);
     const staleAfter = this.settings.staleAfterMs ?? this.protocol.staleAfterMs(this.pingIntervalMs);
     if (!this.staleDropped && now - heardAt > staleAfter && this.socket?.isOpen) this.dropStale(now, heardAt, staleAfter);
@@ -375,7 +373,7 @@ export class CableConnection implements Tracked {
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
-    this.heard = true;
+    this.lastHeardAt = this.clock.now();
     if (tracing()) trace("in %s", isBinary ? `<binary ${data.length} bytes>` : data.toString());
     // The listen path: a broadcast nobody waits for is counted from the raw frame, never parsed.
     if (!isBinary && this.protocol.scan && this.scanned(data)) return;

@@ -205,7 +205,6 @@ describe("keepalives and staleness, on the injected clock", () => {
     expect(s.socket().sent).toHaveLength(1); // one ping per quiet spell
     s.socket().deliver({ event: "pusher:pong", data: {} });
     const pongAt = s.clock.time;
-    tickAt(0); // the once-a-second tick that hears it
     tickAt(31_000);
     expect(s.socket().sent).toHaveLength(2);
     tickAt(28_000);
@@ -286,6 +285,20 @@ describe("keepalives and staleness, on the injected clock", () => {
     s.socket().drop();
     expect(detection(s)).toEqual([0]);
     expect(s.connection.failure).toMatchObject({ code: "cable.connection_closed" });
+  });
+
+  test("a frame between two ticks starts the silence when it came, not at the next tick (detection exact, never a second late)", async () => {
+    const s = setup(createActionCableProtocol(), 16, { pingIntervalMs: 200 });
+    await welcomedAndSubscribed(s);
+    const tickAt = ticker(s);
+    tickAt(0);
+    s.clock.advance(10);
+    s.socket().deliver({ identifier: ID, message: { n: 1 } });
+    const heardAt = s.clock.time;
+    tickAt(990);
+    expect(s.count("counter", "cable.stale_connection")).toBe(1);
+    expect(s.connection.endedAt).toBe(heardAt);
+    expect(detection(s)).toEqual([990]);
   });
 });
 
