@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { bestConnectRun, bestListenRun, evaluateGoals, peerRatios } from "./lib/stats.mjs";
 import { k6Subject } from "./lib/k6.mjs";
-import { measureArrivals, measureReplay } from "./lib/arrivals.mjs";
+import { measureArrivals, measureReplay, RELAYBOX_PHASES, RELAYBOX_SUSTAINED_RATE } from "./lib/arrivals.mjs";
 import { artilleryWs, bare, cableEngine, cableEnginePrecise } from "./lib/subjects.mjs";
 import { startTarget } from "./lib/target.mjs";
 import { measureChat, measureConnect, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
@@ -28,15 +28,23 @@ const { values: flags } = parseArgs({
     "no-scale": { type: "boolean", default: false },
     only: { type: "string" },
     "peer-runs": { type: "string" },
+    "replay-rate": { type: "string" },
     render: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
+}
+// How much of the replay one generator core holds: the same workload at another sustained rate
+// (docs/benchmarks.md). Only RelayBox's own rate is held to the goal.
+const replayRate = flags["replay-rate"] === undefined ? RELAYBOX_SUSTAINED_RATE : Number(flags["replay-rate"]);
+if (!(replayRate > 0 && replayRate <= 1_000)) {
+  console.error(`--replay-rate: arrivals per second, more than 0 and at most 1000, not ${JSON.stringify(flags["replay-rate"])}`);
+  process.exit(2);
 }
 const docPath = path.join(here, "..", "docs", "benchmarks.md");
 if (flags.render) {
@@ -155,16 +163,18 @@ try {
     // The target on core 0 and the generator on core 1 (taskset): the lag is then the generator's,
     // not the two competing for the same cores.
     const pinned = await startTarget({ cpus: "0" });
+    const rate = replayRate;
+    const phases = RELAYBOX_PHASES.map((p) => (p.name === "sustained" ? { ...p, arrivalRate: rate } : p));
     try {
       for (const precise of mode.replay.precise ? [false, true] : [false]) {
-        const key = precise ? "precise" : "default";
-        log(`replay: RelayBox (seeds/004), ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}, target on core 0, generator on core 1`);
+        const key = `${precise ? "precise" : "default"}${rate === RELAYBOX_SUSTAINED_RATE ? "" : `-${rate}`}`;
+        log(`replay: RelayBox (seeds/004), sustained ${rate}/s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}, target on core 0, generator on core 1`);
         try {
-          results.replay[key] = await measureReplay(pinned, { precise, cpus: "1" });
+          results.replay[key] = await measureReplay(pinned, { precise, cpus: "1", phases });
         } catch (err) {
           // A replay the generator or target cannot finish is a result too (the goal is missed), not a
           // reason to lose the other figures.
-          results.replay[key] = { precise, error: err.message };
+          results.replay[key] = { precise, sustainedRate: rate, error: err.message };
         }
         log(`  ${JSON.stringify(results.replay[key])}`);
       }
@@ -261,7 +271,8 @@ results.goals = evaluateGoals(results.ratios);
 
 mkdirSync(path.join(here, "results"), { recursive: true });
 // A partial run (--only) never replaces the full run's file or the doc's table.
-const file = path.join(here, "results", only ? `${modeName}-only-${[...only].join("-")}.json` : modeName === "quick" ? "quick.json" : `full-${startedAt.toISOString().slice(0, 10)}.json`);
+const rateSuffix = replayRate === RELAYBOX_SUSTAINED_RATE ? "" : `-rate${replayRate}`;
+const file = path.join(here, "results", only ? `${modeName}-only-${[...only].join("-")}${rateSuffix}.json` : modeName === "quick" ? "quick.json" : `full-${startedAt.toISOString().slice(0, 10)}.json`);
 writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 console.log(renderTable(results));
 console.log(`\nresults: ${path.relative(process.cwd(), file)}`);

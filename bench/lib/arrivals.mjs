@@ -78,11 +78,14 @@ export async function measureArrivals(target, { rate, seconds, precise }) {
   };
 }
 
+/** The seed's sustained arrivals per second (seeds/004). */
+export const RELAYBOX_SUSTAINED_RATE = 100;
+
 /** The seed's phases (seeds/004, scenarios/pubsub-rooms.yml); `scale` shortens them for a quick look. */
 export const RELAYBOX_PHASES = [
   { name: "warmup", duration: 10, arrivalRate: 5 },
   { name: "rampup", duration: 10, arrivalRate: 25 },
-  { name: "sustained", duration: 60, arrivalRate: 100 },
+  { name: "sustained", duration: 60, arrivalRate: RELAYBOX_SUSTAINED_RATE },
   { name: "warmdown", duration: 10, arrivalRate: 20 },
 ];
 
@@ -130,6 +133,7 @@ export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES,
   const cpu = samples.length > 1 ? samples.at(-1).cpu - samples[0].cpu : null;
   return {
     precise,
+    sustainedRate: phases.find((p) => p.name === "sustained")?.arrivalRate ?? null,
     generatorCpus: cpus ?? null,
     exitCode: code,
     wallSeconds: round((Date.now() - startedAt) / 1000, 1),

@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import { RELAYBOX_SUSTAINED_RATE } from "./arrivals.mjs";
 
 /** Which engine was measured: the last commit touching it, whether its tree is dirty, when dist was built. */
 export function engineRevision(root) {
@@ -87,6 +88,8 @@ export function renderTable(results) {
 }
 
 const TIMER = (precise) => (precise ? "Artillery's (preciseArrivals)" : "the engine's (default)");
+/** A replay at another sustained rate than RelayBox's says so (`--replay-rate`). */
+const replayLabel = (r) => (r.sustainedRate && r.sustainedRate !== RELAYBOX_SUSTAINED_RATE ? `${TIMER(r.precise)}, sustained ${r.sustainedRate}/s` : TIMER(r.precise));
 
 /** Connect cost, arrival accuracy and the RelayBox replay (issue 17), as markdown tables; none for older results. */
 function arrivalSections(results) {
@@ -121,7 +124,7 @@ function arrivalSections(results) {
       "",
       "| arrival timer | VUs created / failed | peak connections | generator lag p50 / p95 / p99 / max ms | broadcast latency p50 / p95 / p99 / max ms | CPU-s | errors |",
       "|---|---|---|---|---|---|---|",
-      ...replay.map((r) => r.error ? `| ${TIMER(r.precise)} | did not finish: ${r.error} | | | | | |` : `| ${TIMER(r.precise)} | ${num(r.vusers.created)} / ${num(r.vusers.failed)} | ${num(r.peakConnections)} | ${ms(r.eventLoopLagMs)} | ${ms(r.broadcastLatencyMs)} | ${num(r.cpuSeconds, 1)} | ${Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(", ") || "none"} |`),
+      ...replay.map((r) => r.error ? `| ${replayLabel(r)} | did not finish: ${r.error} | | | | | |` : `| ${replayLabel(r)} | ${num(r.vusers.created)} / ${num(r.vusers.failed)} | ${num(r.peakConnections)} | ${ms(r.eventLoopLagMs)} | ${ms(r.broadcastLatencyMs)} | ${num(r.cpuSeconds, 1)} | ${Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(", ") || "none"} |`),
       "",
     );
   }
