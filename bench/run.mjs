@@ -163,18 +163,17 @@ try {
     // The target on core 0 and the generator on core 1 (taskset): the lag is then the generator's,
     // not the two competing for the same cores.
     const pinned = await startTarget({ cpus: "0" });
-    const rate = replayRate;
-    const phases = RELAYBOX_PHASES.map((p) => (p.name === "sustained" ? { ...p, arrivalRate: rate } : p));
+    const phases = RELAYBOX_PHASES.map((p) => (p.name === "sustained" ? { ...p, arrivalRate: replayRate } : p));
     try {
       for (const precise of mode.replay.precise ? [false, true] : [false]) {
-        const key = `${precise ? "precise" : "default"}${rate === RELAYBOX_SUSTAINED_RATE ? "" : `-${rate}`}`;
-        log(`replay: RelayBox (seeds/004), sustained ${rate}/s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}, target on core 0, generator on core 1`);
+        const key = `${precise ? "precise" : "default"}${replayRate === RELAYBOX_SUSTAINED_RATE ? "" : `-${replayRate}`}`;
+        log(`replay: RelayBox (seeds/004), sustained ${replayRate}/s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}, target on core 0, generator on core 1`);
         try {
           results.replay[key] = await measureReplay(pinned, { precise, cpus: "1", phases });
         } catch (err) {
           // A replay the generator or target cannot finish is a result too (the goal is missed), not a
           // reason to lose the other figures.
-          results.replay[key] = { precise, sustainedRate: rate, error: err.message };
+          results.replay[key] = { precise, sustainedRate: replayRate, error: err.message };
         }
         log(`  ${JSON.stringify(results.replay[key])}`);
       }

@@ -89,7 +89,8 @@ export class CableConnection implements Tracked {
   /**
    * When the server was last heard from, exactly: a silent network's outage is measured from here,
    * so a time rounded to the once-a-second tick would shorten it and could drop a connection up to a
-   * second late. One clock read per frame is well under 1 % of a frame's cost (docs/benchmarks.md).
+   * second late. One clock read per frame is well under 1 % of a frame's cost (docs/benchmarks.md);
+   * what the frame then measures (its latency, a ping's time) uses this same read.
    */
   private lastHeardAt = 0;
   private keepaliveSentAt = 0;
@@ -430,7 +431,7 @@ export class CableConnection implements Tracked {
     if (scan.ledger && scan.senderStart < 0 && scan.seq !== undefined) return false;
     const key = this.keyAt(data, scan.idStart, scan.idEnd);
     if (key === undefined || this.inbox.has(key)) return false;
-    this.runtime.tracker.received(this.events, scan.stamp === undefined ? undefined : this.clock.now() - scan.stamp);
+    this.runtime.tracker.received(this.events, scan.stamp === undefined ? undefined : this.lastHeardAt - scan.stamp);
     if (scan.seq !== undefined && scan.senderStart >= 0) this.memory.ledger.record(key, data.toString("utf8", scan.senderStart, scan.senderEnd), scan.seq);
     return true;
   }
@@ -448,7 +449,7 @@ export class CableConnection implements Tracked {
   }
 
   private onPing(reply: string | undefined): void {
-    this.lastPingAt = this.clock.now();
+    this.lastPingAt = this.lastHeardAt;
     const pong = this.protocol.pong(this.extended, reply);
     if (pong && this.socket?.isOpen) this.socket.send(pong);
   }
@@ -465,7 +466,7 @@ export class CableConnection implements Tracked {
     const payload = msg.payload;
     const stamped = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>) : undefined;
     const sentAt = stamped?.[this.settings.stampField];
-    this.runtime.tracker.received(this.events, typeof sentAt === "number" ? this.clock.now() - sentAt : undefined);
+    this.runtime.tracker.received(this.events, typeof sentAt === "number" ? this.lastHeardAt - sentAt : undefined);
     if (stamped && typeof stamped.seq === "number" && typeof stamped.sender === "string") this.memory.ledger.record(msg.channel, stamped.sender, stamped.seq);
     if (position) {
       let streams = this.memory.positions.get(msg.channel);

@@ -59,7 +59,8 @@ export class OpenConnections {
   received(events: Events, latencyMs: number | undefined): void {
     this.receivedCount++;
     const periods = this.periods;
-    const now = Date.now();
+    // Artillery's own clock (Date.now), so that a frame lands in the period Artillery would put it in.
+    const now = periods?.live ? Date.now() : 0;
     if (periods?.takes(now)) {
       periods.rate(METRICS.receiveRate, now);
       if (latencyMs !== undefined) periods.histogram(METRICS.broadcastLatency, latencyMs, now);
