@@ -26,6 +26,8 @@ const PHASES = JSON.stringify({
   },
 });
 const DELAY_MS = 400;
+// A broadcast held DELAY_MS, as a sketch reads it: percentiles are within 1 %, so 401 ms can read 399.5.
+const LATE = DELAY_MS * 0.99;
 /** Deliveries stay late this long after the overload ends: the recovery's known truth. */
 const LINGER_MS = 20_000;
 const WATCH_MS = 100;
@@ -87,7 +89,7 @@ describe("cable-fanout run --local, over time", () => {
     expect(during.length).toBeGreaterThan(0);
     expect(after.length).toBeGreaterThan(0);
     expect(Math.max(...before), `before the spike: ${before}`).toBeLessThan(DELAY_MS / 2);
-    expect(Math.max(...during), `in the spike: ${during}`).toBeGreaterThan(DELAY_MS);
+    expect(Math.max(...during), `in the spike: ${during}`).toBeGreaterThan(LATE);
     expect(Math.max(...after), `after the spike: ${after}`).toBeLessThan(DELAY_MS / 2);
     // Every region has its own series on the same grid, and the counts add up to the totals.
     for (const region of merged.regions) {
@@ -106,7 +108,7 @@ describe("cable-fanout run --local, over time", () => {
     const truth = overloadEnd + LINGER_MS - spike.end;
     expect(truth).toBeGreaterThan(LINGER_MS);
     for (const c of Object.values(spike.columns) as Array<{ recoveredAfterMs: number | null; worst: number }>) {
-      expect(c.worst).toBeGreaterThan(DELAY_MS);
+      expect(c.worst).toBeGreaterThan(LATE);
       expect(c.recoveredAfterMs, `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).not.toBeNull();
       expect(Math.abs(c.recoveredAfterMs! - truth), `recovered after ${c.recoveredAfterMs} ms, truth ${truth} ms`).toBeLessThanOrEqual(10_000 + DELAY_MS + WATCH_MS);
     }
@@ -157,7 +159,7 @@ describe("cable-fanout run --local, over time", () => {
     expect(merged.timeline.aborted.at).toBeLessThan(merged.timeline.phases[1].startTime + 60_000);
     // Each task's figures up to the stop come from its live periods.
     expect(merged.all.counters["vusers.created"]).toBeGreaterThan(40);
-    expect(merged.all.histograms["cable.broadcast_latency"].p99).toBeGreaterThan(DELAY_MS);
+    expect(merged.all.histograms["cable.broadcast_latency"].p99).toBeGreaterThan(LATE);
     const report = readFileSync(path.join(runDir, "report.md"), "utf8");
     expect(report).toMatch(/⛔ Stopped early at \d+:\d\d\*\* by `--abort-on cable.broadcast_latency.p95>200 for 10s`/);
     expect(report).toContain("stopped before Artillery wrote its report");
