@@ -17,28 +17,21 @@
 // task reads STOPPED, so on bare moto it would collect before the workers uploaded their status.json.
 // The CLI therefore talks to moto through fargateView(), which reports a stopped task whose worker
 // still runs as DEACTIVATING, as Fargate would; every other byte passes through unchanged.
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { DescribeTasksCommand, ECSClient } from "@aws-sdk/client-ecs";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { startTarget, type LocalTarget } from "cable-local-target";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RegionStack } from "../src/aws/discovery";
+import { describe, expect, it } from "vitest";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
-import { ACCOUNT, deployRegions, simulate, type PolicyDocument } from "./iam-policies";
-import { startMoto, type Moto } from "cable-test-servers";
-import { holdTasksRunning, motoRecorder, type RecordedRequest, signedBy } from "./moto";
+import { motoRecorder } from "./moto";
+import { deniedCalls, motoRegions, RUNNER_KEY, s3Calls, TASK_KEY } from "./moto-regions";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const SPIKE = path.join(ROOT, "scenarios/spike.yml");
 const REGIONS = ["eu-west-2", "us-east-1"];
-// The tasks sign with their own key, so that moto's recording tells their calls from the runner's.
-const TASK_KEY = "TASKROLETESTING";
-const RUNNER_KEY = "testing";
 const CAPACITY = 50;
 const DELAY_MS = 400;
 const CONDITION = `cable.broadcast_latency.p95>${DELAY_MS / 2} for 10s`;
@@ -55,27 +48,10 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Json;
 
 describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
-  let moto: Moto;
-  let work: string;
-  let target: LocalTarget;
-  let stacks: RegionStack[];
-  let taskPolicies: Map<string, PolicyDocument[]>;
-  let operatorPolicies: PolicyDocument[];
-
-  beforeAll(async () => {
-    work = mkdtempSync(path.join(os.tmpdir(), "cable-abort-moto-"));
-    moto = await startMoto({ recordTo: path.join(work, "moto-recording") });
-    expect(await holdTasksRunning(moto)).toBe(true);
-    target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: DELAY_MS } });
-    ({ stacks, taskPolicies, operatorPolicies } = await deployRegions(REGIONS));
-  }, 120_000);
-  afterAll(async () => {
-    await target?.close();
-    await moto?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  const aws = motoRegions(REGIONS, { capacityConnections: CAPACITY, overCapacityDelayMs: DELAY_MS }, 120_000);
 
   it("stops every task in the spike from the live files in both buckets, keeps what they measured, says why, exits 7, and every S3 call is one its signer's policy allows", async () => {
+    const { moto, work, target, stacks } = aws;
     const recorder = motoRecorder(moto);
     const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
     const out = path.join(work, "aborted");
@@ -164,9 +140,7 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
     expect(target.counters().connectionsOpen).toBe(0);
 
     // Every S3 call, by whom it was signed, against the policy that signer holds.
-    const requests = await recorder.requests();
-    const buckets = new Map(stacks.map((s) => [s.bucketName, s.region]));
-    const s3 = requests.filter((r) => signedBy(r)?.service === "s3").map((r) => ({ signer: signedBy(r)!.accessKeyId, ...s3Request(r, buckets) }));
+    const s3 = s3Calls(await recorder.requests(), stacks);
     const taskCalls = s3.filter((r) => r.signer === TASK_KEY);
     const runnerCalls = s3.filter((r) => r.signer === RUNNER_KEY);
     expect(taskCalls.length + runnerCalls.length).toBe(s3.length);
@@ -188,38 +162,11 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
       expect(firstRead, region).toBeGreaterThanOrEqual(0);
       expect(firstRead, region).toBeLessThan(firstStatus);
     }
-    const denied: string[] = [];
-    const seen = new Set<string>();
-    for (const r of s3) {
-      // Period keys differ only by time: one of each shape is enough.
-      const key = `${r.signer} ${r.action} ${r.resource.replace(/period-\d+/, "period-N")} ${JSON.stringify(r.context)}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const outcome =
-        r.signer === TASK_KEY
-          ? await simulate(taskPolicies.get(r.region)!, `arn:aws:iam::${ACCOUNT}:role/task`, r)
-          : await simulate(operatorPolicies, `arn:aws:iam::${ACCOUNT}:role/operator`, r);
-      if (outcome !== "Allowed") denied.push(`${key}: ${outcome}`);
-    }
+    const { denied, shapes } = await deniedCalls(s3, aws);
     expect(denied).toEqual([]);
-    expect(seen.size).toBeGreaterThan(10);
+    expect(shapes).toBeGreaterThan(10);
   }, 240_000);
 });
-
-/** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */
-function s3Request(request: RecordedRequest, buckets: Map<string, string>): { region: string; action: string; resource: string; context: Record<string, string> } {
-  const url = new URL(request.url);
-  const [bucket, ...keyParts] = url.pathname.slice(1).split("/");
-  const region = buckets.get(bucket);
-  if (!region) throw new Error(`S3 request outside the stacks' buckets: ${request.method} ${request.url}`);
-  const key = keyParts.map(decodeURIComponent).join("/");
-  if (request.method === "GET" && url.searchParams.get("list-type") === "2") {
-    return { region, action: "s3:ListBucket", resource: `arn:aws:s3:::${bucket}`, context: { "s3:prefix": url.searchParams.get("prefix") ?? "" } };
-  }
-  if (request.method === "GET" && key) return { region, action: "s3:GetObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
-  if (request.method === "PUT" && key) return { region, action: "s3:PutObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
-  throw new Error(`no IAM mapping for the S3 request ${request.method} ${request.url}`);
-}
 
 /**
  * A pass-through proxy to moto that answers DescribeTasks as Fargate would: a task moto already calls

@@ -8,50 +8,28 @@
 // moto, must be one the task role allows, as IAM holds it, in a policy simulator (moto allows every
 // call); the runner's S3 calls likewise under the operator policy.
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { startTarget, type LocalTarget } from "cable-local-target";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RegionStack } from "../src/aws/discovery";
+import { describe, expect, it } from "vitest";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
-import { ACCOUNT, deployRegions, simulate, type PolicyDocument } from "./iam-policies";
-import { startMoto, type Moto, waitFor } from "cable-test-servers";
-import { holdTasksRunning, motoRecorder, type RecordedRequest, signedBy } from "./moto";
+import { ACCOUNT, simulate } from "./iam-policies";
+import { waitFor } from "cable-test-servers";
+import { motoRecorder } from "./moto";
+import { deniedCalls, motoRegions, RUNNER_KEY, s3Calls, TASK_KEY } from "./moto-regions";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
 const REGIONS = ["eu-west-2", "us-east-1"];
 const CAPACITY = 30;
-// The tasks sign with their own key, so that moto's recording tells their calls from the runner's.
-const TASK_KEY = "TASKROLETESTING";
-const RUNNER_KEY = "testing";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe("cable-fanout capacity on the AWS backend (moto)", () => {
-  let moto: Moto;
-  let work: string;
-  let target: LocalTarget;
-  let stacks: RegionStack[];
-  let taskPolicies: Map<string, PolicyDocument[]>;
-  let operatorPolicies: PolicyDocument[];
-
-  beforeAll(async () => {
-    work = mkdtempSync(path.join(os.tmpdir(), "cable-capacity-moto-"));
-    moto = await startMoto({ recordTo: path.join(work, "moto-recording") });
-    expect(await holdTasksRunning(moto)).toBe(true);
-    target = await startTarget({ port: 0, faults: { capacityConnections: CAPACITY, overCapacityDelayMs: 800 } });
-    ({ stacks, taskPolicies, operatorPolicies } = await deployRegions(REGIONS));
-  }, 240_000);
-  afterAll(async () => {
-    await target?.close();
-    await moto?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  const aws = motoRegions(REGIONS, { capacityConnections: CAPACITY, overCapacityDelayMs: 800 }, 240_000);
 
   it("finds the known capacity within one step from two regions, stops early, ends every user and task, and the tasks' S3 calls are all the task role allows", async () => {
+    const { moto, work, target, stacks, taskPolicies } = aws;
     const recorder = motoRecorder(moto);
     const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
     const out = path.join(work, "out");
@@ -130,28 +108,14 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     for (const { probePeak, sidecarPeak } of cpu) expect(Math.abs(probePeak - sidecarPeak)).toBeLessThanOrEqual(Math.max(2, sidecarPeak * 0.2));
 
     // Every S3 call, by whom it was signed, against the policy that signer holds.
-    const requests = await recorder.requests();
-    const buckets = new Map(stacks.map((s) => [s.bucketName, s.region]));
-    const s3 = requests.filter((r) => signedBy(r)?.service === "s3").map((r) => ({ signer: signedBy(r)!.accessKeyId, ...s3Request(r, buckets) }));
+    const s3 = s3Calls(await recorder.requests(), stacks);
     const taskCalls = s3.filter((r) => r.signer === TASK_KEY);
     const runnerCalls = s3.filter((r) => r.signer === RUNNER_KEY);
     // The probe's own calls are among them: its live periods, and looks for the region's stop marker (a LIST of that one key).
     expect(taskCalls.some((r) => r.action === "s3:PutObject" && /\/live\/period-\d+\.live$/.test(r.resource))).toBe(true);
     expect(taskCalls.some((r) => r.action === "s3:ListBucket" && r.context["s3:prefix"]?.endsWith("/capacity-stop.live"))).toBe(true);
     expect(runnerCalls.some((r) => r.action === "s3:PutObject" && r.resource.endsWith("/capacity-stop.live"))).toBe(true);
-    const denied: string[] = [];
-    const seen = new Set<string>();
-    for (const r of [...taskCalls, ...runnerCalls]) {
-      // Period keys differ only by time: one of each shape is enough.
-      const key = `${r.signer} ${r.action} ${r.resource.replace(/period-\d+/, "period-N")} ${JSON.stringify(r.context)}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const outcome =
-        r.signer === TASK_KEY
-          ? await simulate(taskPolicies.get(r.region)!, `arn:aws:iam::${ACCOUNT}:role/task`, r)
-          : await simulate(operatorPolicies, `arn:aws:iam::${ACCOUNT}:role/operator`, r);
-      if (outcome !== "Allowed") denied.push(`${key}: ${outcome}`);
-    }
+    const { denied } = await deniedCalls([...taskCalls, ...runnerCalls], aws);
     expect(denied).toEqual([]);
     // And nothing beyond: a task sees whether its own region's stop marker exists, never another
     // region's; it reads neither the marker nor the other tasks' live files, and never writes the marker.
@@ -173,6 +137,7 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
   }, 480_000);
 
   it("stops every task when the runner gets SIGTERM mid-search: none is left running", async () => {
+    const { moto, work, target, stacks } = aws;
     const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
     const out = path.join(work, "sigterm");
     let cli: ChildProcess | undefined;
@@ -199,6 +164,7 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
   }, 240_000);
 
   it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
+    const { moto, work, stacks } = aws;
     const ecs = await emulateEcs(stacks, { ...moto.env, AWS_ACCESS_KEY_ID: TASK_KEY }, work);
     try {
       const before = ecs.tasks.size;
@@ -225,21 +191,6 @@ function loadStarted(out: string): boolean {
     }
   }
   return false;
-}
-
-/** What IAM authorizes for one recorded S3 request (path-style: moto's endpoint is an IP address). */
-function s3Request(request: RecordedRequest, buckets: Map<string, string>): { region: string; action: string; resource: string; context: Record<string, string> } {
-  const url = new URL(request.url);
-  const [bucket, ...keyParts] = url.pathname.slice(1).split("/");
-  const region = buckets.get(bucket);
-  if (!region) throw new Error(`S3 request outside the stacks' buckets: ${request.method} ${request.url}`);
-  const key = keyParts.map(decodeURIComponent).join("/");
-  if (request.method === "GET" && url.searchParams.get("list-type") === "2") {
-    return { region, action: "s3:ListBucket", resource: `arn:aws:s3:::${bucket}`, context: { "s3:prefix": url.searchParams.get("prefix") ?? "" } };
-  }
-  if (request.method === "GET" && key) return { region, action: "s3:GetObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
-  if (request.method === "PUT" && key) return { region, action: "s3:PutObject", resource: `arn:aws:s3:::${bucket}/${key}`, context: {} };
-  throw new Error(`no IAM mapping for the S3 request ${request.method} ${request.url}`);
 }
 
 /** Per task of the search: the highest period CPU its probe wrote and the one cable-report's sidecar kept. */
