@@ -3,14 +3,11 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
-import { REPORT_FILE, type TaskStatus } from "cable-worker/contract";
+import { REPORT_FILE, STOPPED_FROM_OUTSIDE, type TaskStatus } from "cable-worker/contract";
 import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
 import { toServerSeries, type ServerSample } from "./server-metrics.js";
 import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
-
-/** How the worker words a task stopped from outside (run-task.ts stopReason). */
-const STOPPED_REASON = "the task was stopped";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
 
@@ -162,7 +159,7 @@ export function taskOutcomes(region: string, regionDir: string, snapshots: TaskS
     if (missedBarrier(taskId) && !(status && status.exitCode === 0)) return { ...base, state: "missed-barrier" as const, reason: "not ready when the run started" };
     // Stopped by the run's own --abort-on after its load began: its live periods still count. A task
     // killed before it could write its status (Fargate's stop timeout) is known by its live periods.
-    if (aborted && status && status.loadStartedAt !== null && status.exitCode !== 0 && (status.reason ?? "").startsWith(STOPPED_REASON)) {
+    if (aborted && status && status.loadStartedAt !== null && status.exitCode !== 0 && (status.reason ?? "").startsWith(STOPPED_FROM_OUTSIDE)) {
       return { ...base, state: "aborted" as const, reason: status.reason };
     }
     if (aborted && !status && existsSync(path.join(regionDir, taskId, "live"))) {

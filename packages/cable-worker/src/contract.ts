@@ -23,7 +23,7 @@ export * from "./layout.js";
 export * from "./live-keys.js";
 export * from "./markers.js";
 export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
-export { EXIT, type TaskStatus, taskStatusSchema } from "./status.js";
+export { EXIT, STOPPED_FROM_OUTSIDE, type TaskStatus, taskStatusSchema } from "./status.js";
 export type { Store } from "./store.js";
 // The live period and phase files hold cable-report's own records: the sidecar and the report read the same shapes.
 export { periodRecordSchema as livePeriodSchema, phaseStartSchema as livePhaseSchema } from "artillery-plugin-cable-report";

@@ -2,16 +2,17 @@ import type { ChildProcess } from "node:child_process";
 import { access, mkdir, readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Writable } from "node:stream";
-import { artilleryBin, runArtillery, terminate } from "./artillery.js";
+import { type ArtilleryOutcome, artilleryBin, runArtillery } from "./artillery.js";
 import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
 import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
 import { GATE_CANCELLED_EXIT } from "./artillery-plugin-cable-start-gate.js";
 import { StartGate } from "./gate.js";
-import { taskKey, waitForGo, watchHeartbeat, writeReady } from "./markers.js";
+import { taskKey, waitForGo, writeReady } from "./markers.js";
 import { makeRedactor } from "./secrets.js";
 import { EXIT, type TaskStatus } from "./status.js";
 import { type Store, fetchTree } from "./store.js";
+import { TaskStops } from "./task-stops.js";
 
 export interface TaskDeps {
   store: Store;
@@ -45,186 +46,190 @@ const fail = (exitCode: number, reason: string): never => {
   throw new TaskFailure(exitCode, reason);
 };
 
+/** What every stage of a task reads: who it is, where its files go, what it may call, why it would stop. */
+interface Task {
+  config: WorkerConfig & { taskId: string };
+  deps: TaskDeps;
+  stops: TaskStops;
+  workDir: string;
+  bundleDir: string;
+  resultsDir: string;
+}
+
+/** Artillery, started at most once with the task's environment; whether it has exited yet. */
+interface Launcher {
+  start: (extraEnv: NodeJS.ProcessEnv) => Promise<ArtilleryOutcome>;
+  exited: () => boolean;
+}
+
 /**
  * One task of a run: fetch the bundle, wait for the common start, run Artillery, upload whatever
  * results exist (also on failure), then status.json. Never throws; the outcome is the status.
  */
 export async function runTask(config: WorkerConfig & { taskId: string }, deps: TaskDeps): Promise<TaskStatus> {
-  const { runId, region, taskId } = config;
-  const startedAt = new Date(deps.now()).toISOString();
-  const workDir = path.join(config.workDir, runId, region, taskId);
-  const bundleDir = path.join(workDir, "bundle");
-  const resultsDir = path.join(workDir, "results");
-  const status: TaskStatus = {
-    runId,
-    region,
-    taskId,
-    exitCode: EXIT.ok,
-    reason: null,
-    startedAt,
-    endedAt: startedAt,
-    startLagMs: null,
-    artilleryExitCode: null,
-    readyAt: null,
-    loadStartedAt: null,
-    firstMetricAt: null,
-    startAt: null,
-  };
-
-  // The task's own reasons to stop: the runner's heartbeat went stale, or --max-duration passed.
-  const selfStop = new AbortController();
-  let selfStopReason: string | undefined;
-  let artillery: ChildProcess | undefined;
-  let gate: StartGate | undefined;
-  const stopSelf = (reason: string) => {
-    if (selfStopReason) return;
-    selfStopReason = reason;
-    deps.log(`stopping: ${reason}`);
-    selfStop.abort();
-    gate?.cancel();
-    if (artillery) terminate(artillery, config.selfStopGraceMs, deps.log);
-  };
-  // A stop signal (ECS StopTask) must also reach an Artillery held at the start gate, which cannot run signal handlers.
-  const stopWatch = setInterval(() => {
-    if (deps.stopSignal?.()) gate?.cancel();
-  }, 200);
-  stopWatch.unref();
-  const stopReason = () => {
-    const signal = deps.stopSignal?.();
-    return signal ? `the task was stopped (${signal})` : selfStopReason;
-  };
-  const sleep = (ms: number) => deps.sleep(ms, selfStop.signal);
-  let heartbeat: { stop: () => void } | undefined;
-  let maxTimer: NodeJS.Timeout | undefined;
-
+  const workDir = path.join(config.workDir, config.runId, config.region, config.taskId);
+  const task: Task = { config, deps, stops: new TaskStops(deps, config.selfStopGraceMs), workDir, bundleDir: path.join(workDir, "bundle"), resultsDir: path.join(workDir, "results") };
+  const status = newStatus(config, deps.now());
   try {
-    await mkdir(bundleDir, { recursive: true });
-    await mkdir(resultsDir, { recursive: true });
-    const manifest = await fetchBundle(config, deps, bundleDir);
-    if (manifest.maxDurationMs !== undefined) {
-      const limit = manifest.maxDurationMs;
-      maxTimer = setTimeout(() => stopSelf(`the run's --max-duration (${Math.round(limit / 1000)} s) passed`), limit);
-      maxTimer.unref();
-    }
-    if (manifest.heartbeat) {
-      const { staleMs, pollMs } = manifest.heartbeat;
-      heartbeat = watchHeartbeat(deps.store, runId, { staleMs, pollMs, onStale: (silent) => stopSelf(`the runner's heartbeat has not changed for ${Math.round(silent / 1000)} s (runner gone?)`) }, { now: deps.now, sleep: deps.sleep });
-    }
+    await mkdir(task.bundleDir, { recursive: true });
+    await mkdir(task.resultsDir, { recursive: true });
+    const manifest = await fetchBundle(config, deps, task.bundleDir);
+    task.stops.watchRun(manifest, deps.store, config.runId);
     const secrets = await deps.resolveSecrets({ ...config.secrets, ...manifest.secrets }).catch((err: Error) => fail(EXIT.setup, err.message));
     (deps.checkArtillery ?? artilleryBin)();
-
-    let exited = false;
-    const artilleryRun = (extraEnv: NodeJS.ProcessEnv) =>
-      runArtillery({
-        scenario: path.join(bundleDir, manifest.scenario),
-        output: path.join(resultsDir, REPORT_FILE),
-        overrides: taskOverrides(manifest.overrides),
-        environment: manifest.environment,
-        env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...artilleryTaskEnv({ ...deps.baseEnv, ...manifest.env }, { ...config, taskId }), ...extraEnv },
-        logFile: path.join(resultsDir, LOG_FILE),
-        echo: deps.echo,
-        redact: makeRedactor(Object.values(secrets)),
-        onSpawn: (child) => {
-          artillery = child;
-          deps.onArtillerySpawn?.(child);
-          if (selfStopReason) terminate(child, config.selfStopGraceMs, deps.log);
-        },
-      }).then(
-        (outcome) => ((exited = true), outcome),
-        (err: Error) => ((exited = true), fail(EXIT.artillery, `artillery could not be started: ${err.message}`)),
-      );
-
+    const artillery = launcher(task, manifest, secrets);
     // A fixed start too far away is refused before anything loads (a clock or runner bug).
-    const fixedWait = manifest.startAt === undefined ? 0 : manifest.startAt - deps.now();
-    if (fixedWait > config.maxStartWaitMs) {
-      fail(EXIT.setup, `startAt ${new Date(manifest.startAt!).toISOString()} is ${Math.round(fixedWait / 1000)} s away, beyond the ${Math.round(config.maxStartWaitMs / 1000)} s bound (CABLE_MAX_START_WAIT_MS)`);
-    }
-
-    let outcome: Awaited<ReturnType<typeof runArtillery>>;
+    if (manifest.startAt !== undefined) refuseDistantStart(task, manifest.startAt);
+    let outcome: ArtilleryOutcome;
     if (manifest.barrier || manifest.startAt !== undefined) {
-      // Artillery starts loading now and waits at the gate, so loading time is not start skew.
-      const gateWaitMs = (manifest.barrier?.waitMs ?? 0) + config.maxStartWaitMs + 60_000;
-      gate = new StartGate(path.join(workDir, "gate"));
-      const openGate = gate;
-      deps.log(`loading artillery on ${manifest.scenario}; it waits at the start gate`);
-      const running = artilleryRun(gate.env(deps.baseEnv, gateWaitMs));
-      running.catch(() => undefined);
-      const stopAtGate = async (failure: TaskFailure): Promise<never> => {
-        openGate.cancel();
-        await running.catch(() => undefined);
-        throw failure;
-      };
-      const loadBound = manifest.barrier?.waitMs ?? config.maxStartWaitMs;
-      await until(() => openGate.loaded() || exited || stopReason() !== undefined, loadBound, 100, { now: deps.now, sleep });
-      if (stopReason()) await stopAtGate(new TaskFailure(EXIT.artillery, `${stopReason()} before artillery started`));
-      if (!openGate.loaded()) {
-        if (exited) {
-          const early = await running;
-          throw new TaskFailure(EXIT.artillery, `artillery exited (${early.exitCode ?? early.signal}) before it had loaded (see ${LOG_FILE})`);
-        }
-        await stopAtGate(new TaskFailure(EXIT.setup, `artillery did not load within ${Math.round(loadBound / 1000)} s`));
-      }
-
-      let startAt = manifest.startAt;
-      if (manifest.barrier) {
-        status.readyAt = deps.now();
-        await writeReady(deps.store, { runId, region, taskId, readyAt: status.readyAt }).catch((err: Error) => stopAtGate(new TaskFailure(EXIT.upload, `writing the ready marker failed: ${err.message}`)));
-        deps.log(`ready (artillery loaded); waiting up to ${Math.round(manifest.barrier.waitMs / 1000)} s for the go marker`);
-        const go = await waitForGo(deps.store, runId, { waitMs: manifest.barrier.waitMs, pollMs: manifest.barrier.pollMs, signal: selfStop.signal }, { now: deps.now, sleep: deps.sleep });
-        if (stopReason()) await stopAtGate(new TaskFailure(EXIT.artillery, `${stopReason()} before artillery started`));
-        if (!go) return await stopAtGate(new TaskFailure(EXIT.setup, `no go marker within ${Math.round(manifest.barrier.waitMs / 1000)} s of being ready`));
-        if ("cancelled" in go) return await stopAtGate(new TaskFailure(EXIT.setup, `the run was called off before the start: ${go.cancelled}`));
-        if (!go.tasks.includes(taskKey(region, taskId))) await stopAtGate(new TaskFailure(EXIT.setup, "missed the ready barrier: the run started without this task"));
-        startAt = go.startAt;
-      }
-      if (startAt !== undefined) {
-        status.startAt = startAt;
-        const wait = startAt - deps.now();
-        if (wait > config.maxStartWaitMs) {
-          await stopAtGate(new TaskFailure(EXIT.setup, `startAt ${new Date(startAt).toISOString()} is ${Math.round(wait / 1000)} s away, beyond the ${Math.round(config.maxStartWaitMs / 1000)} s bound (CABLE_MAX_START_WAIT_MS)`));
-        }
-        deps.log(`artillery starts at ${new Date(startAt).toISOString()}${wait > 0 ? ` (in ${wait} ms)` : ""}`);
-        gate.open(startAt);
-      }
-      outcome = await running;
-      status.loadStartedAt = gate.releasedAt();
-      if (status.loadStartedAt !== null && startAt !== undefined) status.startLagMs = Math.max(0, status.loadStartedAt - startAt);
+      outcome = await runAtGate(task, manifest, artillery, status);
     } else {
       deps.log(`starting artillery on ${manifest.scenario}`);
       status.loadStartedAt = deps.now();
-      outcome = await artilleryRun({});
+      outcome = await artillery.start({});
     }
-    // Called off at the gate: Artillery never ran load, so it has no exit code worth reporting.
-    status.artilleryExitCode = status.loadStartedAt === null && outcome.exitCode === GATE_CANCELLED_EXIT ? null : outcome.exitCode;
-    const stopped = stopReason();
-    if (stopped) fail(EXIT.artillery, `${stopped} ${status.loadStartedAt === null ? "before artillery started" : `before artillery finished (artillery exit code ${outcome.exitCode ?? outcome.signal})`}`);
-    if (outcome.signal) fail(EXIT.artillery, `artillery was stopped by ${outcome.signal}`);
-    if (outcome.exitCode !== 0) fail(EXIT.artillery, `artillery exited with code ${outcome.exitCode} (see ${LOG_FILE})`);
-    await access(path.join(resultsDir, REPORT_FILE)).catch(() => fail(EXIT.artillery, `artillery exited 0 but wrote no ${REPORT_FILE}`));
-    status.firstMetricAt = await firstMetricAt(path.join(resultsDir, REPORT_FILE));
+    await judgeOutcome(task, outcome, status);
   } catch (err) {
     status.exitCode = err instanceof TaskFailure ? err.exitCode : EXIT.setup;
     status.reason = oneLine(err instanceof Error ? err.message : String(err));
   } finally {
-    heartbeat?.stop();
-    clearTimeout(maxTimer);
-    clearInterval(stopWatch);
+    task.stops.dispose();
   }
+  return publish(task, status);
+}
 
-  const prefix = resultPrefix(runId, region, taskId);
+function newStatus(config: WorkerConfig & { taskId: string }, now: number): TaskStatus {
+  const startedAt = new Date(now).toISOString();
+  const { runId, region, taskId } = config;
+  return { runId, region, taskId, exitCode: EXIT.ok, reason: null, startedAt, endedAt: startedAt, startLagMs: null, artilleryExitCode: null, readyAt: null, loadStartedAt: null, firstMetricAt: null, startAt: null };
+}
+
+function launcher(task: Task, manifest: RunManifest, secrets: Record<string, string>): Launcher {
+  const { config, deps, stops } = task;
+  let exited = false;
+  const start = (extraEnv: NodeJS.ProcessEnv) =>
+    runArtillery({
+      scenario: path.join(task.bundleDir, manifest.scenario),
+      output: path.join(task.resultsDir, REPORT_FILE),
+      overrides: taskOverrides(manifest.overrides),
+      environment: manifest.environment,
+      env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...artilleryTaskEnv({ ...deps.baseEnv, ...manifest.env }, config), ...extraEnv },
+      logFile: path.join(task.resultsDir, LOG_FILE),
+      echo: deps.echo,
+      redact: makeRedactor(Object.values(secrets)),
+      onSpawn: (child) => {
+        deps.onArtillerySpawn?.(child);
+        stops.artillerySpawned(child);
+      },
+    }).then(
+      (outcome) => ((exited = true), outcome),
+      (err: Error) => ((exited = true), fail(EXIT.artillery, `artillery could not be started: ${err.message}`)),
+    );
+  return { start, exited: () => exited };
+}
+
+/** How far away `startAt` is (ms); a start beyond the bound fails the task. */
+function refuseDistantStart(task: Task, startAt: number): number {
+  const wait = startAt - task.deps.now();
+  const bound = task.config.maxStartWaitMs;
+  if (wait > bound) fail(EXIT.setup, `startAt ${new Date(startAt).toISOString()} is ${Math.round(wait / 1000)} s away, beyond the ${Math.round(bound / 1000)} s bound (CABLE_MAX_START_WAIT_MS)`);
+  return wait;
+}
+
+/**
+ * Artillery starts loading at once and waits at the start gate, so its loading time is not start
+ * skew: loaded, then (with a barrier) ready and the runner's go, then the gate opens at the common
+ * start. Any failure on the way cancels the gate and lets Artillery exit before it is reported.
+ */
+async function runAtGate(task: Task, manifest: RunManifest, artillery: Launcher, status: TaskStatus): Promise<ArtilleryOutcome> {
+  const { config, deps } = task;
+  const gate = new StartGate(path.join(task.workDir, "gate"));
+  task.stops.heldAt(gate);
+  deps.log(`loading artillery on ${manifest.scenario}; it waits at the start gate`);
+  const gateWaitMs = (manifest.barrier?.waitMs ?? 0) + config.maxStartWaitMs + 60_000;
+  const running = artillery.start(gate.env(deps.baseEnv, gateWaitMs));
+  running.catch(() => undefined);
+  let startAt = manifest.startAt;
   try {
-    const uploaded = await uploadResults(deps.store, prefix, resultsDir);
+    await loadedAtGate(task, gate, artillery, running, manifest.barrier?.waitMs ?? config.maxStartWaitMs);
+    if (manifest.barrier) startAt = await passBarrier(task, manifest.barrier, status);
+    if (startAt !== undefined) {
+      status.startAt = startAt;
+      const wait = refuseDistantStart(task, startAt);
+      deps.log(`artillery starts at ${new Date(startAt).toISOString()}${wait > 0 ? ` (in ${wait} ms)` : ""}`);
+      gate.open(startAt);
+    }
+  } catch (err) {
+    gate.cancel();
+    await running.catch(() => undefined);
+    throw err;
+  }
+  const outcome = await running;
+  status.loadStartedAt = gate.releasedAt();
+  if (status.loadStartedAt !== null && startAt !== undefined) status.startLagMs = Math.max(0, status.loadStartedAt - startAt);
+  return outcome;
+}
+
+/** Until Artillery has loaded the scenario and waits at the gate; it may exit instead, or the task stop. */
+async function loadedAtGate(task: Task, gate: StartGate, artillery: Launcher, running: Promise<ArtilleryOutcome>, boundMs: number): Promise<void> {
+  const { stops } = task;
+  await until(() => gate.loaded() || artillery.exited() || stops.reason() !== undefined, boundMs, 100, { now: task.deps.now, sleep: stops.sleep });
+  if (stops.reason()) fail(EXIT.artillery, `${stops.reason()} before artillery started`);
+  if (gate.loaded()) return;
+  if (artillery.exited()) {
+    const early = await running;
+    fail(EXIT.artillery, `artillery exited (${early.exitCode ?? early.signal}) before it had loaded (see ${LOG_FILE})`);
+  }
+  fail(EXIT.setup, `artillery did not load within ${Math.round(boundMs / 1000)} s`);
+}
+
+/** The ready marker, then the runner's go: the common start, for this task only if it made the barrier. */
+async function passBarrier(task: Task, barrier: NonNullable<RunManifest["barrier"]>, status: TaskStatus): Promise<number> {
+  const { config, deps, stops } = task;
+  const { runId, region, taskId } = config;
+  status.readyAt = deps.now();
+  await writeReady(deps.store, { runId, region, taskId, readyAt: status.readyAt }).catch((err: Error) => fail(EXIT.upload, `writing the ready marker failed: ${err.message}`));
+  deps.log(`ready (artillery loaded); waiting up to ${Math.round(barrier.waitMs / 1000)} s for the go marker`);
+  const go = await waitForGo(deps.store, runId, { waitMs: barrier.waitMs, pollMs: barrier.pollMs, signal: stops.signal }, { now: deps.now, sleep: deps.sleep });
+  if (stops.reason()) fail(EXIT.artillery, `${stops.reason()} before artillery started`);
+  if (!go) return fail(EXIT.setup, `no go marker within ${Math.round(barrier.waitMs / 1000)} s of being ready`);
+  if ("cancelled" in go) return fail(EXIT.setup, `the run was called off before the start: ${go.cancelled}`);
+  if (!go.tasks.includes(taskKey(region, taskId))) fail(EXIT.setup, "missed the ready barrier: the run started without this task");
+  return go.startAt;
+}
+
+/** A task succeeds when Artillery ran to its end by itself, exited 0 and wrote its report. */
+async function judgeOutcome(task: Task, outcome: ArtilleryOutcome, status: TaskStatus): Promise<void> {
+  const report = path.join(task.resultsDir, REPORT_FILE);
+  // Called off at the gate: Artillery never ran load, so it has no exit code worth reporting.
+  status.artilleryExitCode = status.loadStartedAt === null && outcome.exitCode === GATE_CANCELLED_EXIT ? null : outcome.exitCode;
+  const stopped = task.stops.reason();
+  if (stopped) fail(EXIT.artillery, `${stopped} ${status.loadStartedAt === null ? "before artillery started" : `before artillery finished (artillery exit code ${outcome.exitCode ?? outcome.signal})`}`);
+  if (outcome.signal) fail(EXIT.artillery, `artillery was stopped by ${outcome.signal}`);
+  if (outcome.exitCode !== 0) fail(EXIT.artillery, `artillery exited with code ${outcome.exitCode} (see ${LOG_FILE})`);
+  await access(report).catch(() => fail(EXIT.artillery, `artillery exited 0 but wrote no ${REPORT_FILE}`));
+  status.firstMetricAt = await firstMetricAt(report);
+}
+
+/** Whatever results exist, then status.json last: the runner reads a task as ended once it is there. */
+async function publish(task: Task, status: TaskStatus): Promise<TaskStatus> {
+  const { deps } = task;
+  const prefix = resultPrefix(status.runId, status.region, status.taskId);
+  const failed = (what: string, err: unknown) => {
+    if (status.exitCode === EXIT.ok) status.exitCode = EXIT.upload;
+    status.reason = oneLine(`${status.reason ? `${status.reason}; ` : ""}${what} failed: ${(err as Error).message}`);
+  };
+  try {
+    const uploaded = await uploadResults(deps.store, prefix, task.resultsDir);
     deps.log(`uploaded ${uploaded.length} file(s) to ${deps.store.location}/${prefix}`);
   } catch (err) {
-    if (status.exitCode === EXIT.ok) status.exitCode = EXIT.upload;
-    status.reason = oneLine(`${status.reason ? `${status.reason}; ` : ""}uploading results failed: ${(err as Error).message}`);
+    failed("uploading results", err);
   }
   status.endedAt = new Date(deps.now()).toISOString();
   try {
     await deps.store.putText(prefix + STATUS_FILE, JSON.stringify(status, null, 2) + "\n");
   } catch (err) {
-    if (status.exitCode === EXIT.ok) status.exitCode = EXIT.upload;
-    status.reason = oneLine(`${status.reason ? `${status.reason}; ` : ""}uploading ${STATUS_FILE} failed: ${(err as Error).message}`);
+    failed(`uploading ${STATUS_FILE}`, err);
   }
   return status;
 }

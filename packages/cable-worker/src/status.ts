@@ -27,3 +27,6 @@ export const taskStatusSchema = z.object({
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 export const EXIT = { ok: 0, artillery: 1, setup: 2, upload: 3 } as const;
+
+/** How status.json's reason begins for a task stopped from outside (ECS StopTask): the runner tells the stops it asked for by it. */
+export const STOPPED_FROM_OUTSIDE = "the task was stopped";

@@ -130,6 +130,37 @@ describe("worker entrypoint against a local directory store", () => {
     expect(status).toMatchObject({ reason: "the task was stopped (SIGTERM) before artillery started", artilleryExitCode: null });
   });
 
+  it("at the ready barrier, a go marker that calls the run off or leaves the task out, or none at all, ends it at the gate without load", async () => {
+    // waitMs also bounds Artillery's loading: three load at once here, on a machine busy with other tests.
+    const barrier = { barrier: { waitMs: 30_000, pollMs: 200 } };
+    const go = { "called-off": { cancelled: "only 1 of 2 task(s) were ready" }, "left-out": { startAt: Date.now(), tasks: ["eu-west-2/task-2"] } };
+    for (const [runId, marker] of Object.entries(go)) {
+      await writeTree(path.join(store, `runs/${runId}/bundle`), httpBundle({ extraManifest: { ...barrier, overrides: { config: { target: server.url } } } }));
+      await writeTree(path.join(store, `runs/${runId}/control`), { "go.json": JSON.stringify(marker) });
+    }
+    await writeTree(path.join(store, "runs/no-go/bundle"), httpBundle({ extraManifest: { ...barrier, overrides: { config: { target: server.url } } } }));
+    const before = server.paths.length;
+
+    const runs = await Promise.all(["called-off", "left-out", "no-go"].map((runId) => runWorker(env(runId))));
+
+    const reasons: string[] = [];
+    for (const [i, runId] of ["called-off", "left-out", "no-go"].entries()) {
+      expect(runs[i].code, runs[i].stderr).toBe(2);
+      const results = path.join(store, `runs/${runId}/eu-west-2/task-1`);
+      // Ready (Artillery had loaded) before it heard the runner; Artillery was let go without load.
+      const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
+      expect((await readdir(results)).sort(), status.reason).toEqual(expect.arrayContaining(["artillery.log", "ready.json", "status.json"]));
+      expect(status).toMatchObject({ exitCode: 2, artilleryExitCode: null, loadStartedAt: null, readyAt: expect.any(Number) });
+      reasons.push(status.reason);
+    }
+    expect(reasons).toEqual([
+      "the run was called off before the start: only 1 of 2 task(s) were ready",
+      "missed the ready barrier: the run started without this task",
+      "no go marker within 30 s of being ready",
+    ]);
+    expect(server.paths.length).toBe(before);
+  }, 120_000);
+
   it("fails with exit 2 and a reason naming the problem when the bundle is missing or invalid", async () => {
     const missing = await runWorker(env("nothing-here"));
     expect(missing.code).toBe(2);
