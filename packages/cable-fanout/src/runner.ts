@@ -116,7 +116,86 @@ export async function openRegions(backend: Backend, names: string[]): Promise<Re
 }
 
 export async function runFanout(options: RunOptions, deps: RunDeps): Promise<RunResult> {
-  const { backend, abort } = deps;
+  const run = await prepareRun(options, deps);
+  const { regions, timing, maxDurationMs } = run;
+  // Written before any task starts, so a task never sees a run without one.
+  // Several beats per --heartbeat-timeout, so one slow write never looks like a dead runner.
+  const heartbeat = await startHeartbeat(regions, run.runId, Math.max(100, Math.min(timing.heartbeatMs, Math.floor(timing.heartbeatStaleMs / 4))), deps);
+  const maxTimer = setTimeout(() => run.stop(`--max-duration ${Math.round(maxDurationMs / 1000)} s reached`), maxDurationMs);
+  const progress = await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs });
+  const live = followLive(run, options, deps, progress);
+  const scraping = new AbortController();
+  const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
+    ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) })
+    : Promise.resolve([]);
+  let tasks: Awaited<ReturnType<typeof runTasks>> = { snapshots: new Map(), regionFailures: new Map() };
+  try {
+    tasks = await runTasks(run, options, deps, progress);
+  } finally {
+    clearTimeout(maxTimer);
+    heartbeat.stop();
+    scraping.abort();
+    await live.stop();
+    progress.stop();
+  }
+
+  deps.log(`collecting results into ${path.relative(process.cwd(), run.runDir) || "."}`);
+  const collected = await collectRun({
+    runDir: run.runDir,
+    record: run.record,
+    regions,
+    ...tasks,
+    serverSamples: await serverSamples,
+    baseline: options.baseline,
+    regressionThreshold: options.regressionThreshold,
+    title: options.title,
+    log: deps.log,
+  });
+  // The answers that need time, on the console too.
+  for (const line of collected.merged ? describeVerdicts(collected.merged) : []) deps.log(line);
+  return { ...collected, runId: run.runId, runDir: run.runDir };
+}
+
+/** A run under way: its record on disk, its regions and limits, and why it was stopped early, if it was. */
+class RunInProgress {
+  abortReason = "interrupted (signal)";
+
+  constructor(
+    readonly runId: string,
+    readonly runDir: string,
+    readonly record: RunRecord,
+    readonly regions: Region[],
+    readonly scenario: ReturnType<typeof loadScenario>,
+    readonly timing: Timing,
+    readonly maxDurationMs: number,
+    private readonly abort: AbortController,
+  ) {
+    mkdirSync(runDir, { recursive: true });
+    this.save();
+  }
+
+  save(): void {
+    writeFileAtomic(path.join(this.runDir, RECORD_FILE), `${JSON.stringify(this.record, null, 2)}\n`);
+  }
+
+  /** Stops every task (through the run's abort signal), for `reason`. */
+  stop(reason: string): void {
+    this.abortReason = reason;
+    this.abort.abort();
+  }
+
+  get stopped(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+}
+
+/** Everything before the first task: regions found, nothing missing in any, the bundle in every region, the record written. */
+async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProgress> {
+  const { backend } = deps;
   const timing: Timing = {
     ...backend.timing,
     ...(options.startDelayMs !== undefined ? { startDelayMs: options.startDelayMs } : {}),
@@ -124,7 +203,6 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
     ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatStaleMs: options.heartbeatTimeoutMs } : {}),
   };
-  const minReadyPct = options.minReadyPct ?? 100;
   const overrides = effectiveOverrides(options);
   const scenario = loadScenario(options.scenarioFile, overrides);
   const regions = await openRegions(backend, options.regions);
@@ -135,7 +213,6 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   if (problems.length > 0) throw new FanoutInputError(`not starting any task:\n${problems.map((p) => `  ${p}`).join("\n")}`);
 
   const runId = options.runId ?? (deps.newRunId ?? newRunId)();
-  const runDir = path.resolve(options.outDir, runId);
   const maxDurationMs = options.maxDurationMs ?? timing.readyTimeoutMs + timing.startDelayMs + (scenario.durationMs ?? 3_600_000) + timing.marginMs;
   const bundle = buildBundle(scenario, {
     overrides,
@@ -163,125 +240,98 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     regionFailures: {},
     notices: {},
   };
-  mkdirSync(runDir, { recursive: true });
-  const saveRecord = () => writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
-  saveRecord();
+  return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, maxDurationMs, deps.abort);
+}
 
-  // Written before any task starts, so a task never sees a run without one.
-  // Several beats per --heartbeat-timeout, so one slow write never looks like a dead runner.
-  const heartbeat = await startHeartbeat(regions, runId, Math.max(100, Math.min(timing.heartbeatMs, Math.floor(timing.heartbeatStaleMs / 4))), deps);
-  let abortReason = "interrupted (signal)";
-  const maxTimer = setTimeout(() => {
-    abortReason = `--max-duration ${Math.round(maxDurationMs / 1000)} s reached`;
-    abort.abort();
-  }, maxDurationMs);
-  const progress = await deps.progress({ startAt: () => record.startAt ?? undefined, expectedMs: scenario.durationMs });
-
-  // What the tasks stream while they run: a line per region and period, and --abort-on's verdict.
-  const feed = new LiveFeed(runId, new Map(regions.map((r) => [r.name, r.store])), { sleep: deps.sleep, warn: (line) => progress.event(line) }, LIVE_POLL_MS).start();
+/**
+ * What the tasks stream while they run: a line per region and period, and --abort-on's verdict on
+ * the merged figures. `stop` prints the whole run per region, from the last of the live files.
+ */
+function followLive(run: RunInProgress, options: RunOptions, deps: RunDeps, progress: Progress): { stop: () => Promise<void> } {
+  const feed = new LiveFeed(run.runId, new Map(run.regions.map((r) => [r.name, r.store])), { sleep: deps.sleep, warn: (line) => progress.event(line) }, LIVE_POLL_MS).start();
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(options.count);
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
-    if (!options.abortOn?.length || record.aborted || abort.signal.aborted) return;
+    if (!options.abortOn?.length || run.record.aborted || run.stopped) return;
     const tasks = [...snapshot.values()].flat();
     const firstPeriod = Math.min(...tasks.flatMap((t) => t.periods.map((p) => p.period)));
-    const verdict = judgeAbort(options.abortOn, tasks, options.count * regions.length, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
+    const verdict = judgeAbort(options.abortOn, tasks, options.count * run.regions.length, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
     if (!verdict) return;
-    record.aborted = verdict;
-    saveRecord();
-    abortReason = `--abort-on ${verdict.condition}: ${verdict.figure}`;
-    progress.event(`⛔ ${abortReason}; stopping every task`);
-    abort.abort();
+    run.record.aborted = verdict;
+    run.save();
+    const reason = `--abort-on ${verdict.condition}: ${verdict.figure}`;
+    progress.event(`⛔ ${reason}; stopping every task`);
+    run.stop(reason);
   });
-  const scraping = new AbortController();
-  const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
-    ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) })
-    : Promise.resolve([]);
-
-  const snapshots = new Map<string, TaskSnapshot[]>();
-  const regionFailures = new Map<string, string[]>();
-  const controls = new Map<string, RegionControl>();
-  try {
-    const watches = regions.map(async (region) => {
-      const watched = await watchRegion(region, {
-        runId,
-        count: options.count,
-        startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: abort.signal },
-        timing,
-        deps,
-        progress,
-        abortReason: () => abortReason,
-        onStarted: (refs) => {
-          record.started[region.name] = refs;
-          saveRecord();
-        },
-        onControl: (control) => controls.set(region.name, control),
-      });
-      snapshots.set(region.name, watched.tasks);
-      if (watched.failures.length > 0) regionFailures.set(region.name, [...(regionFailures.get(region.name) ?? []), ...watched.failures]);
-      if (watched.notices.length > 0) {
-        record.notices[region.name] = watched.notices;
-        saveRecord();
-      }
-    });
-    const barrier = runBarrier({
-      runId,
-      regions,
-      controls,
-      count: options.count,
-      minReadyPct,
-      timing,
-      deps,
-      progress,
-      abortReason: () => abortReason,
-      onGo: (startAt) => {
-        record.startAt = startAt;
-        saveRecord();
-      },
-    }).then((outcome) => {
-      record.barrier = outcome;
-      saveRecord();
-      if (outcome.outcome === "failed") {
-        abortReason = `ready barrier: ${outcome.reason}`;
-        for (const region of regions) regionFailures.set(region.name, [...(regionFailures.get(region.name) ?? []), `the run did not start: ${outcome.reason}`]);
-        abort.abort();
-      }
-    });
-    await Promise.all([...watches, barrier]);
-  } finally {
-    clearTimeout(maxTimer);
-    heartbeat.stop();
-    offFeed();
-    feed.stop();
-    scraping.abort();
-    if (view) {
-      // The whole run per region, from the last of the live files.
+  return {
+    async stop() {
+      offFeed();
+      feed.stop();
+      if (!view) return;
       const last = await feed.refresh().catch(() => feed.snapshot());
       // Every task has stopped: no period it has not sent is coming.
       for (const line of view.lines(last, Infinity)) progress.event(line);
       for (const [region, tasks] of last) if (tasks.length > 0) progress.event(formatFinal(region, tasks));
-    }
-    progress.stop();
-  }
+    },
+  };
+}
 
-  deps.log(`collecting results into ${path.relative(process.cwd(), runDir) || "."}`);
-  const collected = await collectRun({
-    runDir,
-    record,
-    regions,
-    snapshots,
-    regionFailures,
-    serverSamples: await serverSamples,
-    baseline: options.baseline,
-    regressionThreshold: options.regressionThreshold,
-    title: options.title,
-    log: deps.log,
+/** Every region's tasks started and watched to their end, behind one ready barrier; what each region saw. */
+async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, progress: Progress): Promise<{ snapshots: Map<string, TaskSnapshot[]>; regionFailures: Map<string, string[]> }> {
+  const { record, regions, timing } = run;
+  const snapshots = new Map<string, TaskSnapshot[]>();
+  const regionFailures = new Map<string, string[]>();
+  const fail = (region: string, failures: string[]) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), ...failures]);
+  const controls = new Map<string, RegionControl>();
+  const abortReason = () => run.abortReason;
+  const watches = regions.map(async (region) => {
+    const watched = await watchRegion(region, {
+      runId: run.runId,
+      count: options.count,
+      startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: run.signal },
+      timing,
+      deps,
+      progress,
+      abortReason,
+      onStarted: (refs) => {
+        record.started[region.name] = refs;
+        run.save();
+      },
+      onControl: (control) => controls.set(region.name, control),
+    });
+    snapshots.set(region.name, watched.tasks);
+    if (watched.failures.length > 0) fail(region.name, watched.failures);
+    if (watched.notices.length > 0) {
+      record.notices[region.name] = watched.notices;
+      run.save();
+    }
   });
-  // The answers that need time, on the console too.
-  for (const line of collected.merged ? describeVerdicts(collected.merged) : []) deps.log(line);
-  return { ...collected, runId, runDir };
+  const barrier = runBarrier({
+    runId: run.runId,
+    regions,
+    controls,
+    count: options.count,
+    minReadyPct: options.minReadyPct ?? 100,
+    timing,
+    deps,
+    progress,
+    abortReason,
+    onGo: (startAt) => {
+      record.startAt = startAt;
+      run.save();
+    },
+  }).then((outcome) => {
+    record.barrier = outcome;
+    run.save();
+    if (outcome.outcome === "failed") {
+      for (const region of regions) fail(region.name, [`the run did not start: ${outcome.reason}`]);
+      run.stop(`ready barrier: ${outcome.reason}`);
+    }
+  });
+  await Promise.all([...watches, barrier]);
+  return { snapshots, regionFailures };
 }
 
 /** What the barrier needs from a region's watch: its tasks as last seen, and a way to stop some. */
