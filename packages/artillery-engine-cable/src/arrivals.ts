@@ -64,30 +64,26 @@ const realTimers: Timers = {
 };
 
 /**
- * Arrivals at `start + i × tick` for i = 1..max (arrivals' UniformProcess: the first after one
- * tick, `floor(duration / tick)` of them, `finished` after the last or on stop).
+ * What both processes share: one timer to the next wake-up, on an absolute schedule from `start`,
+ * and `finished` once, after the last arrival or on stop.
  */
-export class UniformArrivals extends EventEmitter {
-  private readonly tickMs: number;
-  private readonly max: number;
-  private readonly leadMs: number;
-  private emitted = 0;
-  private startedAt = 0;
+abstract class ScheduledArrivals extends EventEmitter {
+  protected startedAt = 0;
+  protected stopped = false;
   private wokeAt = -Infinity;
   private timer: unknown;
-  private stopped = false;
 
-  constructor(tickIntervalMs: number, durationMs: number, private readonly timers: Timers = realTimers) {
+  constructor(
+    /** How early an arrival may come (leadFor). */
+    protected readonly leadMs: number,
+    protected readonly timers: Timers,
+  ) {
     super();
-    // As arrivals does: the tick in whole microseconds, the count from the duration.
-    const tickMicros = Math.floor(tickIntervalMs * 1000);
-    this.tickMs = tickMicros / 1000;
-    this.max = durationMs ? Math.floor((durationMs * 1000) / tickMicros) : Infinity;
-    this.leadMs = leadFor(this.tickMs);
   }
 
   start(): this {
     this.startedAt = this.timers.now();
+    this.begin();
     this.schedule();
     return this;
   }
@@ -101,9 +97,18 @@ export class UniformArrivals extends EventEmitter {
     return this;
   }
 
+  /** Called at start, before the first wake-up is scheduled. */
+  protected begin(): void {}
+
+  /** When the next arrival is due, on `timers`' clock. */
+  protected abstract nextDue(): number;
+
+  /** Emits every arrival due by `until` (bounded), stopping when the phase is over. */
+  protected abstract emitDue(until: number): void;
+
   private schedule(): void {
     if (this.stopped) return;
-    const due = this.startedAt + (this.emitted + 1) * this.tickMs;
+    const due = this.nextDue();
     const wakeAt = this.leadMs ? Math.max(due - this.leadMs, this.wokeAt + ARRIVAL_BATCH_MS) : due;
     this.timer = this.timers.setTimeout(() => this.fire(), Math.max(0, wakeAt - this.timers.now()));
   }
@@ -111,68 +116,76 @@ export class UniformArrivals extends EventEmitter {
   private fire(): void {
     this.timer = undefined;
     const now = (this.wokeAt = this.timers.now());
-    const due = Math.min(this.max, Math.floor((now + this.leadMs - this.startedAt) / this.tickMs + 1e-9));
+    this.emitDue(now + this.leadMs);
+    this.schedule();
+  }
+}
+
+/**
+ * Arrivals at `start + i × tick` for i = 1..max (arrivals' UniformProcess: the first after one
+ * tick, `floor(duration / tick)` of them, `finished` after the last or on stop).
+ */
+export class UniformArrivals extends ScheduledArrivals {
+  private readonly tickMs: number;
+  private readonly max: number;
+  private emitted = 0;
+
+  constructor(tickIntervalMs: number, durationMs: number, timers: Timers = realTimers) {
+    // As arrivals does: the tick in whole microseconds, the count from the duration.
+    const tickMicros = Math.floor(tickIntervalMs * 1000);
+    super(leadFor(tickMicros / 1000), timers);
+    this.tickMs = tickMicros / 1000;
+    this.max = durationMs ? Math.floor((durationMs * 1000) / tickMicros) : Infinity;
+  }
+
+  protected override nextDue(): number {
+    return this.startedAt + (this.emitted + 1) * this.tickMs;
+  }
+
+  protected override emitDue(until: number): void {
+    const due = Math.min(this.max, Math.floor((until - this.startedAt) / this.tickMs + 1e-9));
     // Bounded: at most the arrivals due now, and never past the phase's count.
     while (!this.stopped && this.emitted < due) {
       this.emitted++;
       this.emit("arrival");
       if (this.emitted === this.max) return void this.stop();
     }
-    this.schedule();
   }
 }
 
 /** Arrivals with exponential gaps of mean `meanMs` until `durationMs` has passed (arrivals' PoissonProcess). */
-export class PoissonArrivals extends EventEmitter {
-  private timer: unknown;
-  private startedAt = 0;
-  private stopped = false;
-  private readonly leadMs: number;
-  private wokeAt = -Infinity;
+export class PoissonArrivals extends ScheduledArrivals {
   /** When the next arrival is due. */
   private nextAt = 0;
 
-  constructor(private readonly meanMs: number, private readonly durationMs: number, private readonly timers: Timers = realTimers, private readonly random: () => number = Math.random) {
-    super();
-    this.leadMs = leadFor(meanMs);
+  constructor(
+    private readonly meanMs: number,
+    private readonly durationMs: number,
+    timers: Timers = realTimers,
+    private readonly random: () => number = Math.random,
+  ) {
+    super(leadFor(meanMs), timers);
   }
 
-  start(): this {
-    this.startedAt = this.timers.now();
+  protected override begin(): void {
     this.nextAt = this.startedAt + this.gap();
-    this.schedule();
-    return this;
   }
 
-  stop(): this {
-    if (this.stopped) return this;
-    this.stopped = true;
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-    this.emit("finished");
-    return this;
+  protected override nextDue(): number {
+    return this.nextAt;
   }
 
-  private gap(): number {
-    return -Math.log(1 - this.random()) * this.meanMs;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const wakeAt = this.leadMs ? Math.max(this.nextAt - this.leadMs, this.wokeAt + ARRIVAL_BATCH_MS) : this.nextAt;
-    this.timer = this.timers.setTimeout(() => this.fire(), Math.max(0, wakeAt - this.timers.now()));
-  }
-
-  private fire(): void {
-    this.timer = undefined;
-    const now = (this.wokeAt = this.timers.now());
-    for (let n = 0; n < MAX_PER_WAKE && !this.stopped && this.nextAt <= now + this.leadMs; n++) {
+  protected override emitDue(until: number): void {
+    for (let n = 0; n < MAX_PER_WAKE && !this.stopped && this.nextAt <= until; n++) {
       // As arrivals does: the arrival that lands past the duration ends the phase instead.
       if (this.durationMs && this.nextAt - this.startedAt >= this.durationMs) return void this.stop();
       this.emit("arrival");
       this.nextAt += this.gap();
     }
-    this.schedule();
+  }
+
+  private gap(): number {
+    return -Math.log(1 - this.random()) * this.meanMs;
   }
 }
 
