@@ -201,6 +201,22 @@ export class Faults {
     return delay;
   }
 
+  /**
+   * What becomes of one delivery that is due under the channel's faults, counted: dropped,
+   * sent cut in half (not valid JSON), or sent as it is. Both protocols' servers ask this.
+   */
+  deliveryFate(channel: ChannelFaults, counts: { deliveriesDropped: number; deliveriesMalformed: number }): "dropped" | "malformed" | "intact" {
+    if (this.chance(channel.dropBroadcastRatio)) {
+      counts.deliveriesDropped++;
+      return "dropped";
+    }
+    if (this.chance(channel.malformedRatio)) {
+      counts.deliveriesMalformed++;
+      return "malformed";
+    }
+    return "intact";
+  }
+
   /** True with probability `ratio`; no draw is spent when the ratio is 0 or absent. */
   chance(ratio: number | undefined): boolean {
     if (!ratio) return false;

@@ -248,16 +248,9 @@ export class ActionCableServer {
   }
 
   private deliverNow(connection: CableConnection, prepared: PreparedBroadcast): void {
-    if (this.faults.chance(prepared.faults.dropBroadcastRatio)) {
-      this.counters.deliveriesDropped++;
-      return;
-    }
-    if (this.faults.chance(prepared.faults.malformedRatio)) {
-      this.counters.deliveriesMalformed++;
-      send(connection.ws, prepared.malformed(connection.extended), this.counters);
-      return;
-    }
-    send(connection.ws, prepared.frame(connection.extended), this.counters);
+    const fate = this.faults.deliveryFate(prepared.faults, this.counters);
+    if (fate === "dropped") return;
+    send(connection.ws, fate === "malformed" ? prepared.malformed(connection.extended) : prepared.frame(connection.extended), this.counters);
   }
 
   private beat(): void {

@@ -143,16 +143,9 @@ export class PusherServer {
   }
 
   private deliverNow(connection: PusherConnection, prepared: PreparedEvent): void {
-    if (this.faults.chance(prepared.faults.dropBroadcastRatio)) {
-      this.counters.deliveriesDropped++;
-      return;
-    }
-    if (this.faults.chance(prepared.faults.malformedRatio)) {
-      this.counters.deliveriesMalformed++;
-      send(connection.ws, (prepared.malformed ??= malformed(prepared.frame)), this.counters);
-      return;
-    }
-    send(connection.ws, prepared.frame, this.counters);
+    const fate = this.faults.deliveryFate(prepared.faults, this.counters);
+    if (fate === "dropped") return;
+    send(connection.ws, fate === "malformed" ? (prepared.malformed ??= malformed(prepared.frame)) : prepared.frame, this.counters);
   }
 
   private scheduleFaultClose(connection: PusherConnection): void {
