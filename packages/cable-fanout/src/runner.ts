@@ -15,10 +15,9 @@ import { type BarrierRecord, RECORD_FILE, type RunRecord } from "./record.js";
 import { judgeAbort, type AbortCondition } from "./live/abort.js";
 import { LiveFeed } from "./live/feed.js";
 import { formatFinal, LiveView } from "./live/view.js";
-import { isThrottling } from "./retry.js";
 import { scrapeEvery, type ServerSample } from "./server-metrics.js";
+import { type RegionControl, watchRegion } from "./region-watch.js";
 import { loadScenario } from "./scenario.js";
-import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
 
 type Json = Record<string, unknown>;
 
@@ -334,12 +333,6 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
   return { snapshots, regionFailures };
 }
 
-/** What the barrier needs from a region's watch: its tasks as last seen, and a way to stop some. */
-export interface RegionControl {
-  tasks: () => TaskSnapshot[];
-  stop: (refs: string[], reason: string) => Promise<void>;
-}
-
 interface BarrierInput {
   runId: string;
   regions: Region[];
@@ -422,142 +415,3 @@ export async function runBarrier(input: BarrierInput): Promise<BarrierRecord> {
   }
 }
 
-interface WatchInput {
-  runId: string;
-  count: number;
-  startOptions: Parameters<Region["startTasks"]>[2];
-  timing: Backend["timing"];
-  deps: RunDeps;
-  progress: Progress;
-  abortReason: () => string;
-  onStarted: (refs: string[]) => void;
-  /** Called once RunTask has returned (also when it failed), for the ready barrier. */
-  onControl?: (control: RegionControl) => void;
-}
-
-/** Consecutive DescribeTasks errors after which a region is given up (its tasks are stopped). */
-const MAX_POLL_ERRORS = 6;
-
-/** Starts a region's tasks and polls them until all have stopped; never throws. */
-export async function watchRegion(region: Region, input: WatchInput): Promise<{ tasks: TaskSnapshot[]; failures: string[]; notices: string[] }> {
-  const { deps, timing, progress } = input;
-  const failures: string[] = [];
-  const notices: string[] = [];
-  const event = (line: string) => progress.event(`${region.name}: ${line}`);
-  let tasks: TaskSnapshot[];
-  try {
-    const outcome = await region.startTasks(input.runId, input.count, input.startOptions);
-    tasks = outcome.started;
-    failures.push(...outcome.failures);
-    for (const f of outcome.failures) event(f);
-    notices.push(...(outcome.notices ?? []));
-    for (const n of notices) event(n);
-  } catch (err) {
-    const message = `starting tasks failed: ${(err as Error).name}: ${(err as Error).message}`;
-    event(message);
-    input.onControl?.({ tasks: () => [], stop: async () => undefined });
-    return { tasks: [], failures: [message], notices };
-  }
-  input.onStarted(tasks.map((t) => t.ref));
-
-  const startDeadline = deps.now() + timing.startTimeoutMs;
-  const stopRequested = new Set<string>();
-  let stopDeadline: number | undefined;
-  let pollErrors = 0;
-  let startTimedOut = false;
-  const counts = () => ({
-    pending: tasks.filter((t) => t.phase === "pending").length,
-    running: tasks.filter((t) => t.phase === "running").length,
-    stopped: tasks.filter((t) => t.phase === "stopped").length,
-    failed: tasks.filter((t) => t.phase === "stopped" && isFailedStop(t)).length,
-  });
-  const requestStop = async (targets: TaskSnapshot[], reason: string) => {
-    const refs = targets.filter((t) => t.phase !== "stopped" && !stopRequested.has(t.ref)).map((t) => t.ref);
-    if (refs.length === 0) return;
-    refs.forEach((r) => stopRequested.add(r));
-    stopDeadline ??= deps.now() + timing.stopGraceMs;
-    event(`stopping ${refs.length} task(s): ${reason}`);
-    try {
-      await region.stopTasks(refs, `cable-fanout: ${reason}`);
-    } catch (err) {
-      event((err as Error).message);
-    }
-  };
-
-  input.onControl?.({ tasks: () => tasks, stop: (refs, reason) => requestStop(tasks.filter((t) => refs.includes(t.ref)), reason) });
-
-  // StopTask is sent again to tasks that still run after it, with backoff, until DescribeTasks says STOPPED.
-  let restops = 0;
-  let nextRestop: number | undefined;
-  const restop = async () => {
-    const stuck = tasks.filter((t) => t.phase !== "stopped" && stopRequested.has(t.ref));
-    if (stuck.length === 0) return;
-    nextRestop ??= deps.now() + backoffDelay(1, RESTOP_BACKOFF);
-    if (deps.now() < nextRestop) return;
-    restops++;
-    nextRestop = deps.now() + backoffDelay(restops + 1, RESTOP_BACKOFF);
-    event(`${stuck.length} task(s) still running after StopTask; sending it again`);
-    try {
-      await region.stopTasks(stuck.map((t) => t.ref), "cable-fanout: stop (again)");
-    } catch (err) {
-      event((err as Error).message);
-    }
-  };
-
-  progress.update(region.name, counts());
-  while (tasks.some((t) => t.phase !== "stopped")) {
-    if (deps.abort.signal.aborted) await requestStop(tasks, input.abortReason());
-    await restop();
-    if (stopDeadline !== undefined && deps.now() > stopDeadline) {
-      const stuck = tasks.filter((t) => t.phase !== "stopped" && stopRequested.has(t.ref));
-      if (stuck.length > 0) {
-        failures.push(
-          `${stuck.length} task(s) had not stopped ${Math.round(timing.stopGraceMs / 1000)} s after StopTask: ${stuck.map((t) => t.taskId).join(", ")} ` +
-            `(they stop themselves once the runner's heartbeat is ${Math.round(timing.heartbeatStaleMs / 1000)} s old)`,
-        );
-      }
-      // Only tasks nobody asked to stop are still worth watching.
-      if (tasks.every((t) => t.phase === "stopped" || stopRequested.has(t.ref))) break;
-      stuck.forEach((t) => Object.assign(t, { phase: "stopped" as const, stoppedReason: t.stoppedReason ?? "did not stop after StopTask" }));
-      stopDeadline = undefined;
-    }
-    let delay = timing.pollMs;
-    try {
-      const fresh = new Map((await region.describeTasks(tasks.map((t) => t.ref))).map((t) => [t.ref, t]));
-      pollErrors = 0;
-      tasks = tasks.map((before) => {
-        const now = fresh.get(before.ref) ?? before;
-        if (before.phase !== "stopped" && now.phase === "stopped" && isFailedStop(now)) {
-          event(`task ${now.taskId} stopped: ${[now.stopCode, now.stoppedReason, now.exitCode !== undefined ? `exit code ${now.exitCode}` : undefined].filter(Boolean).join("; ")}${now.log ? ` (log: ${now.log})` : ""}`);
-        }
-        return now;
-      });
-    } catch (err) {
-      pollErrors++;
-      delay = backoffDelay(pollErrors, { baseMs: timing.pollMs, maxMs: Math.max(timing.pollMs, 60_000), attempts: MAX_POLL_ERRORS });
-      event(`DescribeTasks failed (${(err as Error).name}: ${(err as Error).message})${isThrottling(err) ? ", throttled" : ""}; next try in ${Math.round(delay / 1000)} s`);
-      if (pollErrors >= MAX_POLL_ERRORS) {
-        const message = `gave up watching after ${pollErrors} DescribeTasks errors in a row`;
-        failures.push(message);
-        await requestStop(tasks, message);
-        break;
-      }
-    }
-    progress.update(region.name, counts());
-    const pending = tasks.filter((t) => t.phase === "pending");
-    if (!startTimedOut && pending.length > 0 && deps.now() > startDeadline) {
-      startTimedOut = true;
-      const message = `${pending.length} task(s) did not start within ${Math.round(timing.startTimeoutMs / 1000)} s`;
-      failures.push(message);
-      await requestStop(pending, message);
-    }
-    if (!tasks.some((t) => t.phase !== "stopped")) break;
-    await deps.sleep(delay, stopDeadline === undefined ? deps.abort.signal : undefined);
-  }
-  return { tasks, failures, notices };
-}
-
-/** A task that stopped for any reason other than its worker finishing cleanly. */
-export function isFailedStop(task: TaskSnapshot): boolean {
-  return (task.exitCode !== undefined && task.exitCode !== 0) || (task.stopCode !== undefined && task.stopCode !== "EssentialContainerExited");
-}

@@ -10,7 +10,8 @@ import { AwsRegion, AWS_TIMING, defaultClients } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import type { StartOptions } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
-import { watchRegion, type RunDeps } from "../src/runner";
+import { watchRegion } from "../src/region-watch";
+import type { RunDeps } from "../src/runner";
 import { fakeClock, RecordingProgress, throttling } from "./helpers";
 
 const STACK: RegionStack = {

@@ -1,0 +1,223 @@
+// One region's tasks from RunTask to STOPPED: started, polled, stopped on abort or when they do not
+// start in time, StopTask sent again to those that keep running, and given up on past the grace.
+import type { Region, TaskSnapshot, Timing } from "./backend.js";
+import type { Progress } from "./progress.js";
+import { isThrottling } from "./retry.js";
+import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
+
+/** What the barrier needs from a region's watch: its tasks as last seen, and a way to stop some. */
+export interface RegionControl {
+  tasks: () => TaskSnapshot[];
+  stop: (refs: string[], reason: string) => Promise<void>;
+}
+
+export interface WatchInput {
+  runId: string;
+  count: number;
+  startOptions: Parameters<Region["startTasks"]>[2];
+  timing: Timing;
+  deps: {
+    now: () => number;
+    sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+    /** Aborted when the run stops early: every task is stopped with `abortReason()`. */
+    abort: AbortController;
+  };
+  progress: Progress;
+  abortReason: () => string;
+  onStarted: (refs: string[]) => void;
+  /** Called once RunTask has returned (also when it failed), for the ready barrier. */
+  onControl?: (control: RegionControl) => void;
+}
+
+export interface RegionOutcome {
+  tasks: TaskSnapshot[];
+  failures: string[];
+  notices: string[];
+}
+
+/** Consecutive DescribeTasks errors after which a region is given up (its tasks are stopped). */
+const MAX_POLL_ERRORS = 6;
+
+/** Starts a region's tasks and polls them until all have stopped; never throws. */
+export async function watchRegion(region: Region, input: WatchInput): Promise<RegionOutcome> {
+  const watch = new RegionWatch(region, input);
+  if (await watch.start()) await watch.untilStopped();
+  return watch.outcome();
+}
+
+/** A task that stopped for any reason other than its worker finishing cleanly. */
+export function isFailedStop(task: TaskSnapshot): boolean {
+  return (task.exitCode !== undefined && task.exitCode !== 0) || (task.stopCode !== undefined && task.stopCode !== "EssentialContainerExited");
+}
+
+class RegionWatch {
+  private tasks: TaskSnapshot[] = [];
+  private readonly failures: string[] = [];
+  private readonly notices: string[] = [];
+  private startDeadline = Infinity;
+  private startTimedOut = false;
+  private readonly stopRequested = new Set<string>();
+  /** Set by the first StopTask: tasks asked to stop must have stopped by then. */
+  private stopDeadline: number | undefined;
+  private restops = 0;
+  private nextRestop: number | undefined;
+  private pollErrors = 0;
+
+  constructor(
+    private readonly region: Region,
+    private readonly input: WatchInput,
+  ) {}
+
+  outcome(): RegionOutcome {
+    return { tasks: this.tasks, failures: this.failures, notices: this.notices };
+  }
+
+  /** RunTask for the region's tasks; false when it failed outright (nothing to watch). */
+  async start(): Promise<boolean> {
+    const { input } = this;
+    try {
+      const outcome = await this.region.startTasks(input.runId, input.count, input.startOptions);
+      this.tasks = outcome.started;
+      this.failures.push(...outcome.failures);
+      for (const f of outcome.failures) this.event(f);
+      this.notices.push(...(outcome.notices ?? []));
+      for (const n of this.notices) this.event(n);
+    } catch (err) {
+      const message = `starting tasks failed: ${(err as Error).name}: ${(err as Error).message}`;
+      this.event(message);
+      input.onControl?.({ tasks: () => [], stop: async () => undefined });
+      this.failures.push(message);
+      return false;
+    }
+    input.onStarted(this.tasks.map((t) => t.ref));
+    this.startDeadline = input.deps.now() + input.timing.startTimeoutMs;
+    input.onControl?.({ tasks: () => this.tasks, stop: (refs, reason) => this.requestStop(this.tasks.filter((t) => refs.includes(t.ref)), reason) });
+    return true;
+  }
+
+  /** Polls until every task has stopped (or the region is given up). */
+  async untilStopped(): Promise<void> {
+    const { deps, progress } = this.input;
+    progress.update(this.region.name, this.counts());
+    while (this.running().length > 0) {
+      if (deps.abort.signal.aborted) await this.requestStop(this.tasks, this.input.abortReason());
+      await this.restop();
+      if (this.pastStopGrace()) break;
+      const delay = await this.poll();
+      if (delay === undefined) break;
+      progress.update(this.region.name, this.counts());
+      await this.stopUnstarted();
+      if (this.running().length === 0) break;
+      await deps.sleep(delay, this.stopDeadline === undefined ? deps.abort.signal : undefined);
+    }
+  }
+
+  private event(line: string): void {
+    this.input.progress.event(`${this.region.name}: ${line}`);
+  }
+
+  private running(): TaskSnapshot[] {
+    return this.tasks.filter((t) => t.phase !== "stopped");
+  }
+
+  /** Tasks asked to stop that still run. */
+  private stuck(): TaskSnapshot[] {
+    return this.tasks.filter((t) => t.phase !== "stopped" && this.stopRequested.has(t.ref));
+  }
+
+  private counts() {
+    const tasks = this.tasks;
+    return {
+      pending: tasks.filter((t) => t.phase === "pending").length,
+      running: tasks.filter((t) => t.phase === "running").length,
+      stopped: tasks.filter((t) => t.phase === "stopped").length,
+      failed: tasks.filter((t) => t.phase === "stopped" && isFailedStop(t)).length,
+    };
+  }
+
+  private async requestStop(targets: TaskSnapshot[], reason: string): Promise<void> {
+    const refs = targets.filter((t) => t.phase !== "stopped" && !this.stopRequested.has(t.ref)).map((t) => t.ref);
+    if (refs.length === 0) return;
+    refs.forEach((r) => this.stopRequested.add(r));
+    this.stopDeadline ??= this.input.deps.now() + this.input.timing.stopGraceMs;
+    this.event(`stopping ${refs.length} task(s): ${reason}`);
+    try {
+      await this.region.stopTasks(refs, `cable-fanout: ${reason}`);
+    } catch (err) {
+      this.event((err as Error).message);
+    }
+  }
+
+  /** StopTask again, with backoff, to tasks that still run after it, until DescribeTasks says STOPPED. */
+  private async restop(): Promise<void> {
+    const stuck = this.stuck();
+    if (stuck.length === 0) return;
+    const { now } = this.input.deps;
+    this.nextRestop ??= now() + backoffDelay(1, RESTOP_BACKOFF);
+    if (now() < this.nextRestop) return;
+    this.restops++;
+    this.nextRestop = now() + backoffDelay(this.restops + 1, RESTOP_BACKOFF);
+    this.event(`${stuck.length} task(s) still running after StopTask; sending it again`);
+    try {
+      await this.region.stopTasks(stuck.map((t) => t.ref), "cable-fanout: stop (again)");
+    } catch (err) {
+      this.event((err as Error).message);
+    }
+  }
+
+  /**
+   * Past the stop grace, tasks that ignored StopTask are failures and are counted as stopped;
+   * true when no task is left that nobody asked to stop (nothing more worth watching).
+   */
+  private pastStopGrace(): boolean {
+    const { timing, deps } = this.input;
+    if (this.stopDeadline === undefined || deps.now() <= this.stopDeadline) return false;
+    const stuck = this.stuck();
+    if (stuck.length > 0) {
+      this.failures.push(
+        `${stuck.length} task(s) had not stopped ${Math.round(timing.stopGraceMs / 1000)} s after StopTask: ${stuck.map((t) => t.taskId).join(", ")} ` +
+          `(they stop themselves once the runner's heartbeat is ${Math.round(timing.heartbeatStaleMs / 1000)} s old)`,
+      );
+    }
+    if (this.tasks.every((t) => t.phase === "stopped" || this.stopRequested.has(t.ref))) return true;
+    stuck.forEach((t) => Object.assign(t, { phase: "stopped" as const, stoppedReason: t.stoppedReason ?? "did not stop after StopTask" }));
+    this.stopDeadline = undefined;
+    return false;
+  }
+
+  /** DescribeTasks once: the delay before the next poll, or undefined when the region is given up. */
+  private async poll(): Promise<number | undefined> {
+    const { timing } = this.input;
+    try {
+      const fresh = new Map((await this.region.describeTasks(this.tasks.map((t) => t.ref))).map((t) => [t.ref, t]));
+      this.pollErrors = 0;
+      this.tasks = this.tasks.map((before) => {
+        const now = fresh.get(before.ref) ?? before;
+        if (before.phase !== "stopped" && now.phase === "stopped" && isFailedStop(now)) {
+          this.event(`task ${now.taskId} stopped: ${[now.stopCode, now.stoppedReason, now.exitCode !== undefined ? `exit code ${now.exitCode}` : undefined].filter(Boolean).join("; ")}${now.log ? ` (log: ${now.log})` : ""}`);
+        }
+        return now;
+      });
+      return timing.pollMs;
+    } catch (err) {
+      this.pollErrors++;
+      const delay = backoffDelay(this.pollErrors, { baseMs: timing.pollMs, maxMs: Math.max(timing.pollMs, 60_000), attempts: MAX_POLL_ERRORS });
+      this.event(`DescribeTasks failed (${(err as Error).name}: ${(err as Error).message})${isThrottling(err) ? ", throttled" : ""}; next try in ${Math.round(delay / 1000)} s`);
+      if (this.pollErrors < MAX_POLL_ERRORS) return delay;
+      const message = `gave up watching after ${this.pollErrors} DescribeTasks errors in a row`;
+      this.failures.push(message);
+      await this.requestStop(this.tasks, message);
+      return undefined;
+    }
+  }
+
+  /** Once, past --start-timeout: the tasks still pending are stopped and counted as failures. */
+  private async stopUnstarted(): Promise<void> {
+    const pending = this.tasks.filter((t) => t.phase === "pending");
+    if (this.startTimedOut || pending.length === 0 || this.input.deps.now() <= this.startDeadline) return;
+    this.startTimedOut = true;
+    const message = `${pending.length} task(s) did not start within ${Math.round(this.input.timing.startTimeoutMs / 1000)} s`;
+    this.failures.push(message);
+    await this.requestStop(pending, message);
+  }
+}
