@@ -42,6 +42,28 @@ export interface CollectResult {
 export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const { runDir, record } = input;
   mkdirSync(runDir, { recursive: true });
+  const { tasks, statusesByRegion, regionFailures } = await gatherTasks(input);
+  const notes = runNotes(record, regionFailures, tasks);
+  const start = summarizeStart({ startAt: record.startAt, count: record.count, regions: record.regions, statuses: statusesByRegion, barrier: record.barrier });
+  for (const note of notes) input.log(note);
+
+  const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions: [] };
+  if (input.serverSamples && input.serverSamples.length > 0) writeFileAtomic(path.join(runDir, SERVER_METRICS_FILE), `${JSON.stringify(toServerSeries(input.serverSamples))}\n`);
+  const merged = mergeRun(input, tasks);
+  if (merged) {
+    merged.notes.push(...notes);
+    writeReports(input, merged, start, result);
+  }
+
+  const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start };
+  writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
+  result.exitCode = exitCodeOf(result, record, merged);
+  return result;
+}
+
+/** Every region's results downloaded, and each task's outcome; a region that lost tasks is a failure. */
+async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[]; statusesByRegion: Map<string, TaskStatus[]>; regionFailures: Map<string, string[]> }> {
+  const { runDir, record } = input;
   const tasks: TaskOutcome[] = [];
   const statusesByRegion = new Map<string, TaskStatus[]>();
   const missedBarrier = new Set(Object.entries(record.barrier?.missed ?? {}).flatMap(([region, ids]) => ids.map((id) => `${region}/${id}`)));
@@ -68,80 +90,80 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     }),
   );
   tasks.sort((a, b) => a.region.localeCompare(b.region) || a.taskId.localeCompare(b.taskId));
+  return { tasks, statusesByRegion, regionFailures };
+}
 
-  const notes = [
+/** What the console and report.md say went wrong or differently: notices, region failures, tasks that were not ok. */
+function runNotes(record: RunRecord, regionFailures: Map<string, string[]>, tasks: TaskOutcome[]): string[] {
+  return [
     ...Object.entries(record.notices ?? {}).flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...tasks
       .filter((t) => t.state !== "ok")
       .map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.state === "aborted" ? "stopped by --abort-on" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
   ];
-  const start = summarizeStart({ startAt: record.startAt, count: record.count, regions: record.regions, statuses: statusesByRegion, barrier: record.barrier });
-  for (const note of notes) input.log(note);
+}
 
-  let merged: MergedResults | undefined;
-  let regressions: Regression[] = [];
-  const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions };
-  if (input.serverSamples && input.serverSamples.length > 0) writeFileAtomic(path.join(runDir, SERVER_METRICS_FILE), `${JSON.stringify(toServerSeries(input.serverSamples))}\n`);
+/** cable-report's merge of every task's results; undefined when there is nothing to merge. */
+function mergeRun(input: CollectInput, tasks: TaskOutcome[]): MergedResults | undefined {
+  const { record } = input;
+  let merged: MergedResults;
   try {
-    merged = mergeResults(runDir, { regions: record.regions, tasksPerRegion: record.count });
-    if (record.aborted && merged.timeline) merged.timeline.aborted = record.aborted;
-    if (record.aborted || tasks.some((t) => t.state !== "ok")) {
-      // Artillery cannot end a virtual user from outside: those still in their flow at the stop are neither completed nor failed.
-      const count = (name: string) => merged!.all.counters[name] ?? 0;
-      const cutOff = count("vusers.created") - count("vusers.completed") - count("vusers.failed");
-      if (cutOff > 0) merged.notes.push(`${cutOff} virtual user(s) were still in their flow when the tasks were stopped: neither completed nor failed.`);
-    }
+    merged = mergeResults(input.runDir, { regions: record.regions, tasksPerRegion: record.count });
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;
     input.log(`no report: ${err.message}`);
+    return undefined;
   }
-  if (merged) {
-    merged.notes.push(...notes);
-    const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
-    const renderOptions: RenderOptions = {
-      title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
-      baseline,
-      baselineLabel: input.baseline,
-      regressionThreshold: input.regressionThreshold,
-    };
-    const markdown = renderMarkdown(merged, renderOptions);
-    // The start section is the fan-out's own: report.md's tables come from cable-report.
-    const startSection = renderStartSection(start);
-    const page = renderReportPage(merged, renderOptions, startSection);
-    result.mergedFile = path.join(runDir, "merged.json");
-    result.reportFile = path.join(runDir, "report.md");
-    result.htmlFile = path.join(runDir, "report.html");
-    writeFileAtomic(result.mergedFile, `${JSON.stringify(merged, null, 2)}\n`);
-    writeFileAtomic(result.htmlFile, page);
-    writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${startSection}`);
-    result.merged = merged;
-    if (baseline && input.regressionThreshold !== undefined) {
-      regressions = findRegressions(merged, baseline, input.regressionThreshold);
-      result.regressions = regressions;
-      for (const r of regressions) input.log(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new"})`);
-    }
+  if (record.aborted && merged.timeline) merged.timeline.aborted = record.aborted;
+  if (record.aborted || tasks.some((t) => t.state !== "ok")) {
+    // Artillery cannot end a virtual user from outside: those still in their flow at the stop are neither completed nor failed.
+    const count = (name: string) => merged.all.counters[name] ?? 0;
+    const cutOff = count("vusers.created") - count("vusers.completed") - count("vusers.failed");
+    if (cutOff > 0) merged.notes.push(`${cutOff} virtual user(s) were still in their flow when the tasks were stopped: neither completed nor failed.`);
   }
+  return merged;
+}
 
-  const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start };
-  writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
+/** merged.json, report.md (with the fan-out's start section) and report.html; the regressions against a baseline. */
+function writeReports(input: CollectInput, merged: MergedResults, start: StartSummary, result: CollectResult): void {
+  const { runDir, record } = input;
+  const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
+  const renderOptions: RenderOptions = {
+    title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
+    baseline,
+    baselineLabel: input.baseline,
+    regressionThreshold: input.regressionThreshold,
+  };
+  const markdown = renderMarkdown(merged, renderOptions);
+  // The start section is the fan-out's own: report.md's tables come from cable-report.
+  const startSection = renderStartSection(start);
+  const page = renderReportPage(merged, renderOptions, startSection);
+  result.mergedFile = path.join(runDir, "merged.json");
+  result.reportFile = path.join(runDir, "report.md");
+  result.htmlFile = path.join(runDir, "report.html");
+  writeFileAtomic(result.mergedFile, `${JSON.stringify(merged, null, 2)}\n`);
+  writeFileAtomic(result.htmlFile, page);
+  writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${startSection}`);
+  result.merged = merged;
+  if (baseline && input.regressionThreshold !== undefined) {
+    result.regressions = findRegressions(merged, baseline, input.regressionThreshold);
+    for (const r of result.regressions) input.log(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new"})`);
+  }
+}
 
+/** The run's exit code: a failed region first, then an abort, failed ensure checks, a regression. */
+function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResults | undefined): number {
   const ensureFailed =
-    tasks.some((t) => t.state === "ensure-failed") ||
+    result.tasks.some((t) => t.state === "ensure-failed") ||
     (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0)) ||
     // cable-report's own ensure conditions on the time verdicts, judged on the merged run.
     (merged?.verdicts?.checks ?? []).some((c) => Object.values(c.columns).some((o) => !o.passed));
-  result.exitCode =
-    result.failedRegions.length > 0 || !merged
-      ? EXIT.regionFailed
-      : record.aborted
-        ? EXIT.aborted
-        : ensureFailed
-          ? EXIT.ensureFailed
-          : regressions.length > 0
-            ? EXIT.regression
-            : EXIT.ok;
-  return result;
+  if (result.failedRegions.length > 0 || !merged) return EXIT.regionFailed;
+  if (record.aborted) return EXIT.aborted;
+  if (ensureFailed) return EXIT.ensureFailed;
+  if (result.regressions.length > 0) return EXIT.regression;
+  return EXIT.ok;
 }
 
 /**
