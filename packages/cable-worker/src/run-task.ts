@@ -56,7 +56,7 @@ interface Task {
   resultsDir: string;
 }
 
-/** Artillery, started at most once with the task's environment; whether it has exited yet. */
+/** Starts Artillery with the task's environment (once per task), and says whether it has exited yet. */
 interface Launcher {
   start: (extraEnv: NodeJS.ProcessEnv) => Promise<ArtilleryOutcome>;
   exited: () => boolean;
