@@ -86,6 +86,9 @@ afterAll(async () => {
 
 type Event = { name: "push" } | { name: "pull_request"; number: number };
 
+/** What a runner's environment says about reaching the network: CAs to trust and proxies. */
+const MACHINE_NETWORK_ENV = ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "npm_config_cafile", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"];
+
 /** One job of the user's workflow: a fresh RUNNER_TEMP, the shared tool cache, the event's files. */
 function job(event: Event, inputs: Record<string, string>, extra: Partial<JobContext> = {}): Promise<CompositeRun> {
   const runId = 100 + ++jobs;
@@ -99,6 +102,10 @@ function job(event: Event, inputs: Record<string, string>, extra: Partial<JobCon
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    // The machine's own trust and proxy settings, which a runner's jobs inherit: where the registry
+    // is reached through a proxy with its own CA, npm on setup-node's Node (whose npmrc has no
+    // cafile) trusts it only through these (without them: SELF_SIGNED_CERT_IN_CHAIN, then ERESOLVE).
+    ...Object.fromEntries(MACHINE_NETWORK_ENV.filter((name) => process.env[name]).map((name) => [name, process.env[name]])),
     CI: "true",
     GITHUB_ACTIONS: "true",
     GITHUB_EVENT_NAME: event.name,
