@@ -21,6 +21,12 @@ if ! command -v puma >/dev/null || ! ruby -e 'require "action_cable"' 2>/dev/nul
   apt_install ruby-actioncable puma
 fi
 
+# The Rails app with a login (cable-test-servers/rails-devise): Rails 6.1 and Devise 4.8 over sqlite.
+if ! ruby -e 'require "rails"; require "devise"; require "sqlite3"' 2>/dev/null; then
+  echo "setup: installing Rails 6.1, Devise 4.8 and sqlite3 from Debian (the Devise sign-in app)"
+  apt_install ruby-rails ruby-devise ruby-sqlite3
+fi
+
 if ! command -v openssl >/dev/null; then
   echo "setup: installing openssl (the TLS tests make a throwaway CA with it)"
   apt_install openssl
@@ -92,9 +98,10 @@ fi
 
 # Laravel Reverb 1.10.2: a complete offline Laravel 11 app (vendor/ included), run with Debian's PHP 8.2.
 REVERB_DIR="$CACHE/reverb/reverb"
-if ! command -v php >/dev/null || ! php -m | grep -qi mbstring || ! php -m | grep -qi '^dom$'; then
-  echo "setup: installing PHP 8.2 from Debian for Reverb"
-  apt_install php-cli php-mbstring php-xml php-curl
+# pdo_sqlite: the Laravel app's users table (cable-test-servers/laravel-app).
+if ! command -v php >/dev/null || ! php -m | grep -qi mbstring || ! php -m | grep -qi '^dom$' || ! php -m | grep -qi '^pdo_sqlite$'; then
+  echo "setup: installing PHP 8.2 (and sqlite) from Debian for Reverb and the Laravel app"
+  apt_install php-cli php-mbstring php-xml php-curl php-sqlite3
 fi
 if [ ! -f "$REVERB_DIR/start.sh" ]; then
   REVERB_TGZ="${REVERB_TARBALL:-$(vendor_file reverb-1.10.2-app.tar.gz)}"

@@ -19,13 +19,20 @@ const anycableSchema = z
   })
   .strict();
 
+/** A URL that may be templated per virtual user (`{{ }}` is not a URL until Artillery renders it). */
+const templatedUrl = z.string().refine((s) => s.includes("{{") || URL.canParse(s), { message: "expected a URL (http:// or https://), or one with {{ templates }}" });
+
 const pusherSchema = z
   .object({
     key: z.string().min(1),
     appId: z.union([z.string().min(1), z.number()]).transform(String).optional(),
     secret: z.string().min(1).optional(),
+    /**
+     * The app's own channel auth (Laravel's /broadcasting/auth): `url` and `headers` are templated
+     * per virtual user, and the user's cookies go with it (session.ts).
+     */
     authEndpoint: z
-      .union([z.string().url(), z.object({ url: z.string().url(), headers: z.record(z.string()).default({}) }).strict()])
+      .union([templatedUrl, z.object({ url: templatedUrl, headers: z.record(z.union([z.string(), z.number()]).transform(String)).default({}) }).strict()])
       .transform((e) => (typeof e === "string" ? { url: e, headers: {} } : e))
       .optional(),
     api: z.string().url().optional(),
@@ -35,6 +42,8 @@ const pusherSchema = z
 export const configSchema = z
   .object({
     protocol: z.enum(["actioncable", "pusher"]).default("actioncable"),
+    /** Where the HTTP steps' relative URLs point; default: the target's origin with http(s) for ws(s). */
+    http: z.string().url().optional(),
     pusher: pusherSchema.optional(),
     anycable: anycableSchema.default({}),
     timeout: z.number().positive().default(10),

@@ -13,7 +13,9 @@ import { configSchema, type CableConfig } from "./config.js";
 import type { Script } from "./script.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
 import { compileStep } from "./steps/index.js";
-import { runVirtualUser, sequence, type VuContext } from "./vu.js";
+import { runVirtualUser, sequence, type VirtualUser, type VuContext } from "./vu.js";
+import { hasPerUserTemplate } from "./per-user-config.js";
+import type { UserAuth } from "./protocol/types.js";
 
 function protocolFor(settings: CableConfig, tls: TlsOptions | undefined): Protocol {
   return settings.protocol === "pusher"
@@ -37,6 +39,7 @@ const SUBSCRIPTION_FAILURES = new Set(["cable.subscription_rejected", "cable.sub
 function countingFailedSubscriptions(events: Events, callback: (err: Error | null, context: VuContext) => void) {
   return (err: Error | null, context: VuContext) => {
     events.emit("counter", METRICS.failedSubscriptions, err && SUBSCRIPTION_FAILURES.has(errorCode(err)) ? 1 : 0);
+    if (err instanceof CableError && err.code === "cable.auth_failed" && err.httpStatus !== undefined) events.emit("counter", `${METRICS.authFailed}.${err.httpStatus}`, 1);
     callback(err, context);
   };
 }
@@ -81,6 +84,13 @@ export class CableEngine {
     };
   }
 
+  /** The authEndpoint as each user sends it: rendered per user only when it has per-user templates. */
+  private userAuth(): (vu: VirtualUser, context: VuContext) => UserAuth {
+    const endpoint = this.settings.pusher?.authEndpoint;
+    if (!endpoint || !hasPerUserTemplate(endpoint)) return (vu) => ({ endpoint, session: vu.session });
+    return (vu, context) => ({ endpoint: this.helpers.template(endpoint, context), session: vu.session });
+  }
+
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
     if (this.failed) return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) => callback(new CableError("invalid_scenario"), context);
     // A flow that never receives keeps no unread messages: listeners hold only their socket.
@@ -95,6 +105,7 @@ export class CableEngine {
       thinkDefaults: this.config.defaults?.think ?? {},
       events,
       compile: (step) => compileStep(compiler, step),
+      auth: this.userAuth(),
       connect: (vu, keepChannels = false) => {
         vu.drop(keepChannels);
         vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory, this.runtime);

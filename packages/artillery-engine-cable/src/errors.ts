@@ -7,6 +7,8 @@ import { tlsReason } from "./tls.js";
  */
 export class CableError extends Error {
   readonly code: string;
+  /** The HTTP status an app answered, when the failure is its answer (`cable.auth_failed.<status>`). */
+  httpStatus?: number;
 
   constructor(reason: string, message?: string) {
     super(message ?? reason);

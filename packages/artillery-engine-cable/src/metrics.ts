@@ -10,6 +10,12 @@ export const METRICS = {
   subscriptionLatency: "cable.subscription_latency",
   broadcastLatency: "cable.broadcast_latency",
   publishLatency: "cable.publish_latency",
+  /** An HTTP step's time, from its request to the last redirect's answer: a sign-in as its user waits for it. */
+  httpLatency: "cable.http_latency",
+  /** Counter prefix: `cable.http_codes.<status>`, every answer of an HTTP step (redirects too), as Artillery's `http.codes.<status>`. */
+  httpCodes: "cable.http_codes",
+  /** Counter prefix: `cable.auth_failed.<status>` beside `errors.cable.auth_failed`: what the app's authEndpoint answered. */
+  authFailed: "cable.auth_failed",
   connections: "cable.connections",
   subscriptions: "cable.subscriptions",
   messagesSent: "cable.messages_sent",

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { closest } from "./did-you-mean.js";
 import { ScenarioError } from "./errors.js";
 import { configSchema, parseConfig, type CableConfig } from "./config.js";
+import { cableSection } from "./per-user-config.js";
 import { stepSchemas, validateScript } from "./schema.js";
 import type { Script } from "./script.js";
 
@@ -32,7 +33,7 @@ export function findProblems(script: Script, env: NodeJS.ProcessEnv = process.en
   const problems: string[] = [];
   let settings: CableConfig | undefined;
   try {
-    settings = parseConfig(script.config.cable, env);
+    settings = parseConfig(cableSection(script), env);
   } catch (err) {
     if (!(err instanceof ScenarioError)) throw err;
     problems.push(...err.problems);

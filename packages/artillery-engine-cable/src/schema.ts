@@ -30,6 +30,7 @@ interface FlowContext {
   where: string;
   processor: unknown;
   config: CableConfig;
+  target?: string;
 }
 
 /**
@@ -37,7 +38,7 @@ interface FlowContext {
  * `perform` on a channel that no earlier step subscribes to is a mistake. Returns the problems.
  */
 export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { connected: false, channels: new Map() }, path = "step"): string[] {
-  const { where, processor, config } = ctx;
+  const { where, processor, config, target } = ctx;
   if (!Array.isArray(flow)) return [`${where}: "flow" must be a list of steps`];
   const known = Object.keys(STEPS);
   const problems: string[] = [];
@@ -79,7 +80,7 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
       const { as, channel } = definition.subscribes(spec);
       scope.channels.set(as, channel);
     }
-    const context: CheckContext = { at, config, processor };
+    const context: CheckContext = { at, config, processor, target };
     if (definition.check) problems.push(...definition.check(spec, context, (channel) => scope.channels.get(channel)));
     if (definition.nested) problems.push(...checkFlow(definition.nested(step), ctx, scope, `${path} ${index + 1} loop step`));
     const channel = definition.usesChannel ? (spec as { channel?: unknown }).channel : undefined;
@@ -94,15 +95,16 @@ export function checkFlow(flow: unknown, ctx: FlowContext, scope: Scope = { conn
 export function validateScript(script: Script, config: CableConfig, engineName = "cable"): void {
   const problems: string[] = [];
   const processor = script.config.processor;
+  const target = typeof script.config.target === "string" ? script.config.target : undefined;
   const uses = (s: FlowOwner) => (s.engine ?? script.config.engine) === engineName;
   (script.scenarios ?? []).forEach((scenario, i) => {
     if (!uses(scenario)) return;
     const where = `scenario ${scenario.name ? `"${String(scenario.name)}"` : `#${i + 1}`}`;
-    problems.push(...checkFlow(scenario.flow, { where, processor, config }));
+    problems.push(...checkFlow(scenario.flow, { where, processor, config, target }));
   });
   for (const hook of ["before", "after"] as const) {
     const spec = script[hook];
-    if (spec && spec.engine === engineName) problems.push(...checkFlow(spec.flow, { where: `${hook} hook`, processor, config }));
+    if (spec && spec.engine === engineName) problems.push(...checkFlow(spec.flow, { where: `${hook} hook`, processor, config, target }));
   }
   if (problems.length) throw new ScenarioError(problems);
 }

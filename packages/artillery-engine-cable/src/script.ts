@@ -15,4 +15,6 @@ export interface Script {
   /** Set by Artillery (util.ts readScript/resolveConfigPath): the files the script came from. */
   _scriptPath?: string;
   _configPath?: string;
+  /** Set by Artillery: `--environment`, whose `config.environments` section was merged into `config`. */
+  _environment?: string;
 }

@@ -1,16 +1,30 @@
 import { errors as undiciErrors, request } from "undici";
 import { CableError } from "./errors.js";
+import { withCookies, type Session } from "./session.js";
 import { tlsDispatcher, type TlsOptions } from "./tls.js";
 
 /**
- * Which side-call failed: its errors are `cable.<kind>_failed` and `cable.<kind>_timeout`.
- * `publish`: Pusher's events API and AnyCable's broadcast endpoint; `auth`: a Pusher authEndpoint.
+ * Which call failed: its errors are `cable.<kind>_failed` and `cable.<kind>_timeout`.
+ * `publish`: Pusher's events API and AnyCable's broadcast endpoint; `auth`: a Pusher authEndpoint;
+ * `http`: a scenario's own HTTP step (a sign-in, a token).
  */
-export type SideCall = "publish" | "auth";
+export type SideCall = "publish" | "auth" | "http";
 
 export interface HttpAnswer {
   status: number;
   body: string;
+  /** Lower-case names; `set-cookie` is a list. */
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface HttpCall {
+  method?: string;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  tls?: TlsOptions;
+  /** The virtual user's cookie jar: its cookies go with the call, the answer's `Set-Cookie` into it. */
+  session?: Session;
 }
 
 /** An answer body is read up to this size: a hostile endpoint must not make the VU buffer without end. */
@@ -26,11 +40,14 @@ const MAX_BODY_BYTES = 1024 * 1024;
  * of calls a second, and fetch's WHATWG streams cost about a fifth of the generator's CPU in the
  * RelayBox replay (docs/benchmarks.md). Both keep connections alive in undici's global pool.
  */
-export async function httpRequest(kind: SideCall, url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number; tls?: TlsOptions }): Promise<HttpAnswer> {
+export async function httpRequest(kind: SideCall, url: string, init: HttpCall): Promise<HttpAnswer> {
   const signal = AbortSignal.timeout(init.timeoutMs);
   try {
-    const res = await request(url, { method: "POST", headers: init.headers, body: init.body, signal, dispatcher: tlsDispatcher(init.tls) });
-    return { status: res.statusCode, body: await readBounded(res.body) };
+    const headers = withCookies(init.session, url, init.headers);
+    const method = (init.method ?? "POST") as "POST";
+    const res = await request(url, { method, headers, body: init.body, signal, dispatcher: tlsDispatcher(init.tls) });
+    init.session?.store(url, res.headers["set-cookie"]);
+    return { status: res.statusCode, body: await readBounded(res.body), headers: res.headers };
   } catch (err) {
     if (err instanceof CableError) throw err;
     if (signal.aborted || err instanceof undiciErrors.RequestAbortedError || (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError") {

@@ -4,6 +4,7 @@ import { DeliveryLedger, SendSequence } from "./delivery.js";
 import { CableError, errorCode } from "./errors.js";
 import { METRICS, type Events } from "./metrics.js";
 import type { StreamPosition, SubscribeRequest } from "./protocol/types.js";
+import { Session } from "./session.js";
 
 /** Artillery's step shape: steps compose with its think and loop helpers. */
 export type StepCallback = (err: Error | null | undefined, context?: VuContext) => void;
@@ -39,6 +40,12 @@ export class VirtualUser {
   readonly channels = new Map<string, ChannelState>();
   readonly memory: StreamMemory = { positions: new Map<string, Map<string, StreamPosition>>(), ledger: new DeliveryLedger() };
   readonly sequence = new SendSequence();
+  /** The user's cookie jar, made by its first HTTP step: a user that never signs in carries none. */
+  session: Session | undefined;
+
+  cookies(): Session {
+    return (this.session ??= new Session());
+  }
 
   /** The open connection, if it speaks AnyCable's extended protocol. */
   openExtended(): CableConnection {
@@ -127,6 +134,7 @@ export function runVirtualUser(flow: StepFn, events: Events, context: VuContext,
     const ctx = after ?? context;
     const failure = err ?? vu.connection?.failure;
     vu.drop();
+    vu.session = undefined;
     if (!vu.memory.ledger.isEmpty) {
       events.emit("counter", METRICS.messagesMissing, vu.memory.ledger.missing);
       events.emit("counter", METRICS.messagesDuplicated, vu.memory.ledger.duplicated);

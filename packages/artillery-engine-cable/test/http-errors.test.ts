@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { counter, runArtillery, type ArtilleryRun } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerError } from "../src/steps/http.js";
+import { answerError } from "../src/steps/publish-call.js";
 import { CableError, errorCode } from "../src/errors.js";
 
 type Answer = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;

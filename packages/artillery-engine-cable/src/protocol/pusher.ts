@@ -5,7 +5,8 @@ import { MalformedFrame } from "./actioncable.js";
 import { scanPusherInto } from "./pusher-scan.js";
 import { channelAuth } from "./pusher-signatures.js";
 import { pusherRejectCause, type PusherRefusal } from "./rejections.js";
-import type { Inbound, Protocol, SubscribeRequest, Welcome } from "./types.js";
+import { hasHeader } from "../session.js";
+import type { Inbound, Protocol, SubscribeRequest, UserAuth, Welcome } from "./types.js";
 
 // Pusher Channels protocol 7: pusher/pusher-js src/core/connection/protocol/protocol.ts and
 // url_schemes.ts, and Pusher's docs ("Pusher Channels Protocol").
@@ -92,16 +93,34 @@ export function encodeClientEvent(channel: string, event: string, data: unknown)
   return encode(event, data, channel);
 }
 
-/** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it. */
-async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, socketId: string, channel: string, timeoutMs: number, tls: TlsOptions | undefined) {
+/**
+ * The headers of a call to the app's auth endpoint, as Laravel Echo's axios sends them: JSON wanted
+ * (Laravel then answers a refusal with 403, not a redirect to its login page), and the readable
+ * `XSRF-TOKEN` cookie sent back as `X-XSRF-TOKEN`, unless the scenario sets either itself.
+ */
+export function authHeaders(url: string, headers: Record<string, string>, session: UserAuth["session"]): Record<string, string> {
+  const out: Record<string, string> = { "Content-Type": "application/x-www-form-urlencoded" };
+  if (!hasHeader(headers, "accept")) out.Accept = "application/json";
+  const xsrf = hasHeader(headers, "x-xsrf-token") || hasHeader(headers, "x-csrf-token") ? undefined : session?.xsrfToken(url);
+  if (xsrf) out["X-XSRF-TOKEN"] = xsrf;
+  return { ...out, ...headers };
+}
+
+/** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it, with the user's cookies. */
+async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, session: UserAuth["session"], socketId: string, channel: string, timeoutMs: number, tls: TlsOptions | undefined) {
   // sidecall.ts names every failure (cable.auth_failed, cable.auth_timeout, a socket code).
   const answer = await httpRequest("auth", endpoint.url, {
-    headers: { "Content-Type": "application/x-www-form-urlencoded", ...endpoint.headers },
+    headers: authHeaders(endpoint.url, endpoint.headers, session),
     body: new URLSearchParams({ socket_id: socketId, channel_name: channel }).toString(),
     timeoutMs,
     tls,
+    session,
   });
-  if (answer.status < 200 || answer.status >= 300) throw new CableError("auth_failed", `the auth endpoint answered HTTP ${answer.status} for ${channel}`);
+  if (answer.status < 200 || answer.status >= 300) {
+    const refused = new CableError("auth_failed", `the auth endpoint answered HTTP ${answer.status} for ${channel}`);
+    refused.httpStatus = answer.status;
+    throw refused;
+  }
   const body = jsonObject("auth", answer);
   if (typeof body.auth !== "string") throw new CableError("auth_failed", `the auth endpoint gave no "auth" for ${channel}`);
   return { auth: body.auth, channelData: typeof body.channel_data === "string" ? body.channel_data : undefined };
@@ -127,7 +146,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     },
     decode: decodePusher,
     scan: scanPusherInto,
-    async subscribe(request: SubscribeRequest, welcome: Welcome | undefined) {
+    async subscribe(request: SubscribeRequest, welcome: Welcome | undefined, user?: UserAuth) {
       // The schema gives Pusher subscriptions a channel (streams are refused before the run).
       const channel = request.channel!;
       const data: Record<string, unknown> = { channel };
@@ -139,12 +158,15 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
         // with Laravel's auth always sends one. An empty object when the scenario gives none.
         let channelData = isPresence(channel) ? JSON.stringify({ user_id: request.user?.id, user_info: request.user?.info ?? {} }) : undefined;
         let auth: string;
-        if (settings.secret !== undefined) {
-          auth = channelAuth(settings.key, settings.secret, socketId, channel, channelData);
-        } else if (settings.authEndpoint) {
-          const answer = await fetchAuth(settings.authEndpoint, socketId, channel, timeoutMs, tls);
+        // The app's endpoint, when there is one, decides: it is who the user is (a secret in the
+        // environment for publishing must not sign every user in as the scenario's fixed member).
+        const endpoint = user?.endpoint ?? settings.authEndpoint;
+        if (endpoint) {
+          const answer = await fetchAuth(endpoint, user?.session, socketId, channel, timeoutMs, tls);
           auth = answer.auth;
           channelData = answer.channelData ?? channelData;
+        } else if (settings.secret !== undefined) {
+          auth = channelAuth(settings.key, settings.secret, socketId, channel, channelData);
         } else {
           throw new CableError("auth_failed", `${channel} needs auth: set config.cable.pusher.secret or authEndpoint`);
         }

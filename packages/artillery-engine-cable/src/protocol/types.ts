@@ -1,6 +1,7 @@
 import type { CableError } from "../errors.js";
 import type { RejectCause } from "./rejections.js";
 import type { RawBroadcast } from "./scan.js";
+import type { Session } from "../session.js";
 
 /** What a server frame means to a connection, independent of the wire protocol. */
 export type Inbound =
@@ -23,6 +24,12 @@ export interface StreamPosition {
 }
 
 export type Welcome = Extract<Inbound, { kind: "welcome" }>;
+
+/** Who asks for a channel's auth: the app's endpoint as rendered for this user, and the user's cookies. */
+export interface UserAuth {
+  endpoint?: { url: string; headers: Record<string, string> };
+  session?: Session;
+}
 
 export interface SubscribeRequest {
   /** Absent for an AnyCable `$pubsub` stream. */
@@ -57,7 +64,7 @@ export interface Protocol {
   /** Classifies one text frame; throws on a frame that is not valid for the protocol. */
   decode(text: string): Inbound;
   /** The subscribe frame and the key the server will confirm; Pusher's private channels sign it with the socket_id. */
-  subscribe(request: SubscribeRequest, welcome: Welcome | undefined): Promise<{ key: string; frame: string }> | { key: string; frame: string };
+  subscribe(request: SubscribeRequest, welcome: Welcome | undefined, auth?: UserAuth): Promise<{ key: string; frame: string }> | { key: string; frame: string };
   /** The unsubscribe frame for a channel key (the identifier, or Pusher's channel name). */
   unsubscribe(key: string): string;
   /** Names a 4xxx close code (Pusher gives them meaning); absent: every close is `connection_closed`. */

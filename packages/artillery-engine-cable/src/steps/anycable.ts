@@ -6,7 +6,7 @@ import { encodePresence, encodeWhisper } from "../protocol/actioncable.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { stamped, templater, type Compiler } from "./compiler.js";
 import { channelRef, defineStep, needsExtended } from "./define.js";
-import { postJson } from "./http.js";
+import { postJson } from "./publish-call.js";
 
 // AnyCable's additions to Action Cable: HTTP broadcasts, and the extended protocol's whispers and
 // presence (anycable-go docs: broadcasting.md, action_cable_protocol.md, presence.md). Session
@@ -37,7 +37,7 @@ export function compileBroadcast(compiler: Compiler, raw: BroadcastSpec): StepFn
     const streams = s.streams ?? [s.stream!];
     // Data is a string on the wire; each stream's message gets its own sequence.
     const body = streams.map((stream) => ({ stream, data: JSON.stringify(stamped(compiler, vu, stream, s.data ?? {}, s.stamp)) }));
-    await postJson(compiler, broadcastUrl(settings.anycable.broadcastUrl, compiler.target), body.length === 1 ? body[0] : body, key ? { Authorization: `Bearer ${key}` } : {});
+    await postJson(compiler, broadcastUrl(settings.anycable.broadcastUrl, compiler.target), body.length === 1 ? body[0] : body, key ? { Authorization: `Bearer ${key}` } : {}, vu.session);
     compiler.events.emit("counter", METRICS.messagesSent, streams.length);
     for (let i = 0; i < streams.length; i++) compiler.events.emit("rate", METRICS.sendRate);
   });

@@ -38,7 +38,7 @@ export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn
     const s = spec(context);
     const connection = vu.open();
     const startedAt = nowMs();
-    const { key, frame } = await protocol.subscribe(s, connection.welcome);
+    const { key, frame } = await protocol.subscribe(s, connection.welcome, compiler.auth(vu, context));
     await connection.subscribe(key, frame, settings.timeout * 1000);
     events.emit("histogram", METRICS.subscriptionLatency, nowMs() - startedAt);
     events.emit("counter", METRICS.subscriptions, 1);
@@ -170,7 +170,7 @@ export const subscribe = defineStep({
       if ((channel.startsWith("private-") || channel.startsWith("presence-")) && !config.pusher?.secret && !config.pusher?.authEndpoint) {
         problems.push(`${at} (subscribe): "${channel}" needs auth: set PUSHER_APP_SECRET, config.cable.pusher.secret or authEndpoint`);
       }
-      if (channel.startsWith("presence-") && !spec.user) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info}`);
+      if (channel.startsWith("presence-") && !spec.user && !config.pusher?.authEndpoint) problems.push(`${at} (subscribe): field "user": a presence channel needs user: {id, info} (or an authEndpoint: the app names the member)`);
     }
     return problems;
   },

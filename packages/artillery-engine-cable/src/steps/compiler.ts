@@ -1,7 +1,7 @@
 import type { CableConfig } from "../config.js";
 import type { TlsOptions } from "../tls.js";
 import type { Events } from "../metrics.js";
-import type { Protocol } from "../protocol/types.js";
+import type { Protocol, UserAuth } from "../protocol/types.js";
 import type { CableConnection } from "../connection.js";
 import type { StepFn, VirtualUser, VuContext } from "../vu.js";
 import { nowMs } from "../clock.js";
@@ -27,6 +27,8 @@ export interface Compiler {
   thinkDefaults: Record<string, unknown>;
   events: Events;
   compile(step: Record<string, unknown>): StepFn;
+  /** How this user asks the app for a channel's auth: the authEndpoint rendered for it, and its cookies. */
+  auth(vu: VirtualUser, context: VuContext): UserAuth;
   /** A new connection for the VU, replacing (and closing) any it has; `keepChannels` for reconnects. */
   connect(vu: VirtualUser, keepChannels?: boolean): CableConnection;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CableError } from "../errors.js";
 import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
+import { withCookies } from "../session.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
 import { defineStep, stringMap } from "./define.js";
@@ -61,7 +62,9 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     const { url, headers, subprotocols } = fixed ?? handshake(spec(context));
     vu.opened = {
       url,
-      headers,
+      // A signed-in user's upgrade carries its session, as the browser's does (Rails' identified_by
+      // reads it); the step's own `cookies` come after the jar's.
+      headers: withCookies(vu.session, url, headers),
       subprotocols,
       timeoutMs: settings.timeout * 1000,
       localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,

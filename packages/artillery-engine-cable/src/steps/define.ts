@@ -17,6 +17,8 @@ export interface CheckContext {
   config: CableConfig;
   /** config.processor, when the script has one. */
   processor: unknown;
+  /** config.target, when the script has one (`--target` included). */
+  target?: string;
 }
 
 export interface StepDefinition<S extends z.ZodTypeAny> {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { nowMs } from "../clock.js";
 import type { CableConfig } from "../config.js";
 import { CableError } from "../errors.js";
-import { postJson } from "./http.js";
+import { postJson } from "./publish-call.js";
 import { METRICS } from "../metrics.js";
 import { encodeClientEvent } from "../protocol/pusher.js";
 import { signedQuery } from "../protocol/pusher-signatures.js";
@@ -71,7 +71,7 @@ export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
     const base = apiBase(pusher.api, compiler.target);
     const path = `${new URL(base).pathname.replace(/\/$/, "")}/apps/${pusher.appId}/events`;
     const query = signedQuery({ key: pusher.key, secret: pusher.secret!, method: "POST", path, body, timestamp: Math.floor(Date.now() / 1000) });
-    await postJson(compiler, `${new URL(base).origin}${path}?${query}`, body);
+    await postJson(compiler, `${new URL(base).origin}${path}?${query}`, body, {}, vu.session);
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });

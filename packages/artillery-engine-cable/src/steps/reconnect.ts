@@ -120,7 +120,7 @@ async function rejoin(compiler: Compiler, vu: VirtualUser, context: VuContext, o
       continue;
     }
     // Pusher signs private and presence subscriptions with the socket_id: a new one each time.
-    const { key, frame } = await protocol.subscribe(state.request, connection.welcome);
+    const { key, frame } = await protocol.subscribe(state.request, connection.welcome, compiler.auth(vu, context));
     await connection.subscribe(key, frame, within());
     events.emit("counter", METRICS.subscriptionsResubscribed, 1);
   }

@@ -4,6 +4,7 @@ import { connect, disconnect } from "./connection.js";
 import { fn, log, loop, think } from "./flow.js";
 import { publish, trigger } from "./pusher.js";
 import { reconnect } from "./reconnect.js";
+import { del, get, patch, post, put } from "./request.js";
 
 /** Every step the engine knows, by its key in a flow: the one place a new step is added. */
 export const STEPS = {
@@ -20,6 +21,11 @@ export const STEPS = {
   listen,
   unsubscribe,
   disconnect,
+  get,
+  post,
+  put,
+  patch,
+  delete: del,
   think,
   function: fn,
   log,
