@@ -1,5 +1,6 @@
 export { freePort, spawnServer, type RunningServer } from "./process.js";
 export { startRails, startAnyCableRails, type AnyCableRailsServer, type RailsServer } from "./rails.js";
+export { deviseUsers, startRailsDevise, type CableEvent, type RailsDeviseOptions, type RailsDeviseServer, type RailsDeviseUser, type SignInEvent } from "./rails-devise.js";
 export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
 export { startSoketi, soketiEntry, soketiNode, type SoketiOptions, type SoketiServer } from "./soketi.js";
 export { startReverb, reverbApp, type ReverbServer } from "./reverb.js";

@@ -1,0 +1,3 @@
+class User < ActiveRecord::Base
+  devise :database_authenticatable, :validatable
+end
