@@ -81,9 +81,23 @@ export const configSchema = z
 
 export type CableConfig = z.infer<typeof configSchema>;
 
+/**
+ * What a value that fits none of a union's forms got wrong: the issues of the form it came closest
+ * to (the one whose first problem lies deepest in the value), not zod's bare "Invalid input".
+ */
+function closestForm(issue: z.ZodIssue): z.ZodIssue[] {
+  if (issue.code !== z.ZodIssueCode.invalid_union) return [issue];
+  // A type mismatch at a depth means "another form", weaker than a wrong value at the same depth.
+  const reach = (issues: z.ZodIssue[]) => Math.max(...issues.map((i) => i.path.length - (i.code === z.ZodIssueCode.invalid_type ? 0.5 : 0)));
+  const forms = issue.unionErrors.map((e) => e.issues).filter((issues) => issues.length > 0);
+  if (!forms.length) return [issue];
+  const best = forms.reduce((a, b) => (reach(b) > reach(a) ? b : a));
+  return best.flatMap(closestForm);
+}
+
 /** Zod issues as "where: field …" lines, the form every scenario mistake takes. */
 export function formatIssues(where: string, error: z.ZodError): string[] {
-  return error.issues.map((issue) => {
+  return error.issues.flatMap(closestForm).map((issue) => {
     const field = issue.path.length ? issue.path.join(".") : "(value)";
     if (issue.code === z.ZodIssueCode.unrecognized_keys) return `${where}: unknown field ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
     return `${where}: field "${field}": ${issue.message}`;

@@ -55,6 +55,50 @@ describe("findProblems", () => {
     expect(findProblems(script({ cable: { zzzzzz: 1 } }), {}).problems).toEqual(['config.cable: unknown field "zzzzzz"']);
   });
 
+  test("HTTP steps: checked before the load like every step, each mistake with its step and field", () => {
+    const flow = [
+      { get: { url: "/login", capture: { regexp: 'name="_token" value="([^"]+)"', group: 1, as: "token" } } },
+      { post: { url: "/login", form: { _token: "{{ token }}" }, json: { a: 1 } } },
+      { post: { url: "/login", capture: { regexp: "([a-z", as: "x" } } },
+      { get: { url: "/me", capture: { json: "user.id", as: "id" } } },
+      { get: { url: "/me", foloowRedirect: false } },
+      { delete: { url: "ftp://example.com/x", expect: 1000 } },
+      { patch: { url: "/me", capture: { selector: "meta", as: "x" } } },
+    ];
+    const problems = findProblems(script({ flow }), {}).problems;
+    expect(problems).toEqual([
+      'scenario "s", step 2 (post): field "(value)": give one body: "json", "form" or "body"',
+      expect.stringMatching(/^scenario "s", step 3 \(post\): field "capture.regexp": Invalid regular expression/),
+      'scenario "s", step 4 (get): field "capture.json": a JSONPath starts with "$"',
+      'scenario "s", step 5 (get): unknown field "foloowRedirect"; did you mean "followRedirect"?',
+      'scenario "s", step 6 (delete): field "expect": Number must be less than or equal to 599',
+      // Artillery's `selector` (cheerio) is not one of the engine's captures: the closest form is named.
+      'scenario "s", step 7 (patch): field "capture.json": Required',
+      'scenario "s", step 7 (patch): unknown field "selector"',
+    ]);
+    // A relative URL needs somewhere to go: the target's origin, or config.cable.http.
+    const relative = [{ get: { url: "/login" } }];
+    expect(findProblems(script({ flow: relative, target: undefined }), {}).problems).toEqual(['scenario "s", step 1 (get): field "url": "/login" is relative, and there is no config.target or config.cable.http to resolve it against']);
+    expect(findProblems(script({ flow: relative, target: undefined, cable: { http: "http://127.0.0.1:8000" } }), {}).problems).toEqual([]);
+    expect(findProblems(script({ flow: [{ get: { url: "ftp://x/y" } }] }), {}).problems).toEqual(['scenario "s", step 1 (get): field "url": an HTTP step\'s url is http(s) or a path, not ftp:']);
+  });
+
+  test("a per-user authEndpoint: Artillery renders config once, so its templates are read back from the file and kept for each user", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "preflight-"));
+    const file = path.join(dir, "s.yml");
+    writeFileSync(
+      file,
+      'config:\n  cable:\n    protocol: pusher\n    pusher:\n      key: k\n      authEndpoint:\n        url: "{{ $env.APP }}/broadcasting/auth"\n        headers: { X-CSRF-TOKEN: "{{ csrf }}", Authorization: "Bearer {{ token }}" }\n',
+    );
+    // What Artillery hands the engine: `{{ csrf }}` alone rendered to undefined, the others with "undefined" in them.
+    const rendered = { protocol: "pusher", pusher: { key: "k", authEndpoint: { url: "http://app/broadcasting/auth", headers: { "X-CSRF-TOKEN": undefined, Authorization: "Bearer undefined" } } } };
+    const { problems, settings } = findProblems({ ...script({ cable: rendered }), _scriptPath: file }, { APP: "http://app" });
+    expect(problems).toEqual([]);
+    expect(settings!.pusher!.authEndpoint).toEqual({ url: "{{ $env.APP }}/broadcasting/auth", headers: { "X-CSRF-TOKEN": "{{ csrf }}", Authorization: "Bearer {{ token }}" } });
+    // Without the file, the rendered value is what there is, and a header that is not text is named.
+    expect(findProblems(script({ cable: rendered }), {}).problems.join("\n")).toContain('config.cable: field "pusher.authEndpoint');
+  });
+
   test("a script without cable scenarios is not the engine's to check", () => {
     const s: ScriptLike = { config: { target: "not a url", engines: { cable: {} } }, scenarios: [{ engine: "http", flow: [{ get: { url: "{{ $env.NOPE }}" } }] }] };
     expect(findProblems(s, {}).problems).toEqual([]);

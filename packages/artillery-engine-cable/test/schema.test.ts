@@ -35,7 +35,7 @@ describe("scenario validation before any load", () => {
 
   test("an unknown step is named with its index and the known steps", () => {
     expect(problems([...connected, { recieve: { channel: "chat" } }])).toEqual([
-      'scenario "s", step 3: unknown step "recieve"; did you mean "receive"? (known: connect, subscribe, perform, receive, trigger, publish, whisper, join, leave, reconnect, listen, unsubscribe, disconnect, think, function, log, loop)',
+      'scenario "s", step 3: unknown step "recieve"; did you mean "receive"? (known: connect, subscribe, perform, receive, trigger, publish, whisper, join, leave, reconnect, listen, unsubscribe, disconnect, get, post, put, patch, delete, think, function, log, loop)',
     ]);
   });
 
@@ -115,7 +115,7 @@ describe("scenario validation before any load", () => {
       'scenario "p", step 3 (trigger): field "event": a client event\'s name starts with "client-" (got "broadcast")',
     ]);
     expect(check([{ connect: {} }, { subscribe: { channel: "presence-room" } }])).toEqual([
-      'scenario "p", step 2 (subscribe): field "user": a presence channel needs user: {id, info}',
+      'scenario "p", step 2 (subscribe): field "user": a presence channel needs user: {id, info} (or an authEndpoint: the app names the member)',
     ]);
     expect(check([{ connect: {} }, { perform: { channel: "x", action: "a" } }])[0]).toMatch(/not a step of protocol pusher/);
     expect(check([{ publish: { event: "e", channel: "c" } }])).toEqual(['scenario "p", step 1 (publish): the HTTP API needs config.cable.pusher.appId, and the secret (PUSHER_APP_SECRET or config.cable.pusher.secret)']);

@@ -96,12 +96,13 @@ export function encodeClientEvent(channel: string, event: string, data: unknown)
 /**
  * The headers of a call to the app's auth endpoint, as Laravel Echo's axios sends them: JSON wanted
  * (Laravel then answers a refusal with 403, not a redirect to its login page), and the readable
- * `XSRF-TOKEN` cookie sent back as `X-XSRF-TOKEN`, unless the scenario sets either itself.
+ * `XSRF-TOKEN` cookie sent back as `X-XSRF-TOKEN`, unless the scenario sets it itself.
  */
 export function authHeaders(url: string, headers: Record<string, string>, session: UserAuth["session"]): Record<string, string> {
   const out: Record<string, string> = { "Content-Type": "application/x-www-form-urlencoded" };
   if (!hasHeader(headers, "accept")) out.Accept = "application/json";
-  const xsrf = hasHeader(headers, "x-xsrf-token") || hasHeader(headers, "x-csrf-token") ? undefined : session?.xsrfToken(url);
+  // Echo sends both: its X-CSRF-TOKEN option and axios's X-XSRF-TOKEN.
+  const xsrf = hasHeader(headers, "x-xsrf-token") ? undefined : session?.xsrfToken(url);
   if (xsrf) out["X-XSRF-TOKEN"] = xsrf;
   return { ...out, ...headers };
 }
