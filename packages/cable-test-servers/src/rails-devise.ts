@@ -58,6 +58,11 @@ export interface RailsDeviseServer extends RunningServer {
   dir: string;
   /** How long the start took, spawn to listening, in ms. */
   bootMs: number;
+  /**
+   * The HS256 secret of the tokens `GET /anycable_token` mints (signed in; `?ttl=<s>`, default 3600):
+   * anycable-go started with `--jwt_secret=<it>` accepts them as `?jid=<token>`.
+   */
+  jwtSecret: string;
   signIns(): SignInEvent[];
   cableConnections(): CableEvent[];
   /** Signs in through Devise's form as a browser would; resolves to the `Cookie` header to send. */
@@ -68,6 +73,7 @@ const APP = path.resolve(__dirname, "../rails-devise");
 const SESSION_COOKIE = "_rails_devise_session";
 // Fixed, so that a cookie minted by one start is readable by a restart on the same state.
 const SECRET_KEY_BASE = "rails-devise-test-secret-".padEnd(128, "0123456789abcdef");
+const JWT_SECRET = "rails-devise-anycable-jwt-secret";
 const HTTP_TIMEOUT_MS = 10_000;
 
 export function deviseUsers(count: number): RailsDeviseUser[] {
@@ -109,6 +115,7 @@ export async function startRailsDevise(options: RailsDeviseOptions = {}): Promis
         RAILS_DEVISE_USERS: String(users.length),
         CABLE_WORKERS: String(options.cableWorkers ?? 8),
         RAILS_LOG_LEVEL: options.logLevel ?? "warn",
+        ANYCABLE_JWT_SECRET: JWT_SECRET,
       },
     });
   } catch (err) {
@@ -129,6 +136,7 @@ export async function startRailsDevise(options: RailsDeviseOptions = {}): Promis
     sessionCookie: SESSION_COOKIE,
     dir,
     bootMs,
+    jwtSecret: JWT_SECRET,
     signIns: () => jsonLines<SignInEvent>(path.join(dir, "sign-ins.jsonl")),
     cableConnections: () => jsonLines<CableEvent>(path.join(dir, "cable.jsonl")),
     signIn: (user) => signIn(http, user),

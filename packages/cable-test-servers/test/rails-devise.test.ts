@@ -1,6 +1,7 @@
+import { createHmac } from "node:crypto";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startRailsDevise, waitFor, type RailsDeviseServer } from "../src/index.js";
+import { startAnyCable, startRailsDevise, waitFor, type RailsDeviseServer } from "../src/index.js";
 
 // What a browser does, by hand: plain fetch, cookies kept in a map from Set-Cookie, nothing followed.
 class Browser {
@@ -44,8 +45,8 @@ interface Socket {
   send(frame: object): void;
 }
 
-function openSocket(app: RailsDeviseServer, cookie?: string): Socket {
-  const ws = new WebSocket(app.ws, ["actioncable-v1-json"], { headers: { Origin: app.origin, ...(cookie ? { Cookie: cookie } : {}) } });
+function openSocket(app: RailsDeviseServer, cookie?: string, url = app.ws): Socket {
+  const ws = new WebSocket(url, ["actioncable-v1-json"], { headers: { Origin: app.origin, ...(cookie ? { Cookie: cookie } : {}) } });
   const frames: any[] = [];
   const waiters: (() => void)[] = [];
   ws.on("message", (data) => {
@@ -181,5 +182,47 @@ describe("Rails 6.1 + Devise 4.8 app (rails-devise/)", () => {
     expect(b.frames.filter((f) => f.identifier === notes && f.message).map((f) => f.message)).toEqual([{ action: "ping_self", n: 2, user_id: u4.id }]);
     a.ws.close();
     b.ws.close();
+  });
+
+  test("AnyCable: anycable-go takes the app's JWT for a signed-in user as ?jid=, and refuses none, a forged and an expired one", async () => {
+    const anycable = await startAnyCable({ public: false, args: [`--jwt_secret=${app.jwtSecret}`, "--enforce_jwt", "--public_streams"] });
+    try {
+      const user = app.users[4];
+      const cookie = await app.signIn(user);
+      const mint = async (query = "") => {
+        const response = await fetch(`${app.http}/anycable_token${query}`, { headers: { cookie }, signal: AbortSignal.timeout(10_000) });
+        expect(response.status).toBe(200);
+        return ((await response.json()) as { token: string }).token;
+      };
+      expect((await fetch(`${app.http}/anycable_token`, { signal: AbortSignal.timeout(10_000) })).status).toBe(401);
+      const token = await mint();
+      const [header, payload] = token.split(".");
+      const claims = JSON.parse(Buffer.from(payload, "base64url").toString());
+      expect(JSON.parse(claims.ext)).toEqual({ current_user: `gid://rails-devise/User/${user.id}` });
+
+      const socket = openSocket(app, undefined, `${anycable.url}?jid=${token}`);
+      expect(await socket.next(() => true)).toEqual({ type: "welcome", sid: expect.any(String) });
+      const news = JSON.stringify({ channel: "$pubsub", stream_name: "news" });
+      await subscribe(socket, news);
+      const published = await fetch(anycable.broadcastUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ stream: "news", data: JSON.stringify({ n: 1 }) }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(published.status).toBeLessThan(300);
+      expect(await socket.next((f) => f.identifier === news && f.message)).toEqual({ identifier: news, message: { n: 1 } });
+      socket.ws.close();
+
+      const forged = `${header}.${payload}.${createHmac("sha256", "not-the-secret").update(`${header}.${payload}`).digest("base64url")}`;
+      const refused = { type: "disconnect", reason: "unauthorized", reconnect: false };
+      for (const url of [anycable.url, `${anycable.url}?jid=${forged}`]) {
+        expect(await openSocket(app, undefined, url).next(() => true)).toEqual(refused);
+      }
+      const expired = openSocket(app, undefined, `${anycable.url}?jid=${await mint("?ttl=-60")}`);
+      expect(await expired.next(() => true)).toEqual({ type: "disconnect", reason: "token_expired", reconnect: false });
+    } finally {
+      await anycable.stop();
+    }
   });
 });

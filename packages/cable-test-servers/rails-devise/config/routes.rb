@@ -5,4 +5,5 @@ Rails.application.routes.draw do
   root to: "home#show"
   # JSON by default, so that an anonymous call is Devise's 401, not a redirect to the form.
   get "/me", to: "me#show", defaults: { format: :json }
+  get "/anycable_token", to: "anycable_tokens#show", defaults: { format: :json }
 end
