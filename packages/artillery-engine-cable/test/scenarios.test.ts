@@ -1,7 +1,7 @@
 // Smoke tests of the scenario library: each scenario runs against the local target, shortened
 // through Artillery's own overrides, and must finish clean with its headline metrics present.
 import path from "node:path";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { counter, runArtillery, samples, startAnyCable, waitForConnections } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -43,10 +43,16 @@ const smoke: Record<string, Smoke> = {
   "capacity-pusher.yml": { users: 10, variables: { capacity_max_s: 2 }, histograms: ["cable.handshake_latency"], pusher: true },
 };
 
+/** Scenarios that need a real server or app, run by the test file named. */
+const elsewhere: Record<string, string> = {
+  "reconnect-storm.yml": "scenarios.test.ts", // a real restart: its smoke test is below
+  "rails-devise.yml": "rails-devise.test.ts",
+};
+
 test("every scenario in scenarios/ has a smoke test", () => {
   const files = readdirSync(path.join(repo, "scenarios")).filter((f) => f.endsWith(".yml"));
-  expect(files.filter((f) => !(f in smoke) && f !== "reconnect-storm.yml")).toEqual([]);
-  // reconnect-storm.yml needs a real restart: its smoke test is below.
+  expect(files.filter((f) => !(f in smoke) && !(f in elsewhere))).toEqual([]);
+  for (const [file, testFile] of Object.entries(elsewhere)) expect(readFileSync(path.join(__dirname, testFile), "utf8"), testFile).toContain(file);
 });
 
 describe.each(Object.entries(smoke))("%s against the local target", (file, spec) => {
