@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { counter, runArtillery, samples, startRailsDevise, type RailsDeviseServer } from "cable-test-servers";
+import { counter, runArtillery, samples, startAnyCable, startRailsDevise, type RailsDeviseServer } from "cable-test-servers";
 import yaml from "js-yaml";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
@@ -49,6 +49,33 @@ describe.concurrent("Rails + Devise: virtual users sign in as the app's users", 
     expect([...signedIn].sort((a, b) => a - b)).toEqual(first40);
     expect([...sockets].sort((a, b) => a! - b!)).toEqual(first40);
     expectNoSecrets(run.output, run.reportPath);
+  });
+
+  test("scenarios/anycable-jwt.yml: each user signs in, takes its AnyCable token from the app, and anycable-go lets in only tokened sockets", async () => {
+    const anycable = await startAnyCable({ public: false, args: [`--jwt_secret=${app.jwtSecret}`, "--enforce_jwt", "--public_streams"] });
+    try {
+      const run = await runArtillery({
+        script: path.join(repo, "scenarios", "anycable-jwt.yml"),
+        args: ["--target", anycable.url, "--overrides", JSON.stringify({ config: { cable: { http: app.http }, phases: [{ duration: 2, arrivalCount: 10 }], variables: { hold: 1 } } })],
+        timeoutMs: 60_000,
+      });
+      const report = run.report!;
+      expect(report, run.output).toBeDefined();
+      expect(counter(report, "vusers.completed"), run.output).toBe(10);
+      expect(counter(report, "cable.subscriptions")).toBe(10);
+      expect(samples(report, "cable.http_latency")).toBe(30);
+      expectNoSecrets(run.output, run.reportPath);
+      // The same flow without the token: --enforce_jwt refuses it, named.
+      const scenario = yaml.safeLoad(readFileSync(path.join(repo, "scenarios", "anycable-jwt.yml"), "utf8")) as { config: Record<string, any>; scenarios: { flow: Record<string, any>[] }[] };
+      scenario.scenarios[0].flow = scenario.scenarios[0].flow.map((step) => (step.connect ? { connect: {} } : step));
+      const refused = await runArtillery({
+        script: { ...scenario, config: { ...scenario.config, target: anycable.url, cable: { http: app.http }, payload: { ...scenario.config.payload, path: path.join(repo, "scenarios", "users.csv") }, phases: [{ duration: 1, arrivalCount: 2 }], variables: { hold: 0 } } },
+        timeoutMs: 60_000,
+      });
+      expect(counter(refused.report!, "errors.cable.unauthorized"), refused.output).toBe(2);
+    } finally {
+      await anycable.stop();
+    }
   });
 
   type Script = { config: Record<string, any>; scenarios: { name?: string; engine?: string; flow: Record<string, any>[] }[] };

@@ -47,6 +47,7 @@ const smoke: Record<string, Smoke> = {
 const elsewhere: Record<string, string> = {
   "reconnect-storm.yml": "scenarios.test.ts", // a real restart: its smoke test is below
   "rails-devise.yml": "rails-devise.test.ts",
+  "anycable-jwt.yml": "rails-devise.test.ts",
 };
 
 test("every scenario in scenarios/ has a smoke test", () => {
