@@ -1,6 +1,6 @@
 // The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
-import type { TaskStatus, Store } from "cable-worker/contract";
+import type { TaskSlice, TaskStatus, Store } from "cable-worker/contract";
 import type { Bundle } from "./bundle.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";
@@ -32,7 +32,17 @@ export interface StartOptions {
   secretRefs: Record<string, string>;
   /** Local backend only: env vars passed straight to the child processes (values; never logged). */
   secretValues: Record<string, string>;
+  /**
+   * The region's tasks take slices `first`, `first + 1`, … of `total` (CABLE_SLICE), in the order
+   * they are started; absent when the run has no sequence payload to slice.
+   */
+  slices?: { first: number; total: number };
   abort: AbortSignal;
+}
+
+/** The slice of the region's task number `slot` (0-based, in the order of starting). */
+export function taskSlice(slices: NonNullable<StartOptions["slices"]>, slot: number): TaskSlice {
+  return { index: slices.first + slot, count: slices.total };
 }
 
 export interface Preflight {

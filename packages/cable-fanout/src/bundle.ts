@@ -3,6 +3,7 @@
 import path from "node:path";
 import { MANIFEST_FILE, type RunManifest } from "cable-worker/contract";
 import { FanoutInputError } from "./errors.js";
+import type { SlicedPayload } from "./payloads.js";
 import type { Scenario } from "./scenario.js";
 
 export interface BundleFile {
@@ -25,6 +26,8 @@ export interface ManifestInput {
   barrier?: RunManifest["barrier"];
   heartbeat?: RunManifest["heartbeat"];
   maxDurationMs?: number;
+  /** The payload files each task cuts to its slice (payloads.ts); all of them are among the scenario's files. */
+  sequencePayloads?: SlicedPayload[];
 }
 
 export function buildBundle(scenario: Scenario, input: ManifestInput): Bundle {
@@ -42,8 +45,15 @@ export function buildBundle(scenario: Scenario, input: ManifestInput): Bundle {
     ...(input.maxDurationMs !== undefined ? { maxDurationMs: input.maxDurationMs } : {}),
     ...(input.overrides && Object.keys(input.overrides).length > 0 ? { overrides: input.overrides } : {}),
     ...(input.environment ? { environment: input.environment } : {}),
+    ...(input.sequencePayloads?.length ? { sequencePayloads: input.sequencePayloads.map((p) => ({ path: keyOf(files, p.file), ...p.csv })) } : {}),
   };
   return { files, manifest };
+}
+
+function keyOf(files: BundleFile[], source: string): string {
+  const file = files.find((f) => f.source === source);
+  if (!file) throw new Error(`${source} is not in the bundle`);
+  return file.key;
 }
 
 /** The deepest directory containing all of `dirs` (absolute paths). */

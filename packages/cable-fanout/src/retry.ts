@@ -1,5 +1,6 @@
-// Starting a region's tasks: RunTask calls of at most 10, each retried with backoff on throttling and
-// on capacity failures. The ECS call is a parameter, so the loop is tested without the SDK.
+// Starting a region's tasks: RunTask calls of at most 10 tasks, tried in rounds, each round's
+// leftovers again after a backoff on throttling and on capacity failures. The ECS call is a
+// parameter, so the loop is tested without the SDK.
 import { backoffDelay, batches, type Backoff, RUN_TASK_BACKOFF } from "./schedule.js";
 
 export interface BatchResult<T> {
@@ -11,6 +12,8 @@ export interface BatchResult<T> {
 export interface StartResult<T> extends BatchResult<T> {
   /** The distinct reasons behind `failures`, as ECS or the SDK gave them (what a fallback decides on). */
   reasons: string[];
+  /** The tasks not started, by their number in the region (what a fallback starts elsewhere). */
+  unstarted: number[];
 }
 
 export interface RetryDeps {
@@ -41,27 +44,42 @@ export function isCapacityFailure(reason: string): boolean {
   return /capacity/i.test(reason);
 }
 
-/** Starts `count` tasks through `runBatch(n)` (n ≤ 10), batch after batch; returns what started and why the rest did not. */
-export async function startInBatches<T>(count: number, runBatch: (n: number) => Promise<BatchResult<T>>, deps: RetryDeps): Promise<StartResult<T>> {
+/**
+ * Starts the tasks `slots` (their numbers in the region) in calls of at most `batchSize` through
+ * `runBatch`; a call that starts fewer than asked leaves its last tasks to the next round. Every
+ * round tries each call still short once, so one call's backoff does not hold the others up (a
+ * run whose tasks start one per call would otherwise wait out Spot task by task).
+ */
+export async function startInBatches<T>(slots: readonly number[], batchSize: number, runBatch: (slots: number[]) => Promise<BatchResult<T>>, deps: RetryDeps): Promise<StartResult<T>> {
   const backoff = deps.backoff ?? RUN_TASK_BACKOFF;
   const started: T[] = [];
-  const failures: string[] = [];
+  const unstarted: number[] = [];
+  // "not started after 2 tries: <reasons>" → how many tasks, so that calls failing alike make one line.
+  const failures = new Map<string, number>();
   const lasting = new Set<string>();
-  for (const size of batches(count)) {
-    let remaining = size;
-    for (let attempt = 1; remaining > 0; attempt++) {
+  const giveUp = (left: number[], why: string, reasons: string[]) => {
+    unstarted.push(...left);
+    failures.set(why, (failures.get(why) ?? 0) + left.length);
+    for (const r of reasons) lasting.add(r);
+  };
+  let offset = 0;
+  let pending = batches(slots.length, batchSize).map((size) => slots.slice(offset, (offset += size)));
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    const retry: number[][] = [];
+    const retryReasons = new Set<string>();
+    for (const call of pending) {
       if (deps.abort.aborted) {
-        failures.push(`${remaining} task(s) not started: the run was stopped`);
-        lasting.add("the run was stopped");
-        break;
+        giveUp(call, "not started: the run was stopped", ["the run was stopped"]);
+        continue;
       }
+      let left = call;
       let reasons: string[];
       let retryable: boolean;
       try {
-        const result = await runBatch(remaining);
+        const result = await runBatch(call);
         started.push(...result.started);
-        remaining -= result.started.length;
-        if (remaining <= 0) break;
+        left = call.slice(result.started.length);
+        if (left.length === 0) continue;
         reasons = result.failures.length > 0 ? [...new Set(result.failures)] : ["RunTask started fewer tasks than asked, without a reason"];
         retryable = result.failures.length > 0 && result.failures.every(isRetryableFailure);
       } catch (err) {
@@ -70,14 +88,17 @@ export async function startInBatches<T>(count: number, runBatch: (n: number) => 
         retryable = isThrottling(err);
       }
       if (!retryable || attempt >= backoff.attempts) {
-        failures.push(`${remaining} task(s) not started after ${attempt} ${attempt === 1 ? "try" : "tries"}: ${reasons.join("; ")}`);
-        for (const r of reasons) lasting.add(r);
-        break;
+        giveUp(left, `not started after ${attempt} ${attempt === 1 ? "try" : "tries"}: ${reasons.join("; ")}`, reasons);
+        continue;
       }
-      const delay = backoffDelay(attempt, backoff);
-      deps.log(`${remaining} task(s) not started (${reasons.join("; ")}); retrying in ${Math.round(delay / 1000)} s`);
-      await deps.sleep(delay, deps.abort);
+      retry.push(left);
+      for (const r of reasons) retryReasons.add(r);
     }
+    pending = retry;
+    if (pending.length === 0) break;
+    const delay = backoffDelay(attempt, backoff);
+    deps.log(`${pending.flat().length} task(s) not started (${[...retryReasons].join("; ")}); retrying in ${Math.round(delay / 1000)} s`);
+    await deps.sleep(delay, deps.abort);
   }
-  return { started, failures, reasons: [...lasting] };
+  return { started, failures: [...failures].map(([why, tasks]) => `${tasks} task(s) ${why}`), reasons: [...lasting], unstarted };
 }

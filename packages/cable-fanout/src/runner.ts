@@ -17,6 +17,7 @@ import { LiveFeed } from "./live/feed.js";
 import { formatFinal, LiveView } from "./live/view.js";
 import { scrapeEvery, type ServerSample } from "./server-metrics.js";
 import { type RegionControl, watchRegion } from "./region-watch.js";
+import { checkSlicedPayloads, planPayloads } from "./payloads.js";
 import { loadScenario } from "./scenario.js";
 
 type Json = Record<string, unknown>;
@@ -167,6 +168,8 @@ class RunInProgress {
     readonly scenario: ReturnType<typeof loadScenario>,
     readonly timing: Timing,
     readonly maxDurationMs: number,
+    /** Every task gets its slice of the sequence payloads (CABLE_SLICE). */
+    readonly sliced: boolean,
     private readonly abort: AbortController,
   ) {
     mkdirSync(runDir, { recursive: true });
@@ -204,6 +207,8 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
   };
   const overrides = effectiveOverrides(options);
   const scenario = loadScenario(options.scenarioFile, overrides);
+  const payloads = planPayloads(scenario, options.environment);
+  const payloadWarnings = [...payloads.notes, ...checkSlicedPayloads(payloads.sliced, { count: options.count, regions: options.regions.length })];
   const regions = await openRegions(backend, options.regions);
 
   // Nothing starts while a region lacks a secret or the quota for the run.
@@ -216,12 +221,14 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
   const bundle = buildBundle(scenario, {
     overrides,
     environment: options.environment,
+    sequencePayloads: payloads.sliced,
     // A ready task waits for the go marker as long as the runner may take to decide, plus the lead and a minute.
     barrier: { waitMs: timing.readyTimeoutMs + timing.startDelayMs + 60_000, pollMs: timing.goPollMs },
     heartbeat: { staleMs: timing.heartbeatStaleMs, pollMs: Math.max(250, Math.min(15_000, Math.floor(timing.heartbeatStaleMs / 6))) },
     maxDurationMs,
   });
   deps.log(`run ${runId}: ${path.relative(process.cwd(), scenario.file)} × ${options.count} task(s) in ${options.regions.join(", ")} (${backend.kind}), ${bundle.files.length} file(s) bundled`);
+  for (const line of payloadWarnings) deps.log(`warning: ${line}`);
   await Promise.all(regions.map((r) => r.uploadBundle(runId, bundle)));
 
   const record: RunRecord = {
@@ -239,7 +246,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     regionFailures: {},
     notices: {},
   };
-  return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, maxDurationMs, deps.abort);
+  return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, maxDurationMs, payloads.sliced.length > 0, deps.abort);
 }
 
 /**
@@ -285,11 +292,13 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
   const fail = (region: string, failures: string[]) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), ...failures]);
   const controls = new Map<string, RegionControl>();
   const abortReason = () => run.abortReason;
-  const watches = regions.map(async (region) => {
+  const watches = regions.map(async (region, r) => {
+    // Slices are numbered region by region, in the order given, then task by task within each.
+    const slices = run.sliced ? { slices: { first: r * options.count, total: options.count * regions.length } } : {};
     const watched = await watchRegion(region, {
       runId: run.runId,
       count: options.count,
-      startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, abort: run.signal },
+      startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, ...slices, abort: run.signal },
       timing,
       deps,
       progress,

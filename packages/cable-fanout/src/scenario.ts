@@ -13,6 +13,8 @@ export interface Scenario {
   dependencies: string[];
   /** The phases after `--overrides`; `undefined` when some duration is not a plain number or unit string. */
   durationMs: number | undefined;
+  /** The script's `config` section as written (payloads.ts reads its payloads). */
+  config: Record<string, unknown>;
 }
 
 type Json = Record<string, unknown>;
@@ -70,7 +72,7 @@ export function loadScenario(file: string, overrides?: Json): Scenario {
   });
 
   const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
-  return { file: absolute, dependencies: [...new Set(dependencies)], durationMs: phasesDurationMs(overridden) };
+  return { file: absolute, dependencies: [...new Set(dependencies)], durationMs: phasesDurationMs(overridden), config };
 }
 
 /** Sum of the phases' `duration` and `pause`; undefined if any is not a number or a unit string. */

@@ -95,6 +95,33 @@ describe("RunTask", () => {
     expect(outcome.failures).toEqual(["2 task(s) not started after 3 tries: AGENT: no agent"]);
   });
 
+  it("tries a throttled call again in the next round, after the calls behind it", async () => {
+    let calls = 0;
+    ecs.on(RunTaskCommand).callsFake((input) => {
+      if (++calls === 2) throw throttling();
+      return { tasks: provisioning(input.count) };
+    });
+    const outcome = await region().startTasks("run-1", 23, options());
+    expect(ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input.count)).toEqual([10, 10, 3, 10]);
+    expect(sleeps).toEqual([2_000]);
+    expect(outcome.started).toHaveLength(23);
+  });
+
+  it("starts tasks with slices one per call, each with its own CABLE_SLICE, and no other task's", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count), failures: [] }));
+    const outcome = await region().startTasks("run-1", 3, options({ slices: { first: 3, total: 6 } }));
+    const calls = ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+    expect(calls.map((c) => c.count)).toEqual([1, 1, 1]);
+    expect(calls.map((c) => c.overrides?.containerOverrides?.[0].environment)).toEqual(
+      ["3/6", "4/6", "5/6"].map((slice) => [
+        { name: "CABLE_RUN_ID", value: "run-1" },
+        { name: "CABLE_SLICE", value: slice },
+      ]),
+    );
+    expect(outcome.started).toHaveLength(3);
+    expect(() => region().runTaskInput("run-1", [0, 1], options({ slices: { first: 0, total: 2 } }))).toThrow("RunTask with slices starts one task, not 2");
+  });
+
   it("gives up at once on an error that will not go away", async () => {
     ecs.on(RunTaskCommand).rejects(Object.assign(new Error("subnet not found"), { name: "InvalidParameterException" }));
     const outcome = await region().startTasks("run-1", 3, options());
@@ -103,7 +130,7 @@ describe("RunTask", () => {
   });
 
   it("asks for Spot, the task size, and secrets by name only", () => {
-    const input = region().runTaskInput("run-1", 2, options({ spot: true, cpu: 2048, memory: 8192, secretRefs: { PUSHER_APP_SECRET: "/cable-loadtest/pusher" } }));
+    const input = region().runTaskInput("run-1", [0, 1], options({ spot: true, cpu: 2048, memory: 8192, secretRefs: { PUSHER_APP_SECRET: "/cable-loadtest/pusher" } }));
     expect(input.launchType).toBeUndefined();
     expect(input.capacityProviderStrategy).toEqual([{ capacityProvider: "FARGATE_SPOT", weight: 1 }]);
     expect(input.overrides).toEqual({
@@ -149,6 +176,28 @@ describe("Spot with a fallback", () => {
     expect(outcome.failures).toEqual([]);
     expect(outcome.notices).toEqual([`2 of 3 task(s) ran on FARGATE (on-demand), not Spot: ${noSpot}`]);
     expect(sleeps.reduce((a, b) => a + b, 0)).toBeLessThan(10_000);
+  });
+
+  it("with slices, waits Spot out for all tasks at once and starts on FARGATE exactly the slices Spot could not place", async () => {
+    spotShort(1);
+    const outcome = await region().startTasks("run-1", 3, options({ spot: true, slices: { first: 0, total: 3 } }));
+    const calls = ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+    const slice = (c: (typeof calls)[number]) => c.overrides?.containerOverrides?.[0].environment?.find((e) => e.name === "CABLE_SLICE")?.value;
+    expect(calls.map((c) => `${c.capacityProviderStrategy?.[0]?.capacityProvider ?? c.launchType} ${slice(c)}`)).toEqual([
+      "FARGATE_SPOT 0/3",
+      "FARGATE_SPOT 1/3",
+      "FARGATE_SPOT 2/3",
+      "FARGATE_SPOT 1/3",
+      "FARGATE_SPOT 2/3",
+      "FARGATE_SPOT 1/3",
+      "FARGATE_SPOT 2/3",
+      "FARGATE 1/3",
+      "FARGATE 2/3",
+    ]);
+    // One backoff per round, not per task.
+    expect(sleeps).toEqual([2_000, 4_000]);
+    expect(outcome.started).toHaveLength(3);
+    expect(outcome.notices).toEqual([`2 of 3 task(s) ran on FARGATE (on-demand), not Spot: ${noSpot}`]);
   });
 
   it("--spot-only waits Spot out for the usual minute and starts nothing elsewhere", async () => {

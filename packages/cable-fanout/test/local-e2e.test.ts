@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTarget, type LocalTarget } from "cable-local-target";
@@ -10,10 +10,11 @@ import { runCli } from "./cli";
 // real Artillery with the cable engine against the local target, and cable-report's merge.
 const ROOT = path.resolve(__dirname, "../../..");
 const CHAT = path.join(ROOT, "scenarios/chat.yml");
+const SIGN_IN = path.join(__dirname, "fixtures/payload-slices/sign-in.yml");
 const SHORT = JSON.stringify({ config: { phases: [{ duration: 2, arrivalRate: 2 }] } });
 const LONG = JSON.stringify({ config: { phases: [{ duration: 120, arrivalRate: 1 }] } });
 
-const cli = (args: string[], cwd: string, onSpawn?: (child: ChildProcess) => void) => runCli(args, { cwd, onSpawn });
+const cli = (args: string[], cwd: string, onSpawn?: (child: ChildProcess) => void, env?: Record<string, string>) => runCli(args, { cwd, onSpawn, env });
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
 const onlyRun = (out: string) => readdirSync(out).filter((d) => !d.startsWith("."));
@@ -153,6 +154,55 @@ describe("cable-fanout run --local", () => {
     // Stopped (or called off by the cancelling go marker) before any load.
     expect(record.tasks).toEqual([expect.objectContaining({ state: "failed", reason: expect.stringMatching(/SIGTERM|called off/) })]);
   });
+
+  it("gives every task its own slice of a sequence payload: 2 regions × 2 tasks sign in as disjoint users, all 12 together", async () => {
+    const out = path.join(work, "slices");
+    const rows = path.join(work, "slice-rows");
+    mkdirSync(rows);
+    const result = await cli(["run", SIGN_IN, "--local", "--regions", "local-a,local-b", "--count", "2", "--target", target.cableUrl, "--start-delay", "2", "--out", out], work, undefined, { ROWS_DIR: rows });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).not.toContain("rows reused");
+
+    const all = readFileSync(path.join(__dirname, "fixtures/payload-slices/users.csv"), "utf8").match(/^user\d+@example\.com/gm)!;
+    expect(all).toHaveLength(12);
+    const used = new Map<string, Array<{ email: string; password: string }>>();
+    for (const region of ["local-a", "local-b"]) {
+      for (const task of ["task-1", "task-2"]) {
+        const lines = readFileSync(path.join(rows, `${region}.${task}.jsonl`), "utf8").trim().split("\n");
+        used.set(`${region}/${task}`, lines.map((line) => JSON.parse(line)));
+      }
+    }
+    // Slice k of 4, k = the region's place in --regions × 2 + the task's place in its region: the rows whose index % 4 is k.
+    const emails = (task: string) => [...new Set(used.get(task)!.map((row) => row.email))].sort();
+    expect(emails("local-a/task-1")).toEqual([all[0], all[4], all[8]]);
+    expect(emails("local-a/task-2")).toEqual([all[1], all[5], all[9]]);
+    expect(emails("local-b/task-1")).toEqual([all[2], all[6], all[10]]);
+    expect(emails("local-b/task-2")).toEqual([all[3], all[7], all[11]]);
+    // Disjoint, and together the whole file; each task's 6 users went through its 3 rows in sequence, twice.
+    const everyTask = [...used.keys()].flatMap(emails);
+    expect(new Set(everyTask).size).toBe(everyTask.length);
+    expect(everyTask.sort()).toEqual([...all].sort());
+    for (const rowsUsed of used.values()) expect(rowsUsed.map((row) => row.email)).toEqual([...rowsUsed.slice(0, 3), ...rowsUsed.slice(0, 3)].map((row) => row.email));
+    // Quoted fields came through the cut as Artillery read them from the whole file.
+    expect(used.get("local-b/task-2")!.find((row) => row.email === all[3])!.password).toBe("pw, three\nline two");
+    expect(used.get("local-b/task-1")!.find((row) => row.email === all[6])!.password).toBe('say "hi"');
+
+    // Each worker said how it cut the file: sizes, never a row.
+    const [runId] = onlyRun(out);
+    const log = readFileSync(path.join(out, ".local-store/logs", runId, "local-b", "task-2.log"), "utf8");
+    expect(log).toContain("payload users.csv: 12 row(s), slice 3/4 keeps 3");
+    expect(log).not.toContain("pw-");
+  }, 120_000);
+
+  it("warns before launch when a sequence payload has fewer rows than the run has tasks", async () => {
+    const out = path.join(work, "few-rows");
+    // The environment's payload replaces the file; the run is called off at once, after the warning.
+    const result = await cli(["run", SIGN_IN, "--environment", "few", "--local", "--regions", "local-a,local-b", "--count", "2", "--target", target.cableUrl, "--ready-timeout", "0.2s", "--out", out], work);
+    expect(result.code).toBe(4);
+    const shown = path.relative(work, path.join(__dirname, "fixtures/payload-slices/few-users.csv"));
+    expect(result.stderr).toContain(`warning: payload ${shown} has 3 row(s) for 4 task(s) (2 per region × 2 region(s)): rows reused: some users will be signed in by two tasks at once`);
+    expect(result.stderr.indexOf("rows reused")).toBeLessThan(result.stderr.indexOf("ready: "));
+  }, 120_000);
 
   it("refuses an unknown scenario file with exit 2, naming it", async () => {
     const result = await cli(["run", "nope.yml", "--local", "--regions", "a", "--out", path.join(work, "none")], work);

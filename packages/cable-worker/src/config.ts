@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SEGMENT_PATTERN } from "./layout.js";
+import { type TaskSlice, parseSlice } from "./payload-slice.js";
 
 /**
  * The worker's whole contract with whoever starts it (ECS RunTask, or the fan-out runner's local
@@ -21,6 +22,8 @@ export interface WorkerConfig {
   maxStartWaitMs: number;
   /** A task stopping itself (runner gone, --max-duration): how long Artillery has after SIGTERM before SIGKILL. */
   selfStopGraceMs: number;
+  /** This task's slice of the run's sequence payloads; undefined: every payload read whole. */
+  slice: TaskSlice | undefined;
 }
 
 const segment = (what: string) =>
@@ -53,6 +56,18 @@ const schema = z.object({
       }
       return result.data;
     }),
+  CABLE_SLICE: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text.trim() === "") return undefined;
+      try {
+        return parseSlice(text);
+      } catch (err) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `CABLE_SLICE ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    }),
   CABLE_WORK_DIR: z.string().min(1).optional(),
   CABLE_MAX_START_WAIT_MS: z.coerce.number().int().nonnegative().default(10 * 60_000),
   // Under ECS's own stopTimeout (60 s), so that the upload after a SIGKILL still happens in time.
@@ -78,5 +93,6 @@ export function readWorkerConfig(env: NodeJS.ProcessEnv, defaultWorkDir: string)
     workDir: e.CABLE_WORK_DIR ?? defaultWorkDir,
     maxStartWaitMs: e.CABLE_MAX_START_WAIT_MS,
     selfStopGraceMs: e.CABLE_SELF_STOP_GRACE_MS,
+    slice: e.CABLE_SLICE,
   };
 }

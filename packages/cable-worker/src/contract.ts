@@ -5,6 +5,9 @@
  *
  *   what                          written by                  read by
  *   bundle/run.json               runner (bundle.ts)          task (manifest.ts)
+ *     its sequencePayloads        runner (payloads.ts)        task (payload-slice.ts)
+ *   CABLE_SLICE (task's env)      runner (aws-backend.ts,     task (config.ts → payload-slice.ts)
+ *                                 local-backend.ts)
  *   <task>/ready.json             task (run-task.ts)          runner (barrier.ts)
  *   control/go.json               runner (barrier.ts)         task (markers.ts waitForGo)
  *   control/heartbeat.json        runner (heartbeat.ts)       task (markers.ts watchHeartbeat)
@@ -13,6 +16,9 @@
  *   <task>/live/ended.live        task (cable-capacity-probe) runner (live/feed.ts)
  *   <region>/capacity-stop.live   runner (capacity)           task (cable-capacity-probe, by listing)
  *   <task>/status.json            task (run-task.ts)          runner (store.ts, collect.ts)
+ *
+ * CABLE_SLICE is the one entry that is no file: each task's own slice travels in its environment
+ * (RunTask's container overrides, the local backend's spawn), since every task reads the same bundle.
  *
  * The keys are in layout.ts and live-keys.ts (the CDK stack derives the task role's IAM patterns
  * from them); every JSON file has a zod schema here, and its type is inferred from it.
@@ -23,6 +29,7 @@ export * from "./layout.js";
 export * from "./live-keys.js";
 export * from "./markers.js";
 export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
+export { formatSlice, type PayloadFile, readPayloadRows, SLICE_ENV, type TaskSlice } from "./payload-slice.js";
 export { EXIT, STOPPED_FROM_OUTSIDE, type TaskStatus, taskStatusSchema } from "./status.js";
 export type { Store } from "./store.js";
 // The live period and phase files hold cable-report's own records: the sidecar and the report read the same shapes.

@@ -1,6 +1,7 @@
 import { LIVE_PLUGIN } from "./live-keys.js";
 import { z } from "zod";
 import { envVarName, formatIssues, secretsMap } from "./config.js";
+import { payloadFileSchema } from "./payload-slice.js";
 
 /**
  * `runs/<runId>/bundle/run.json`, written by the fan-out runner next to the files it uploads.
@@ -32,6 +33,11 @@ export const manifestSchema = z
     env: z.record(envVarName, z.string()).optional(),
     /** More secret references, merged over CABLE_SECRETS. Names only, never values. */
     secrets: secretsMap.optional(),
+    /**
+     * The `order: sequence` payloads of the scenario (for `environment`) that each task replaces with
+     * its slice (CABLE_SLICE) before Artillery starts (payload-slice.ts); the runner picks them.
+     */
+    sequencePayloads: z.array(payloadFileSchema).optional(),
   })
   .strict();
 

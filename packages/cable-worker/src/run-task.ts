@@ -6,6 +6,7 @@ import { type ArtilleryOutcome, artilleryBin, runArtillery } from "./artillery.j
 import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
 import { type RunManifest, parseManifest, taskOverrides } from "./manifest.js";
+import { slicePayloads } from "./payload-slice.js";
 import { GATE_CANCELLED_EXIT } from "./artillery-plugin-cable-start-gate.js";
 import { StartGate } from "./gate.js";
 import { taskKey, waitForGo, writeReady } from "./markers.js";
@@ -75,6 +76,7 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
     await mkdir(task.resultsDir, { recursive: true });
     const manifest = await fetchBundle(config, deps, task.bundleDir);
     task.stops.watchRun(manifest, deps.store, config.runId);
+    await slicePayloads(task.bundleDir, manifest.sequencePayloads ?? [], config.slice, deps.log).catch((err: Error) => fail(EXIT.setup, err.message));
     const secrets = await deps.resolveSecrets({ ...config.secrets, ...manifest.secrets }).catch((err: Error) => fail(EXIT.setup, err.message));
     (deps.checkArtillery ?? artilleryBin)();
     const artillery = launcher(task, manifest, secrets);

@@ -32,7 +32,7 @@ describe("the store layout", () => {
 describe("readWorkerConfig", () => {
   const base = { CABLE_RUN_ID: "r1", CABLE_REGION: "eu-west-2", CABLE_STORE: "s3://b" };
   it("reads the contract with defaults", () => {
-    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000, selfStopGraceMs: 30_000 });
+    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000, selfStopGraceMs: 30_000, slice: undefined });
     expect(readWorkerConfig({ ...base, CABLE_SECRETS: '{"PUSHER_SECRET":"/cable-loadtest/app/secret"}', CABLE_MAX_START_WAIT_MS: "5000" }, "/w")).toMatchObject({
       secrets: { PUSHER_SECRET: "/cable-loadtest/app/secret" },
       maxStartWaitMs: 5000,

@@ -5,12 +5,12 @@ import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
-import { RUNS_PREFIX } from "cable-worker/contract";
+import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
-import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
-import { type Backoff, backoffDelay, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
+import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
 import { describeRegionStack, type RegionStack } from "./discovery.js";
 import { checkFargateQuota, checkSecrets } from "./preflight.js";
@@ -128,12 +128,14 @@ export class AwsRegion implements Region {
 
   /**
    * On demand, or on Spot with a fallback: Spot is tried briefly, and the tasks it could not place
-   * for want of capacity start on FARGATE (a notice says how many), unless `spotOnly`.
+   * for want of capacity start on FARGATE (a notice says how many), unless `spotOnly`. A call's
+   * overrides are shared by every task it starts, so tasks with slices of their own start one per call.
    */
   async startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome> {
-    const start = (n: number, capacity: Capacity, backoff?: Backoff) =>
+    const start = (slots: number[], capacity: Capacity, backoff?: Backoff) =>
       startInBatches(
-        n,
+        slots,
+        options.slices ? 1 : RUN_TASK_MAX_COUNT,
         async (batch) => {
           const out = await this.clients.ecs.send(new RunTaskCommand(this.runTaskInput(runId, batch, options, capacity)));
           return {
@@ -143,11 +145,12 @@ export class AwsRegion implements Region {
         },
         { ...this.retry, abort: options.abort, ...(backoff ? { backoff } : {}) },
       );
-    if (!options.spot) return start(count, "FARGATE");
-    const spot = await start(count, "FARGATE_SPOT", options.spotOnly ? undefined : SPOT_BACKOFF);
-    const missing = count - spot.started.length;
-    if (missing === 0 || options.spotOnly || options.abort.aborted || !spot.reasons.every(isCapacityFailure)) return spot;
-    this.retry.log(`${this.name}: Fargate Spot placed ${spot.started.length} of ${count} task(s); starting ${missing} on FARGATE (--spot-only would not)`);
+    const slots = Array.from({ length: count }, (_, slot) => slot);
+    if (!options.spot) return start(slots, "FARGATE");
+    const spot = await start(slots, "FARGATE_SPOT", options.spotOnly ? undefined : SPOT_BACKOFF);
+    const missing = spot.unstarted;
+    if (missing.length === 0 || options.spotOnly || options.abort.aborted || !spot.reasons.every(isCapacityFailure)) return spot;
+    this.retry.log(`${this.name}: Fargate Spot placed ${spot.started.length} of ${count} task(s); starting ${missing.length} on FARGATE (--spot-only would not)`);
     const onDemand = await start(missing, "FARGATE");
     return {
       started: [...spot.started, ...onDemand.started],
@@ -156,14 +159,19 @@ export class AwsRegion implements Region {
     };
   }
 
-  runTaskInput(runId: string, count: number, options: StartOptions, capacity: Capacity = options.spot ? "FARGATE_SPOT" : "FARGATE"): RunTaskCommandInput {
+  /** One RunTask call for the region's tasks number `slots`: with slices, a single task. */
+  runTaskInput(runId: string, slots: number[], options: StartOptions, capacity: Capacity = options.spot ? "FARGATE_SPOT" : "FARGATE"): RunTaskCommandInput {
     const environment = [{ name: "CABLE_RUN_ID", value: runId }];
+    if (options.slices) {
+      if (slots.length !== 1) throw new Error(`a task's slice is its own: RunTask with slices starts one task, not ${slots.length}`);
+      environment.push({ name: SLICE_ENV, value: formatSlice(taskSlice(options.slices, slots[0])) });
+    }
     // Names of parameters/secrets only: the worker resolves them with its task role.
     if (Object.keys(options.secretRefs).length > 0) environment.push({ name: "CABLE_SECRETS", value: JSON.stringify(options.secretRefs) });
     return {
       cluster: this.stack.clusterArn,
       taskDefinition: this.stack.taskDefinitionArn,
-      count,
+      count: slots.length,
       // `stop <runId>` finds the run's tasks by this (ListTasks startedBy), without local state.
       startedBy: runId,
       ...(capacity === "FARGATE_SPOT" ? { capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] } : { launchType: "FARGATE" as const }),

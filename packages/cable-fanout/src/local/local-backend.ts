@@ -3,9 +3,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { RESERVED_SEGMENTS, SEGMENT_PATTERN } from "cable-worker/contract";
+import { formatSlice, RESERVED_SEGMENTS, SEGMENT_PATTERN, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
-import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../backend.js";
+import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
@@ -113,6 +113,7 @@ class LocalRegion implements Region {
           CABLE_STORE: this.storeDir,
           CABLE_WORK_DIR: path.join(this.storeDir, "work"),
           ...(Object.keys(options.secretRefs).length > 0 ? { CABLE_SECRETS: JSON.stringify(options.secretRefs) } : {}),
+          ...(options.slices ? { [SLICE_ENV]: formatSlice(taskSlice(options.slices, n - 1)) } : {}),
         },
         stdio: ["ignore", out, out],
       });
