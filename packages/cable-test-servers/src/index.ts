@@ -4,6 +4,7 @@ export { deviseUsers, startRailsDevise, type CableEvent, type RailsDeviseOptions
 export { startSockudo, sockudoBinary, type SockudoServer } from "./sockudo.js";
 export { startSoketi, soketiEntry, soketiNode, type SoketiOptions, type SoketiServer } from "./soketi.js";
 export { startReverb, reverbApp, type ReverbServer } from "./reverb.js";
+export { startLaravelApp, laravelUsers, doubleSignIns, type LaravelApp, type LaravelAppOptions, type LaravelUser, type LoginEvent, type LaravelSession, type DoubleSignIn } from "./laravel.js";
 export { startAnyCable, anycableBinary, type AnyCableOptions, type AnyCableServer } from "./anycable.js";
 export { establishedConnections, establishedPeers, waitForConnections } from "./connections.js";
 export { startTcpProxy, type TcpProxy } from "./proxy.js";

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 
 export interface RunningServer {
@@ -47,6 +48,36 @@ export interface SpawnOptions {
   startTimeoutMs?: number;
   /** Set for servers with a long graceful shutdown (Sockudo waits 10 s after SIGTERM). */
   killSignal?: NodeJS.Signals;
+  /**
+   * Starts the server as the leader of its own process group and signals the whole group, for
+   * servers that fork workers (PHP's built-in server with PHP_CLI_SERVER_WORKERS): signalling the
+   * leader alone leaves its workers holding the port.
+   */
+  processGroup?: boolean;
+}
+
+/**
+ * Whether a process of the group still runs. Zombies do not count: they hold no port, and an init
+ * that reaps lazily (this machine's takes a second or more) would otherwise stall every stop().
+ */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  if (!existsSync("/proc/self/stat")) return true;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      // After the command's closing parenthesis: state, ppid, pgrp.
+      const [state, , pgrp] = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ").pop()!.split(" ");
+      if (Number(pgrp) === pgid && state !== "Z") return true;
+    } catch {
+      // exited while we looked
+    }
+  }
+  return false;
 }
 
 interface Started {
@@ -59,7 +90,7 @@ interface Started {
  * or stalls. The server can be killed (-9) and started again on the same port, for restart tests.
  */
 export async function spawnServer(options: SpawnOptions): Promise<RunningServer> {
-  const { command, args, port, cwd, env, startTimeoutMs = 30_000, killSignal = "SIGTERM" } = options;
+  const { command, args, port, cwd, env, startTimeoutMs = 30_000, killSignal = "SIGTERM", processGroup = false } = options;
   let log = "";
   const append = (chunk: Buffer) => {
     log += chunk.toString();
@@ -68,17 +99,41 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningServer>
   let current: Started | undefined;
 
   const running = (s: Started | undefined): s is Started => !!s && s.child.exitCode === null && s.child.signalCode === null;
-  const end = async (signal: NodeJS.Signals) => {
+  const signal = (s: Started, sig: NodeJS.Signals) => {
+    if (!processGroup || s.child.pid === undefined) return void s.child.kill(sig);
+    try {
+      process.kill(-s.child.pid, sig);
+    } catch {
+      // ESRCH: the group is gone already.
+    }
+  };
+  const end = async (sig: NodeJS.Signals) => {
     const s = current;
-    if (!running(s)) return;
-    s.child.kill(signal);
-    const timer = setTimeout(() => s.child.kill("SIGKILL"), 3_000);
+    if (!running(s)) {
+      // A leader that died on its own may have left workers behind.
+      if (s && processGroup) signal(s, "SIGKILL");
+      return;
+    }
+    signal(s, sig);
+    const timer = setTimeout(() => signal(s, "SIGKILL"), 3_000);
     await s.exited;
     clearTimeout(timer);
+    // Workers that outlive their leader would keep the port: the group goes with it, and stop()
+    // resolves once the last of them is gone.
+    if (processGroup && s.child.pid !== undefined) {
+      signal(s, "SIGKILL");
+      const deadline = Date.now() + 3_000;
+      while (groupAlive(s.child.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    }
   };
 
   const start = async () => {
-    const child: ChildProcess = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child: ChildProcess = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: processGroup,
+    });
     child.stdout?.on("data", append);
     child.stderr?.on("data", append);
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
