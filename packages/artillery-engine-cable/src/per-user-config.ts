@@ -23,9 +23,23 @@ function authEndpointIn(config: unknown, environment: string | undefined): unkno
   return fromEnvironment ?? pick(config);
 }
 
-/** `config.cable` as the engine reads it: Artillery's rendering, with a per-user authEndpoint put back as written. */
+/**
+ * Puts each per-user template of the file back where Artillery's rendering left the trace of a
+ * variable no user had yet (undefined, or "undefined" inside a string); anything else rendered, an
+ * `--overrides` value or `{{ $env.APP_URL }}`, stays as Artillery made it.
+ */
+function restore(written: unknown, rendered: unknown): unknown {
+  if (typeof written === "string") return hasPerUserTemplate(written) && (rendered === undefined || (typeof rendered === "string" && rendered.includes("undefined"))) ? written : rendered;
+  if (!isRecord(written) || !isRecord(rendered)) return rendered;
+  const out: Json = { ...rendered };
+  for (const [key, value] of Object.entries(written)) out[key] = restore(value, rendered[key]);
+  return out;
+}
+
+/** `config.cable` as the engine reads it: Artillery's rendering, with the authEndpoint's per-user templates put back as written. */
 export function cableSection(script: Script): unknown {
   const rendered = script.config.cable;
+  if (!isRecord(rendered) || !isRecord(rendered.pusher)) return rendered;
   for (const file of new Set([script._configPath, script._scriptPath])) {
     if (!file) continue;
     let doc: unknown;
@@ -35,8 +49,11 @@ export function cableSection(script: Script): unknown {
       continue;
     }
     const written = authEndpointIn(isRecord(doc) ? doc.config : undefined, script._environment);
-    if (!hasPerUserTemplate(written) || !isRecord(rendered) || !isRecord(rendered.pusher)) continue;
-    return { ...rendered, pusher: { ...rendered.pusher, authEndpoint: written } };
+    if (!hasPerUserTemplate(written)) continue;
+    // A string endpoint is its url.
+    const asObject = (e: unknown) => (typeof e === "string" ? { url: e } : e);
+    const endpoint = restore(asObject(written), asObject(rendered.pusher.authEndpoint));
+    return { ...rendered, pusher: { ...rendered.pusher, authEndpoint: endpoint } };
   }
   return rendered;
 }

@@ -94,7 +94,10 @@ describe("findProblems", () => {
     const rendered = { protocol: "pusher", pusher: { key: "k", authEndpoint: { url: "http://app/broadcasting/auth", headers: { "X-CSRF-TOKEN": undefined, Authorization: "Bearer undefined" } } } };
     const { problems, settings } = findProblems({ ...script({ cable: rendered }), _scriptPath: file }, { APP: "http://app" });
     expect(problems).toEqual([]);
-    expect(settings!.pusher!.authEndpoint).toEqual({ url: "{{ $env.APP }}/broadcasting/auth", headers: { "X-CSRF-TOKEN": "{{ csrf }}", Authorization: "Bearer {{ token }}" } });
+    // The per-user templates come back; what Artillery rendered right ($env, an --overrides url) stays.
+    expect(settings!.pusher!.authEndpoint).toEqual({ url: "http://app/broadcasting/auth", headers: { "X-CSRF-TOKEN": "{{ csrf }}", Authorization: "Bearer {{ token }}" } });
+    const overridden = { ...rendered, pusher: { ...rendered.pusher, authEndpoint: { ...rendered.pusher.authEndpoint, url: "http://127.0.0.1:9999/broadcasting/auth" } } };
+    expect(findProblems({ ...script({ cable: overridden }), _scriptPath: file }, { APP: "http://app" }).settings!.pusher!.authEndpoint!.url).toBe("http://127.0.0.1:9999/broadcasting/auth");
     // Without the file, the rendered value is what there is, and a header that is not text is named.
     expect(findProblems(script({ cable: rendered }), {}).problems.join("\n")).toContain('config.cable: field "pusher.authEndpoint');
   });

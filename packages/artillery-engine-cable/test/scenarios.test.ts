@@ -48,6 +48,9 @@ const elsewhere: Record<string, string> = {
   "reconnect-storm.yml": "scenarios.test.ts", // a real restart: its smoke test is below
   "rails-devise.yml": "rails-devise.test.ts",
   "anycable-jwt.yml": "rails-devise.test.ts",
+  "laravel-presence.yml": "laravel-app.test.ts",
+  "laravel-token.yml": "laravel-app.test.ts",
+  "laravel-token-pool.yml": "laravel-app.test.ts",
 };
 
 test("every scenario in scenarios/ has a smoke test", () => {
