@@ -71,7 +71,7 @@ describe.sequential("Laravel + Reverb: virtual users sign in as the app's users"
     const recipe = yaml.safeLoad(readFileSync(scenario("laravel-presence.yml"), "utf8")) as { config: Record<string, any>; scenarios: { flow: Record<string, any>[] }[] };
     const flow = recipe.scenarios[0].flow.map((step) => (step.subscribe?.channel?.startsWith("private-") ? { subscribe: { channel: "private-App.Models.User.{{ peek }}" } } : step));
     const file = path.join(dir, "peek.yml");
-    const config = { ...recipe.config, target: app.ws, phases: [{ duration: 1, arrivalCount: 3 }], payload: { path: "users.csv", fields: ["email", "password", "peek"], order: "sequence" }, variables: { hold: 1, room: 8 } };
+    const config: Record<string, any> = { ...recipe.config, target: app.ws, phases: [{ duration: 1, arrivalCount: 3 }], payload: { path: "users.csv", fields: ["email", "password", "peek"], order: "sequence" }, variables: { hold: 1, room: 8 } };
     config.cable = { ...config.cable, http: app.http, pusher: { ...config.cable.pusher, key: app.key, authEndpoint: { ...config.cable.pusher.authEndpoint, url: `${app.http}/broadcasting/auth` } } };
     writeFileSync(file, yaml.safeDump({ config, scenarios: [{ ...recipe.scenarios[0], flow }] }));
     const run = await runArtillery({ script: file, env: { REVERB_APP_KEY: app.key }, timeoutMs: 60_000 });
