@@ -2,6 +2,7 @@
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
 import type { TaskSlice, TaskStatus, Store } from "cable-worker/contract";
 import type { Bundle } from "./bundle.js";
+import type { BackendKind } from "./region-names.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";
 
@@ -110,7 +111,7 @@ export interface Timing {
 }
 
 export interface Backend {
-  readonly kind: "aws" | "local";
+  readonly kind: BackendKind;
   readonly timing: Timing;
   /** Finds a region's resources; throws FanoutInputError naming the region and the fix when it is not there. */
   openRegion(name: string): Promise<Region>;

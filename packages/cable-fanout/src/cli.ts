@@ -13,6 +13,7 @@ import { LocalBackend } from "./local/local-backend.js";
 import { parseAbortOn } from "./live/abort.js";
 import { parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
+import type { BackendKind } from "./region-names.js";
 import { runFanout } from "./runner.js";
 import { registerCapacity } from "./capacity/command.js";
 import { COMPARE_HELP, parseCompareTargets } from "./compare/targets.js";
@@ -75,13 +76,15 @@ export function stopOnSignals(abort: AbortController): { off: () => void } {
   return { off: () => signals.forEach((s) => process.off(s, handler)) };
 }
 
+const kindOf = (flags: BackendFlags): BackendKind => (flags.local ? "local" : "aws");
+
 const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
 
 /** What `run` and `compare` read alike from `scenarioRunOptions`' flags. */
 function scenarioRunInput(scenario: string, o: Record<string, unknown>, flags: BackendFlags, secrets: ReturnType<typeof parseSecrets>) {
   return {
     scenarioFile: scenario,
-    regions: parseRegions(o.regions as string),
+    regions: parseRegions(o.regions as string, kindOf(flags)),
     count: parsePositiveInt("--count", o.count as string),
     outDir: flags.out,
     ...parseScenarioRunFlags(o as Parameters<typeof parseScenarioRunFlags>[0], secrets),
@@ -114,7 +117,7 @@ function program(exit: (code: number) => void): Command {
   // The options of a run of the scenario, shared by `run` and `compare`.
   const scenarioRunOptions = (c: Command) =>
     c
-      .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local)")
+      .requiredOption("--regions <list>", "comma-separated regions: AWS regions (eu-west-2); with --local also local or local-<name> (local-a)")
       .option("--count <n>", "tasks per region", "1")
       .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
       .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")
@@ -235,7 +238,7 @@ function program(exit: (code: number) => void): Command {
   ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
     const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
     const result = await collectCommand(
-      { runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string) : undefined, count: o.count ? parsePositiveInt("--count", o.count as string) : undefined },
+      { runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string, kindOf(flags)) : undefined, count: o.count ? parsePositiveInt("--count", o.count as string) : undefined },
       makeBackend(flags),
       reportFlags(o),
       log,
@@ -251,7 +254,7 @@ function program(exit: (code: number) => void): Command {
       .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)"),
   ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
     const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-    const stopped = await stopCommand({ runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string) : undefined }, makeBackend(flags), log);
+    const stopped = await stopCommand({ runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string, kindOf(flags)) : undefined }, makeBackend(flags), log);
     log(`${stopped} task(s) stopped`);
     exit(EXIT.ok);
   });

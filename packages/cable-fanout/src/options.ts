@@ -1,13 +1,16 @@
 // Parsing the flags' values; every error names the flag.
 import { FargateSizeError, SECRETS_MANAGER_SCHEME, SECRETS_PATH, assertFargateSize, isUnderSecretsPath } from "cable-infra/contract";
 import { FanoutInputError } from "./errors.js";
+import { type BackendKind, regionNameProblem } from "./region-names.js";
 import { durationToMs } from "./scenario.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function parseRegions(text: string): string[] {
+export function parseRegions(text: string, backend: BackendKind): string[] {
   const regions = text.split(",").map((r) => r.trim()).filter(Boolean);
   if (regions.length === 0) throw new FanoutInputError("--regions names no region");
+  const problems = regions.flatMap((r) => regionNameProblem(r, backend) ?? []);
+  if (problems.length > 0) throw new FanoutInputError(problems.join("\n"));
   const dup = regions.find((r, i) => regions.indexOf(r) !== i);
   if (dup) throw new FanoutInputError(`--regions names ${dup} twice`);
   return regions;

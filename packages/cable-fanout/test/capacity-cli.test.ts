@@ -59,7 +59,7 @@ describe("cable-fanout capacity --local", () => {
   };
 
   it("finds the known capacity within one step from two regions in one stair, stops early, confirms the breach, and fails --min-capacity", async () => {
-    const r = await search([RAILS, "--target", target.cableUrl, "--regions", "east,west", ...SLOS, ...STAIR, "--max", "200", "--min-capacity", "60"]);
+    const r = await search([RAILS, "--target", target.cableUrl, "--regions", "local-east,local-west", ...SLOS, ...STAIR, "--max", "200", "--min-capacity", "60"]);
     expect(r.code, r.stderr).toBe(1);
     const a = r.answer!;
     // 40 users sit below the capacity of 50 connections, 60 above it.
@@ -67,7 +67,7 @@ describe("cable-fanout capacity --local", () => {
     expect(a.held).toBeGreaterThanOrEqual(CAPACITY - 20);
     expect(a.held).toBeLessThanOrEqual(CAPACITY);
     expect(a.breached.map((b: Capacity) => b.slo)).toEqual(["cable.broadcast_latency.p95<250", "cable.broadcast_latency.p95<250"]);
-    expect(a.breached.map((b: Capacity) => b.region).sort()).toEqual(["east", "west"]);
+    expect(a.breached.map((b: Capacity) => b.region).sort()).toEqual(["local-east", "local-west"]);
     // A hold that Artillery left without a whole period is run again ("incomplete"): not a verdict.
     const judged = a.steps.filter((s: Capacity) => s.verdict !== "incomplete");
     expect(judged.map((s: Capacity) => `${s.level} ${s.verdict}`)).toEqual(["20 held", "40 held", "60 breached", "60 breached"]);
@@ -80,12 +80,12 @@ describe("cable-fanout capacity --local", () => {
     expect(stair.stoppedEarly).toBe(true);
     expect(stair.users.created).toBeLessThan(100);
     // Each region added its share of every step; the server saw the sum.
-    expect(a.regions.east.steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
-    expect(a.regions.west.held).toBe(40);
+    expect(a.regions["local-east"].steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
+    expect(a.regions["local-west"].held).toBe(40);
     everyUserEndedOnce(a);
     const md = readFileSync(r.markdown, "utf8");
     expect(md).toContain("**held 40; 60 breached twice");
-    expect(md).toContain("### east");
+    expect(md).toContain("### local-east");
     expect(md).toContain("xychart-beta");
     expect(r.stderr).toMatch(/capacity: level 40, hold \d+\/20 s/);
     expect(r.stderr).toContain("capacity: 60 users breached (repeat)");

@@ -44,7 +44,7 @@ describe("cable-fanout capacity --vary rate --local", () => {
       "--target",
       target.cableUrl,
       "--regions",
-      "east,west",
+      "local-east,local-west",
       "--vary",
       "rate",
       "--users",
@@ -85,7 +85,7 @@ describe("cable-fanout capacity --vary rate --local", () => {
     expect(target.counters().connectionsOpen).toBe(0);
 
     // What each region really sent during the hold: its half of the level, and ~10 deliveries per message.
-    for (const region of ["east", "west"]) {
+    for (const region of ["local-east", "local-west"]) {
       for (const s of a.regions[region].steps.filter((s: Capacity) => s.verdict !== "incomplete")) {
         expect(s.users).toBe(10);
         expect(s.sendRate).toBeGreaterThanOrEqual(0.9 * (s.level / 2));

@@ -205,7 +205,7 @@ describe("cable-fanout run --local", () => {
   }, 120_000);
 
   it("refuses an unknown scenario file with exit 2, naming it", async () => {
-    const result = await cli(["run", "nope.yml", "--local", "--regions", "a", "--out", path.join(work, "none")], work);
+    const result = await cli(["run", "nope.yml", "--local", "--regions", "local-a", "--out", path.join(work, "none")], work);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("cable-fanout: nope.yml: scenario file not found");
   });

@@ -23,10 +23,10 @@ const cli = (args: string[], env: Record<string, string>, cwd: string) => runCli
 /** What one genuine task left: a real artillery run through the local backend. */
 function genuineTaskFiles(work: string, cableUrl: string): Promise<Record<string, Buffer>> {
   const out = path.join(work, "genuine");
-  return cli(["run", path.join(ROOT, "scenarios/chat.yml"), "--local", "--regions", "seed", "--target", cableUrl, "--overrides", JSON.stringify({ config: { phases: [{ duration: 1, arrivalRate: 2 }] } }), "--start-delay", "1", "--out", out], {}, work).then((r) => {
+  return cli(["run", path.join(ROOT, "scenarios/chat.yml"), "--local", "--regions", "local-seed", "--target", cableUrl, "--overrides", JSON.stringify({ config: { phases: [{ duration: 1, arrivalRate: 2 }] } }), "--start-delay", "1", "--out", out], {}, work).then((r) => {
     if (r.code !== 0) throw new Error(`seed run failed: ${r.stderr}`);
     const [runId] = readdirSync(out).filter((d) => !d.startsWith("."));
-    const dir = path.join(out, runId, "seed", "task-1");
+    const dir = path.join(out, runId, "local-seed", "task-1");
     // Every file at any depth (live/ holds the periods the task streamed), by its path in the task's folder.
     const files = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
     return Object.fromEntries(files.map((f) => [f, readFileSync(path.join(dir, f))]));

@@ -9,6 +9,8 @@ import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
 import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
+import { FanoutInputError } from "../errors.js";
+import { regionNameProblem } from "../region-names.js";
 import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
@@ -70,6 +72,9 @@ export class AwsBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
+    // The name goes into endpoints and the stack's name: refused before any call.
+    const problem = regionNameProblem(name, this.kind);
+    if (problem) throw new FanoutInputError(problem);
     const clients = (this.options.clients ?? defaultClients)(name);
     const stack = await describeRegionStack(clients.cloudFormation, name);
     return new AwsRegion(stack, clients, this.options.retry);

@@ -74,7 +74,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--refine <n>", "after a confirmed breach, bisect between the last level held and the first that broke, down to n users (by rate: msg/s)")
     .option("--min-capacity <n>", "exit 1 when the server held fewer users (by rate: msg/s)")
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its vCPU, memory and connections beside every step")
-    .requiredOption("--regions <list>", "comma-separated regions (AWS regions, or any names with --local); each adds its share of every step")
+    .requiredOption("--regions <list>", "comma-separated regions: AWS regions (eu-west-2); with --local also local or local-<name>; each adds its share of every step")
     .option("--count <n>", "tasks per region", "1")
     .option("--out <dir>", "results directory", "results")
     .option("--local", "run the tasks as local processes, with a directory standing in for the buckets")
@@ -93,7 +93,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = hooks.makeBackend(flags);
-      const regions = parseRegions(o.regions as string);
+      const regions = parseRegions(o.regions as string, backend.kind);
       const count = parsePositiveInt("--count", o.count as string);
       const stair = {
         start: parsePositiveInt("--start", o.start as string),

@@ -3,11 +3,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { formatSlice, RESERVED_SEGMENTS, SEGMENT_PATTERN, SLICE_ENV } from "cable-worker/contract";
+import { formatSlice, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
 import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
+import { regionNameProblem } from "../region-names.js";
 import { downloadRegionResults, uploadBundle } from "../store.js";
 
 export const LOCAL_TIMING: Timing = {
@@ -43,8 +44,8 @@ export class LocalBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
-    if (RESERVED_SEGMENTS.includes(name)) throw new FanoutInputError(`--regions: "${name}" is reserved for the run's own folders (${RESERVED_SEGMENTS.join(", ")}); pick another local region name`);
-    if (!SEGMENT_PATTERN.test(name)) throw new FanoutInputError(`--regions: "${name}" is not a usable local region name (letters, digits, ".", "_", "-")`);
+    const problem = regionNameProblem(name, this.kind);
+    if (problem) throw new FanoutInputError(problem);
     const worker = workerEntrypoint();
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-worker)`);
     return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
