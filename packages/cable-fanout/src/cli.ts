@@ -8,6 +8,7 @@ import { AwsBackend } from "./aws/aws-backend.js";
 import type { Backend } from "./backend.js";
 import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
+import { BUNDLE_ROOT_HELP } from "./bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
 import { parseAbortOn } from "./live/abort.js";
@@ -118,6 +119,7 @@ function program(exit: (code: number) => void): Command {
   const scenarioRunOptions = (c: Command) =>
     c
       .requiredOption("--regions <list>", "comma-separated regions: AWS regions (eu-west-2); with --local also local or local-<name> (local-a)")
+      .option("--bundle-root <dir>", BUNDLE_ROOT_HELP)
       .option("--count <n>", "tasks per region", "1")
       .option("-k, --insecure", "Artillery's --insecure: no TLS certificate check (a staging server's internal CA; config.tls.ca trusts one instead)")
       .option("--overrides <json>", "Artillery's --overrides, e.g. shorter phases")

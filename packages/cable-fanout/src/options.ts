@@ -132,6 +132,7 @@ export type RawOptions = Record<string, string | boolean | string[] | undefined>
  */
 export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
   return {
+    bundleRoot: o.bundleRoot as string | undefined,
     overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
     target: o.target as string | undefined,
     variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),

@@ -6,7 +6,7 @@ import path from "node:path";
 import { describeVerdicts, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot, Timing } from "./backend.js";
 import { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
-import { buildBundle } from "./bundle.js";
+import { type Bundle, buildBundle } from "./bundle.js";
 import { collectRun, type CollectResult } from "./collect.js";
 import { FanoutInputError } from "./errors.js";
 import type { Progress } from "./progress.js";
@@ -18,12 +18,14 @@ import { formatFinal, LiveView } from "./live/view.js";
 import { scrapeEvery, type ServerSample } from "./server-metrics.js";
 import { type RegionControl, watchRegion } from "./region-watch.js";
 import { checkSlicedPayloads, planPayloads } from "./payloads.js";
-import { loadScenario } from "./scenario.js";
+import { loadScenario, type Scenario } from "./scenario.js";
 
 type Json = Record<string, unknown>;
 
 export interface RunOptions {
   scenarioFile: string;
+  /** --bundle-root: the folder every file the scenario names must lie in (default: the scenario's project, bundle-root.ts). */
+  bundleRoot?: string;
   regions: string[];
   count: number;
   outDir: string;
@@ -195,6 +197,12 @@ class RunInProgress {
   }
 }
 
+/** What leaves this machine, so that nobody has to guess: every file, as its path under the bundle root. */
+function bundledLine(scenario: Pick<Scenario, "root">, bundle: Pick<Bundle, "files">): string {
+  const shown = path.relative(process.cwd(), scenario.root.dir) || ".";
+  return `bundled ${bundle.files.length} file(s) from ${shown}: ${bundle.files.map((f) => path.relative(scenario.root.dir, f.source).split(path.sep).join("/")).join(", ")}`;
+}
+
 /** Everything before the first task: regions found, nothing missing in any, the bundle in every region, the record written. */
 async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProgress> {
   const { backend } = deps;
@@ -206,7 +214,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatStaleMs: options.heartbeatTimeoutMs } : {}),
   };
   const overrides = effectiveOverrides(options);
-  const scenario = loadScenario(options.scenarioFile, overrides);
+  const scenario = loadScenario(options.scenarioFile, overrides, options.bundleRoot);
   const payloads = planPayloads(scenario, options.environment);
   const payloadWarnings = [...payloads.notes, ...checkSlicedPayloads(payloads.sliced, { count: options.count, regions: options.regions.length })];
   const regions = await openRegions(backend, options.regions);
@@ -227,7 +235,8 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     heartbeat: { staleMs: timing.heartbeatStaleMs, pollMs: Math.max(250, Math.min(15_000, Math.floor(timing.heartbeatStaleMs / 6))) },
     maxDurationMs,
   });
-  deps.log(`run ${runId}: ${path.relative(process.cwd(), scenario.file)} × ${options.count} task(s) in ${options.regions.join(", ")} (${backend.kind}), ${bundle.files.length} file(s) bundled`);
+  deps.log(`run ${runId}: ${path.relative(process.cwd(), scenario.file)} × ${options.count} task(s) in ${options.regions.join(", ")} (${backend.kind})`);
+  deps.log(bundledLine(scenario, bundle));
   for (const line of payloadWarnings) deps.log(`warning: ${line}`);
   await Promise.all(regions.map((r) => r.uploadBundle(runId, bundle)));
 

@@ -1,16 +1,20 @@
-// What the fan-out needs to know about an Artillery script: the files it reads (to bundle them) and
-// how long its phases last (for progress and the default --max-duration). Nothing is rewritten.
+// What the fan-out needs to know about an Artillery script: the files it reads (to bundle them, each
+// checked against the bundle root) and how long its phases last (for progress and the default
+// --max-duration). Nothing is rewritten.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { verdictCheckProblems } from "artillery-plugin-cable-report";
+import { type BundleRoot, checkBundled, findBundleRoot } from "./bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 
 export interface Scenario {
   /** Absolute path of the script. */
   file: string;
-  /** Absolute paths of the other files it reads: `config.processor`, `config.payload[].path`, `config.includeFiles`. */
+  /** Absolute paths of the other files it reads: `config.processor`, `config.payload[].path`, `config.includeFiles`, `config.tls` files. */
   dependencies: string[];
+  /** The folder every one of them lies in (bundle-root.ts). */
+  root: BundleRoot;
   /** The phases after `--overrides`; `undefined` when some duration is not a plain number or unit string. */
   durationMs: number | undefined;
   /** The script's `config` section as written (payloads.ts reads its payloads). */
@@ -20,9 +24,12 @@ export interface Scenario {
 type Json = Record<string, unknown>;
 const isRecord = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
 
-export function loadScenario(file: string, overrides?: Json): Scenario {
+/** `bundleRoot`: --bundle-root, the folder the scenario's files must lie in (default: its project's, bundle-root.ts). */
+export function loadScenario(file: string, overrides?: Json, bundleRoot?: string): Scenario {
   const absolute = path.resolve(file);
   if (!existsSync(absolute) || !statSync(absolute).isFile()) throw new FanoutInputError(`${file}: scenario file not found`);
+  const root = findBundleRoot(absolute, bundleRoot);
+  checkBundled(root, absolute, `${file}: the scenario`);
   let script: unknown;
   try {
     script = parseYaml(readFileSync(absolute, "utf8"));
@@ -68,11 +75,12 @@ export function loadScenario(file: string, overrides?: Json): Scenario {
     if (value.includes("{{")) throw new FanoutInputError(`${file}: ${field} is templated ("${value}"); the fan-out bundles files by their literal path`);
     const resolved = path.resolve(dir, value);
     if (!existsSync(resolved) || !statSync(resolved).isFile()) throw new FanoutInputError(`${file}: ${field} names ${value}, which is not a file (looked at ${resolved})`);
+    checkBundled(root, resolved, `${file}: ${field} names ${value}`);
     return resolved;
   });
 
   const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
-  return { file: absolute, dependencies: [...new Set(dependencies)], durationMs: phasesDurationMs(overridden), config };
+  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), config };
 }
 
 /** Sum of the phases' `duration` and `pause`; undefined if any is not a number or a unit string. */

@@ -3,6 +3,7 @@ import path from "node:path";
 import { type Command, Option } from "commander";
 import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
+import { BUNDLE_ROOT_HELP } from "../bundle-root.js";
 import { FanoutInputError } from "../errors.js";
 import { parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
 import { LineProgress } from "../progress.js";
@@ -76,6 +77,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its vCPU, memory and connections beside every step")
     .requiredOption("--regions <list>", "comma-separated regions: AWS regions (eu-west-2); with --local also local or local-<name>; each adds its share of every step")
     .option("--count <n>", "tasks per region", "1")
+    .option("--bundle-root <dir>", BUNDLE_ROOT_HELP)
     .option("--out <dir>", "results directory", "results")
     .option("--local", "run the tasks as local processes, with a directory standing in for the buckets")
     .option("--store <dir>", "--local: the directory standing in for the buckets (default: <out>/.local-store)")

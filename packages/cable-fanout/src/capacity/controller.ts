@@ -16,6 +16,7 @@ import { type Store, CAPACITY_PLUGIN } from "cable-worker/contract";
 import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions, type RunResult } from "../runner.js";
+import { loadScenario } from "../scenario.js";
 import { stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
@@ -124,6 +125,8 @@ interface SegmentOutcome {
 }
 
 export async function runCapacity(options: CapacityOptions, deps: CapacityDeps): Promise<CapacityResult> {
+  // Every level is a run of its own, whose failure the search outlives: a file the bundle refuses stops the search at once.
+  loadScenario(options.scenarioFile, undefined, options.bundleRoot);
   const search = planSearch(options, deps);
   await climb(search);
   if (options.refine !== undefined) await refine(search, options.refine);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { compareServers, loadResultsDir, renderMarkdown, serverFiguresSection, serverGateSection, serverRegressions, writeFileAtomic, type MergedResults, type Regression, type ServerRun } from "artillery-plugin-cable-report";
 import { EXIT } from "../collect.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
+import { loadScenario } from "../scenario.js";
 import { processFigures, sampleProcess, watchProcess } from "./process-meter.js";
 
 export interface CompareTarget {
@@ -44,6 +45,8 @@ export interface CompareResult {
 const SETTLE_MS = 5_000;
 
 export async function runCompare(options: CompareOptions, deps: RunDeps): Promise<CompareResult> {
+  // A server's failed run does not stop the others: a file the bundle refuses would fail them all, so it stops the comparison at once.
+  loadScenario(options.scenarioFile, undefined, options.bundleRoot);
   const compareId = options.compareId ?? (deps.newRunId ?? newRunId)();
   const dir = path.resolve(options.outDir, compareId);
   const servers: CompareResult["servers"] = [];
