@@ -1,11 +1,13 @@
 // report.html's charts over time: uPlot (inlined before this script) over the data that
-// src/html.ts writes into #report-data. Plain ES2017, no modules: the page must open from disk.
-// Every text from the data goes into the page through textContent or the canvas, never as HTML.
+// src/html.ts writes into the JSON element right before this script. Plain ES2017, no modules: the
+// page must open from disk. Every text from the data goes into the page through textContent or the
+// canvas, never as HTML.
 (function () {
   "use strict";
   var root = document.getElementById("charts");
-  var source = document.getElementById("report-data");
-  if (!root || !source || typeof uPlot === "undefined") return;
+  // By position, not by id: an element of the same id placed earlier in the page cannot stand in.
+  var source = document.currentScript && document.currentScript.previousElementSibling;
+  if (!root || !source || source.type !== "application/json" || typeof uPlot === "undefined") return;
   var data = JSON.parse(source.textContent);
 
   var HEIGHT = 280;

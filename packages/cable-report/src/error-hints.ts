@@ -2,6 +2,7 @@
 // certificate, a server's setting, the app's own code. report.md lists the keys the run counted,
 // under the table; keys without a hint are left to the README's metrics table.
 import type { MergedResults } from "./model.js";
+import { code, LIMITS } from "./text.js";
 
 const TRUST = "trust its CA with `config.tls.ca: ./ca.pem` (or `NODE_EXTRA_CA_CERTS=ca.pem`), or run with `--insecure` against a throwaway staging server";
 
@@ -64,7 +65,8 @@ function causeLines(counters: Record<string, number>, { prefix, causes }: { pref
     .map(([key, count]) => [key.slice(prefix.length), count] as const)
     .sort((a, b) => b[1] - a[1])
     .map(([cause, count]) => {
-      const said = words.filter((w) => w.cause === cause).map((w) => `"${w.text.replace(/[`|]/g, "'")}"`);
-      return `  - \`${cause}\` (${count.toLocaleString("en-US")}): ${causes[cause] ?? causes.other}${said.length > 0 ? `. The server said: ${said.join(", ")}` : ""}`;
+      // The server's words are outside text: quoted in code spans, which render inert (text.ts).
+      const said = words.filter((w) => w.cause === cause).map((w) => code(w.text, LIMITS.quote));
+      return `  - ${code(cause, LIMITS.name)} (${count.toLocaleString("en-US")}): ${causes[cause] ?? causes.other}${said.length > 0 ? `. The server said: ${said.join(", ")}` : ""}`;
     });
 }

@@ -1,8 +1,14 @@
 // report.html, pure apart from reading its bundled assets: merged results and report.md's text in,
 // one self-contained page out. It opens from disk with no network: the charting library, its CSS,
 // the page's script and the data are all inline, and a Content-Security-Policy allows nothing else
-// (no request of any kind, only the page's own scripts by hash). The tables come first and are
-// plain HTML, so the page reads without JavaScript; the charts over time follow.
+// (no request of any kind, only the page's own scripts and style sheet by hash). The tables come
+// first and are plain HTML, so the page reads without JavaScript; the charts over time follow.
+//
+// Text from outside (a server's words, region, phase and error names, the title) never becomes
+// markup here (src/text.ts has the rule): report.md escapes it, and the markdown-to-HTML pass below
+// escapes any raw HTML but report.md's own <details> folds and shows links and images as their
+// text; the chart data is `plain` text that the page's script shows through textContent and the
+// canvas, read from the element right before the script, which nothing in the tables can replace.
 //
 // Why uPlot (https://github.com/leeoniya/uPlot) for the charts: 51 KB minified with no dependency
 // (Chart.js is ~200 KB, ECharts ~1 MB, Plotly ~3.5 MB: 4× to 70× larger, in a page that would
@@ -13,17 +19,18 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { marked as Marked } from "marked" with { "resolution-mode": "import" };
-import { renderMarkdown, type RenderOptions } from "./markdown.js";
+import type { Marked as MarkedClass } from "marked" with { "resolution-mode": "import" };
+import { renderMarkdown, reportTitle, type RenderOptions } from "./markdown.js";
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { latencyMetrics } from "./rows.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
 import { describeRecovery } from "./recovery.js";
 import { mainLatency } from "./series.js";
+import { LIMITS, plain } from "./text.js";
 
 export interface HtmlOptions {
-  /** The page's title; by default report.md's own. */
+  /** The page's title; by default report.md's own (`--title`, or the test's name). */
   title?: string;
   /** report.md's text: its tables become the page's (its mermaid charts are left out). */
   markdown: string;
@@ -69,7 +76,7 @@ interface PageData {
 }
 
 export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
-  const title = options.title ?? firstHeading(options.markdown) ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`;
+  const title = plain(reportTitle(merged, options), LIMITS.title);
   const tables = markdownToHtml(withoutCharts(options.markdown));
   const cut = tables.indexOf("<table");
   const [headline, rest] = cut === -1 ? [tables, ""] : [tables.slice(0, cut), tables.slice(cut)];
@@ -80,11 +87,14 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
   const pageCss = asset(join(ASSETS, "report-page.css"));
   const scripts = [uplot, pageScript];
   for (const s of scripts) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
-  for (const s of [uplotCss, pageCss]) if (/<\/style/i.test(s)) throw new Error("an inline style sheet would end its <style> element early");
+  const styles = `${uplotCss}\n${pageCss}`;
+  if (/<\/style/i.test(styles)) throw new Error("an inline style sheet would end its <style> element early");
+  const hash = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
   const csp = [
     "default-src 'none'",
-    `script-src ${scripts.map((s) => `'sha256-${createHash("sha256").update(s).digest("base64")}'`).join(" ")}`,
-    "style-src 'unsafe-inline'",
+    `script-src ${scripts.map(hash).join(" ")}`,
+    // The page's own style sheet only (uPlot styles its elements through the CSSOM, which CSP allows).
+    `style-src ${hash(styles)}`,
     "img-src data:",
     "base-uri 'none'",
     "form-action 'none'",
@@ -97,7 +107,7 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${escapeHtml(title)}</title>`,
-    `<style>${uplotCss}\n${pageCss}</style>`,
+    `<style>${styles}</style>`,
     "</head>",
     "<body>",
     '<main id="report">',
@@ -114,8 +124,9 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     rest.trim(),
     "</div>",
     "</main>",
-    `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
     `<script>${uplot}</script>`,
+    // The page's script reads its data from the element right before it (report-page.js).
+    `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
     `<script>${pageScript}</script>`,
     "</body>",
     "</html>",
@@ -134,16 +145,30 @@ function asset(path: string): string {
   return readFileSync(path, "utf8").trim();
 }
 
-/** marked is an ES module; Node ≥ 22.12 requires it synchronously. */
-function markdownToHtml(markdown: string): string {
-  const { marked } = require("marked") as { marked: typeof Marked };
-  return marked.parse(markdown, { async: false, gfm: true });
-}
+/** report.md's own raw HTML: its folds, whose summaries are fixed words (never outside text). */
+const OWN_HTML = /^(<details>|<details><summary>[^<>&"]*<\/summary>|<\/details>)$/;
 
-/** The text of the markdown's first heading, markup-free. */
-function firstHeading(markdown: string): string | undefined {
-  const match = /^#{1,6} +(.+)$/m.exec(markdown);
-  return match ? match[1].replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&").trim() : undefined;
+/**
+ * Markdown to HTML that keeps no raw HTML but report.md's folds: any other tag is shown as text, and
+ * links and images are shown as their text (report.md has none of its own; the page must not
+ * navigate or fetch). A second wall behind report.md's escaping.
+ */
+export function markdownToHtml(markdown: string): string {
+  // marked is an ES module; Node ≥ 22.12 requires it synchronously.
+  const { Marked } = require("marked") as { Marked: typeof MarkedClass };
+  const marked = new Marked({
+    gfm: true,
+    async: false,
+    renderer: {
+      // Only a whole block of report.md's own, never a tag inside a line (where outside text sits).
+      html: (token) => (token.block && OWN_HTML.test(token.text.trim()) ? `${token.text.trim()}\n` : escapeHtml(token.text)),
+      link({ tokens }) {
+        return this.parser.parseInline(tokens);
+      },
+      image: ({ text }) => escapeHtml(text),
+    },
+  });
+  return marked.parse(markdown, { async: false });
 }
 
 /** report.md's sections that only hold charts; the page draws its own. */
@@ -219,7 +244,7 @@ function pageData(merged: MergedResults): PageData {
   const recorded = Object.keys(all?.latency ?? {});
   const known = latencyMetrics(merged).filter((m) => recorded.includes(m.metric));
   const metrics = [...known, ...recorded.filter((m) => !known.some((k) => k.metric === m)).sort().map((metric) => ({ metric, title: metric }))].map(
-    ({ metric, title }) => ({ metric, title, approximate: all!.latency[metric].approximate }),
+    ({ metric, title }) => ({ metric, title: plain(title, LIMITS.name), approximate: all!.latency[metric].approximate }),
   );
   const latencyValues: PageData["latency"]["values"] = {};
   for (const { metric } of metrics) {
@@ -236,7 +261,7 @@ function pageData(merged: MergedResults): PageData {
     start,
     x: axis.map(elapsed),
     stepS: PERIOD_MS / 1000,
-    columns: columns.map((c, i) => ({ name: c.name, colour: c === merged.all ? ALL_REGIONS_COLOUR : REGION_PALETTE[i % REGION_PALETTE.length], all: c === merged.all })),
+    columns: columns.map((c, i) => ({ name: plain(c.name, LIMITS.name), colour: c === merged.all ? ALL_REGIONS_COLOUR : REGION_PALETTE[i % REGION_PALETTE.length], all: c === merged.all })),
     latency: { main: mainLatency(recorded), metrics, values: latencyValues },
     connections: perColumn((s) => s.connections),
     received: perColumn((s) => s.messages.received),
@@ -247,22 +272,24 @@ function pageData(merged: MergedResults): PageData {
     generator: merged.regions.flatMap((region, column) =>
       (region.series?.generator ?? []).map((g) => ({
         column,
-        file: g.file,
+        file: plain(g.file, LIMITS.label),
         lag: onAxis(region.series, () => g.lagP99),
         cpu: onAxis(region.series, () => g.cpu),
       })),
     ),
     saturation: { ...SATURATION_THRESHOLDS },
     phases: (merged.timeline?.phases ?? []).map((p) => ({
-      name: p.name || `phase ${p.index + 1}`,
+      name: plain(p.name || `phase ${p.index + 1}`, LIMITS.name),
       from: elapsed(p.startTime),
       to: p.endTime === null ? null : elapsed(p.endTime),
     })),
-    aborted: merged.timeline?.aborted ? { ...merged.timeline.aborted, at: elapsed(merged.timeline.aborted.at) } : null,
+    aborted: merged.timeline?.aborted
+      ? { condition: plain(merged.timeline.aborted.condition, LIMITS.label), figure: plain(merged.timeline.aborted.figure, LIMITS.label), at: elapsed(merged.timeline.aborted.at) }
+      : null,
     recovery: (merged.verdicts?.spikes ?? []).flatMap((spike) => {
       const all = spike.columns[merged.all.name];
       if (!all || spike.end === null || all.before === null) return [];
-      return [{ from: elapsed(spike.end), to: all.recoveredAt === null ? null : elapsed(all.recoveredAt), label: `${spike.phase}: p95 back ${describeRecovery(all)}`, recovered: all.recoveredAt !== null }];
+      return [{ from: elapsed(spike.end), to: all.recoveredAt === null ? null : elapsed(all.recoveredAt), label: plain(`${plain(spike.phase, LIMITS.name)}: p95 back ${describeRecovery(all)}`, LIMITS.label), recovered: all.recoveredAt !== null }];
     }),
     server: server && server.at.length > 0 ? { x: server.at.map(elapsed), vcpu: server.vcpu, memory: server.memoryMiB, connections: server.connections } : null,
   };

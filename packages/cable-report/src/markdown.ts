@@ -6,7 +6,7 @@ import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
 import { overTimeSection, verdictSection } from "./over-time.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
-import { cell, chartLabel, clock, code, inline, niceCeiling, truncate } from "./text.js";
+import { cell, chartLabel, clock, code, inline, LIMITS, niceCeiling } from "./text.js";
 
 export interface RenderOptions {
   title?: string;
@@ -28,6 +28,17 @@ export interface RenderOptions {
 }
 
 export const DEFAULT_MAX_BYTES = 60_000;
+
+/** The report's heading: `--title`, or the test's name. Outside text: callers escape it for their medium. */
+export function reportTitle(merged: MergedResults, options: Pick<RenderOptions, "title">): string {
+  return options.title ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`;
+}
+
+/** Names joined, each escaped and capped, at most `max` of them (then "… n more"). */
+function names(list: string[], max: number, cap: number = LIMITS.name): string {
+  const shown = list.slice(0, max).map((n) => inline(n, cap));
+  return list.length > max ? `${shown.join(", ")}, … ${list.length - max} more` : shown.join(", ");
+}
 
 interface Limits {
   maxRegions: number;
@@ -66,7 +77,7 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
   const columns: Column[] = options.servers ? [...shown] : [...shown, merged.all];
   const out: string[] = [];
 
-  out.push(`## ${inline(options.title ?? `Load test: ${merged.test.name || merged.test.scenarios.join(", ")}`)}`, "");
+  out.push(`## ${inline(reportTitle(merged, options), LIMITS.title)}`, "");
   out.push(...header(merged, options, regressions?.length));
   out.push(...regressionList(regressions ?? [], options.regressionThreshold));
   out.push(...saturationBanner(merged));
@@ -78,8 +89,7 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
     const left = merged.regions.filter((r) => !shown.includes(r)).map((r) => r.name);
     out.push(
       "",
-      `${left.length} more regions are left out to stay under the PR comment size limit (see the --json output): ` +
-        truncate(left.join(", "), 1_000),
+      `${left.length} more regions are left out to stay under the PR comment size limit (see the --json output): ${names(left, 20)}`,
     );
   }
   if (limits.charts && !options.servers) out.push(...overTimeSection(merged, columns));
@@ -104,7 +114,7 @@ function isFlagged(r: RegionColumn): boolean {
 /** Per failed cell: the change, its interval and the three conditions it met. */
 function regressionList(regressions: Regression[], threshold?: number): string[] {
   if (regressions.length === 0) return [];
-  const shown = regressions.slice(0, 30).map((r) => `- **${inline(truncate(r.row, 120))}**, ${inline(truncate(r.column, 40))}: ${inline(r.reason)}`);
+  const shown = regressions.slice(0, 30).map((r) => `- **${inline(r.row, LIMITS.label)}**, ${inline(r.column, LIMITS.column)}: ${inline(r.reason)}`);
   if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more (listed on stderr)`);
   return ["", `### ❌ Regressions (significantly ≥ ${threshold}%, above the floor)`, "", ...shown];
 }
@@ -116,7 +126,7 @@ function regressionList(regressions: Regression[], threshold?: number): string[]
 function saturationBanner(merged: MergedResults): string[] {
   const saturated = merged.regions.flatMap((r) => r.generator.filter((t) => t.saturated));
   if (saturated.length === 0) return [];
-  const named = saturated.slice(0, 10).map((t) => `\`${inline(truncate(t.file, 100))}\` (${t.reasons.join(", ")})`);
+  const named = saturated.slice(0, 10).map((t) => `${code(t.file, LIMITS.label)} (${t.reasons.join(", ")})`);
   const more = saturated.length > 10 ? `, and ${saturated.length - 10} more` : "";
   return [
     "",
@@ -131,16 +141,16 @@ function saturationBanner(merged: MergedResults): string[] {
 function vanished(merged: MergedResults, baseline: MergedResults): string[] {
   const gone = onlyInBaseline(merged, baseline);
   if (gone.length === 0) return [];
-  const names = gone.slice(0, 30).map((m) => `\`${inline(truncate(m, 80))}\``);
+  const shown = gone.slice(0, 30).map((m) => code(m, LIMITS.name));
   const more = gone.length > 30 ? `, … ${gone.length - 30} more` : "";
-  return ["", `- Only in the baseline (not recorded by this run): ${names.join(", ")}${more}`];
+  return ["", `- Only in the baseline (not recorded by this run): ${shown.join(", ")}${more}`];
 }
 
 function header(merged: MergedResults, options: RenderOptions, regressions?: number): string[] {
   const { all } = merged;
   const lines: string[] = [];
-  if (merged.test.name) lines.push(`- **Test:** ${inline(merged.test.name)}`);
-  lines.push(`- **Scenarios:** ${inline(merged.test.scenarios.join(", ") || "—")}`);
+  if (merged.test.name) lines.push(`- **Test:** ${inline(merged.test.name, LIMITS.name)}`);
+  lines.push(`- **Scenarios:** ${names(merged.test.scenarios, 20) || "—"}`);
   if (all.firstMetricAt !== null && all.lastMetricAt !== null && !options.servers) {
     lines.push(`- **Run:** ${utc(all.firstMetricAt)}, ${duration(all.lastMetricAt - all.firstMetricAt)}`);
   }
@@ -149,13 +159,14 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
     const at = merged.timeline?.start ? ` at ${clock(aborted.at - merged.timeline.start)}` : "";
     lines.push(`- **⛔ Stopped early${at}** by ${code(`--abort-on ${aborted.condition}`)}: ${code(aborted.figure)}`);
   }
-  const perRegion = merged.regions.map((r) => `${inline(r.name)}: ${r.tasks}`).join(", ");
-  if (options.servers) lines.push(`- **Servers, one after the other:** ${truncate(perRegion, 2_000)} task(s) each, the same scenario and regions`);
-  else lines.push(`- **Tasks per region:** ${truncate(perRegion, 2_000)} (${all.tasks} in all)`);
+  const perRegion = merged.regions.slice(0, 50).map((r) => `${inline(r.name, LIMITS.name)}: ${r.tasks}`);
+  if (merged.regions.length > 50) perRegion.push(`… ${merged.regions.length - 50} more`);
+  if (options.servers) lines.push(`- **Servers, one after the other:** ${perRegion.join(", ")} task(s) each, the same scenario and regions`);
+  else lines.push(`- **Tasks per region:** ${perRegion.join(", ")} (${all.tasks} in all)`);
   if (merged.test.phases.length > 0) {
-    const phases = merged.test.phases.slice(0, 20).map(phase);
+    const phases = merged.test.phases.slice(0, 20).map((p) => inline(phase(p), LIMITS.label));
     const more = merged.test.phases.length > 20 ? `; … ${merged.test.phases.length - 20} more` : "";
-    lines.push(`- **Phases:** ${inline(phases.join("; "))}${more}`);
+    lines.push(`- **Phases:** ${phases.join("; ")}${more}`);
   }
   if (options.baseline) {
     const threshold = options.regressionThreshold;
@@ -165,29 +176,29 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
         : regressions === 0
           ? ` — no regression beyond ${threshold}%`
           : ` — ❌ **${regressions} regression${regressions === 1 ? "" : "s"} beyond ${threshold}%** (bold cells, listed below)`;
-    lines.push(`- **Baseline:** ${inline(options.baselineLabel ?? "given")}${verdict}`);
+    lines.push(`- **Baseline:** ${inline(options.baselineLabel ?? "given", LIMITS.label)}${verdict}`);
   }
   return lines;
 }
 
 function table(view: MergedResults, columns: Column[], options: RenderOptions, limits: Limits): string[] {
-  const heading = columns.map((c) => (c === view.all ? `**${c.name}**` : `${cell(truncate(c.name, 40))}${regionMark(c as RegionColumn)}`));
+  const heading = columns.map((c) => (c === view.all ? `**${cell(c.name, LIMITS.column)}**` : `${cell(c.name, LIMITS.column)}${regionMark(c as RegionColumn)}`));
   const lines = [`| Metric | ${heading.join(" | ")} |`, `|:--|${columns.map(() => "--:").join("|")}|`];
   let section = "";
   for (const row of tableRows(view, { maxErrorRows: limits.maxErrorRows })) {
     if (row.section !== section) {
       section = row.section;
-      lines.push(`| **${cell(section)}** |${columns.map(() => " ").join("|")}|`);
+      lines.push(`| **${cell(section, LIMITS.label)}** |${columns.map(() => " ").join("|")}|`);
     }
     const cells = columns.map((c) => cellText(row, c, options));
-    lines.push(`| ${cell(truncate(row.label, 120))} | ${cells.join(" | ")} |`);
+    lines.push(`| ${cell(row.label, LIMITS.label)} | ${cells.join(" | ")} |`);
   }
   return lines;
 }
 
 function cellText(row: Row, column: Column, options: RenderOptions): string {
   if (column.tasks === 0) return "—";
-  if (row.kind === "text") return cell(row.text(column));
+  if (row.kind === "text") return cell(row.text(column), LIMITS.label);
   const value = row.value(column);
   if (value === null) return "—";
   const shown = `${row.approximate?.(column) ? "≈" : ""}${format(value, row.unit)}`;
@@ -224,12 +235,12 @@ function regionMarks(regions: RegionColumn[]): string[] {
   const lines = regions.filter(isFlagged).map((r) => {
     const files = r.rejected
       .slice(0, 5)
-      .map((f) => `${f.kind === "corrupt" ? "corrupt" : "duplicate"} \`${inline(truncate(f.file, 100))}\` (${inline(truncate(f.reason, 160))})`);
+      .map((f) => `${f.kind === "corrupt" ? "corrupt" : "duplicate"} ${code(f.file, LIMITS.label)} (${inline(f.reason, LIMITS.reason)})`);
     if (r.rejected.length > 5) files.push(`${r.rejected.length - 5} more`);
     const detail = files.length > 0 ? `; ${files.join("; ")}` : "";
     return r.tasks === 0
-      ? `- ❌ **${inline(r.name)}**: no reports (expected ${r.expectedTasks} task${r.expectedTasks === 1 ? "" : "s"})${detail}`
-      : `- ⚠️ **${inline(r.name)}**: ${r.tasks} of ${r.expectedTasks} tasks reported${detail}`;
+      ? `- ❌ **${inline(r.name, LIMITS.name)}**: no reports (expected ${r.expectedTasks} task${r.expectedTasks === 1 ? "" : "s"})${detail}`
+      : `- ⚠️ **${inline(r.name, LIMITS.name)}**: ${r.tasks} of ${r.expectedTasks} tasks reported${detail}`;
   });
   return lines.length > 0 ? ["", ...lines.slice(0, 50)] : [];
 }
@@ -272,7 +283,7 @@ function metricCharts(metric: string, title: string, columns: Column[]): string[
   const missing = columns.filter((c) => !withData.includes(c));
   const p99 = withData.map((c) => c.histograms[metric].p99);
   const p50 = withData.map((c) => c.histograms[metric].p50);
-  const out: string[] = ["", `**${inline(title)} (ms)**`];
+  const out: string[] = ["", `**${inline(title, LIMITS.label)} (ms)**`];
   const together = spread([...p99, ...p50]) <= RANGE_LIMIT;
   const seriesSets: ChartSeries[][] = together
     ? [[{ label: "p99", colour: P99_COLOUR, square: "🟦", values: p99 }, { label: "p50", colour: P50_COLOUR, square: "🟧", values: p50 }]]
@@ -282,7 +293,7 @@ function metricCharts(metric: string, title: string, columns: Column[]): string[
       out.push(...xychart(title, band.map((i) => withData[i].name), series.map((s) => ({ ...s, values: band.map((i) => s.values[i]) }))));
     }
   }
-  if (missing.length > 0) out.push("", `No data (no bar): ${missing.map((c) => inline(c.name)).join(", ")}`);
+  if (missing.length > 0) out.push("", `No data (no bar): ${names(missing.map((c) => c.name), 20)}`);
   return out;
 }
 
@@ -326,7 +337,7 @@ function xychart(title: string, labels: string[], series: ChartSeries[]): string
 }
 
 function notes(merged: MergedResults, options: RenderOptions): string[] {
-  const lines = merged.notes.slice(0, 20).map((n) => `- ${inline(truncate(n, 300))}`);
+  const lines = merged.notes.slice(0, 20).map((n) => `- ${inline(n, LIMITS.note)}`);
   if (merged.notes.length > 20) lines.push(`- … ${merged.notes.length - 20} more notes in the --json output`);
   lines.push(
     "- Percentiles are merged from the tasks' DDSketch histograms (1% relative accuracy), as Artillery merges its workers; " +

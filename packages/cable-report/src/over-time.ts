@@ -7,7 +7,7 @@ import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { describeRecovery, RECOVERY_FLOOR_MS, RECOVERY_TOLERANCE, STAY_PERIODS } from "./recovery.js";
 import { mainLatency } from "./series.js";
-import { cell, chartLabel, clock, code, inline, niceCeiling } from "./text.js";
+import { cell, chartLabel, clock, code, inline, LIMITS, niceCeiling } from "./text.js";
 
 export const MAX_POINTS = 60;
 
@@ -41,13 +41,15 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
   const axis = all.periods;
   const regions = columns.filter((c) => c !== merged.all);
   const drawn = [...regions.slice(0, PALETTE.length).map((c, i) => ({ column: c, ...PALETTE[i] })), { column: merged.all, ...ALL_COLOUR }];
-  const onAxis = (series: Series | undefined, pick: (s: Series) => Array<number | null>) => {
-    if (!series) return axis.map(() => null);
-    const byPeriod = new Map(series.periods.map((t, i) => [t, pick(series)[i]]));
+  // Each line's values are picked once and placed by period: linear in the periods (a 7-day soak has 60,480).
+  const onAxis = (series: Series | undefined, pick: (s: Series) => Array<number | null> | undefined): Array<number | null> => {
+    const picked = series ? pick(series) : undefined;
+    if (!series || !picked) return axis.map(() => null);
+    const byPeriod = new Map(series.periods.map((t, i) => [t, picked[i]]));
     return axis.map((t) => byPeriod.get(t) ?? null);
   };
   const lines = (pick: (s: Series) => Array<number | null> | undefined) =>
-    drawn.map(({ column, colour, square }) => ({ name: column.name, colour, square, values: onAxis(column.series, (s) => pick(s) ?? s.periods.map(() => null)) }));
+    drawn.map(({ column, colour, square }) => ({ name: column.name, colour, square, values: onAxis(column.series, pick) }));
 
   const out: string[] = ["", "### Over time", ""];
   const foldSize = Math.max(1, Math.ceil(axis.length / MAX_POINTS));
@@ -90,16 +92,16 @@ export function verdictSection(merged: MergedResults, columns: Column[]): string
 function checkTable(merged: MergedResults, columns: Column[]): string[] {
   const checks = merged.verdicts?.checks ?? [];
   if (checks.length === 0) return [];
-  const rows = checks.slice(0, 20).map((c) => `| ${code(c.check)} | ${columns.map((col) => { const o = c.columns[col.name]; return o ? `${o.passed ? "✅" : "❌"} ${cell(o.value)}` : "—"; }).join(" | ")} |`);
-  return ["", "**Checks on the verdicts** (`config.plugins.cable-report.ensure`)", "", `| Check | ${columns.map((c) => cell(c.name)).join(" | ")} |`, `|:--|${columns.map(() => ":--").join("|")}|`, ...rows];
+  const rows = checks.slice(0, 20).map((c) => `| ${code(c.check, LIMITS.label, true)} | ${columns.map((col) => { const o = c.columns[col.name]; return o ? `${o.passed ? "✅" : "❌"} ${cell(o.value, LIMITS.reason)}` : "—"; }).join(" | ")} |`);
+  return ["", "**Checks on the verdicts** (`config.plugins.cable-report.ensure`)", "", `| Check | ${columns.map((c) => cell(c.name, LIMITS.column)).join(" | ")} |`, `|:--|${columns.map(() => ":--").join("|")}|`, ...rows];
 }
 
 function driftLines(merged: MergedResults, columns: Column[]): string[] {
   const drift = merged.verdicts?.drift;
   if (!drift) return [];
   const mark = (kind: string) => (kind === "drifting" ? "❌ drifting" : kind === "flat" ? "✅ flat" : kind);
-  const lines = columns.filter((c) => drift.latency[c.name]).map((c) => `- ${cell(c.name)}: ${mark(drift.latency[c.name].kind)}: ${inline(drift.latency[c.name].reason)}`);
-  if (drift.memory) lines.push(`- server memory: ${mark(drift.memory.kind)}: ${inline(drift.memory.reason)}`);
+  const lines = columns.filter((c) => drift.latency[c.name]).map((c) => `- ${inline(c.name, LIMITS.name)}: ${mark(drift.latency[c.name].kind)}: ${inline(drift.latency[c.name].reason, LIMITS.note)}`);
+  if (drift.memory) lines.push(`- server memory: ${mark(drift.memory.kind)}: ${inline(drift.memory.reason, LIMITS.note)}`);
   if (lines.length === 0) return [];
   return ["", `**Soak drift** (Theil–Sen trend per hour with its 95% interval; drifting only when the whole interval is above the floor)`, "", ...lines];
 }
@@ -108,14 +110,14 @@ function driftLines(merged: MergedResults, columns: Column[]): string[] {
 function spikeTable(merged: MergedResults, columns: Column[], start: number): string[] {
   const spikes = merged.verdicts?.spikes ?? [];
   if (spikes.length === 0) return [];
-  const out = ["", `**Recovery after each spike** (${code(spikes[0].metric)} p95; back = within ${RECOVERY_TOLERANCE * 100}% or ${RECOVERY_FLOOR_MS} ms of before, for ${STAY_PERIODS} periods in a row)`, "", "| Spike | Column | p95 before | Worst p95 | Back under | Recovered |", "|:--|:--|--:|--:|--:|:--|"];
+  const out = ["", `**Recovery after each spike** (${code(spikes[0].metric, LIMITS.name)} p95; back = within ${RECOVERY_TOLERANCE * 100}% or ${RECOVERY_FLOOR_MS} ms of before, for ${STAY_PERIODS} periods in a row)`, "", "| Spike | Column | p95 before | Worst p95 | Back under | Recovered |", "|:--|:--|--:|--:|--:|:--|"];
   const ms = (v: number | null) => (v === null ? "—" : `${v.toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`);
   for (const spike of spikes.slice(0, 10)) {
-    const when = `${cell(spike.phase)} ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;
+    const when = `${cell(spike.phase, LIMITS.name)} ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;
     for (const column of columns) {
       const c = spike.columns[column.name];
       if (!c) continue;
-      out.push(`| ${when} | ${cell(column.name)} | ${ms(c.before)} | ${ms(c.worst)} | ${ms(c.threshold)} | ${c.before === null ? "" : c.recoveredAfterMs === null ? "❌ " : "✅ "}${describeRecovery(c)} |`);
+      out.push(`| ${when} | ${cell(column.name, LIMITS.column)} | ${ms(c.before)} | ${ms(c.worst)} | ${ms(c.threshold)} | ${c.before === null ? "" : c.recoveredAfterMs === null ? "❌ " : "✅ "}${describeRecovery(c)} |`);
     }
   }
   return out;
@@ -130,12 +132,12 @@ function connectTable(merged: MergedResults, columns: Column[]): string[] {
   const rows = shown.map((c) => {
     const s = connects[c.name];
     const near = s.basis === "periods" ? "≈" : "";
-    return `| ${cell(c.name)} | ${s.users.toLocaleString("en-US")} | ${near}${sec(s.halfMs)} | ${near}${sec(s.mostMs)} | ${near}${sec(s.allMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
+    return `| ${cell(c.name, LIMITS.column)} | ${s.users.toLocaleString("en-US")} | ${near}${sec(s.halfMs)} | ${near}${sec(s.mostMs)} | ${near}${sec(s.allMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
   });
   const first = connects[shown[0].name];
   return [
     "",
-    `**Connection storm: connected after "${cell(first.phase)}" began** (the periods' \`cable.connections\`, held to the arrivals and the engine's \`cable.handshake_latency\`; ≈: the 10 s periods alone)`,
+    `**Connection storm: connected after "${inline(first.phase, LIMITS.name)}" began** (the periods' \`cable.connections\`, held to the arrivals and the engine's \`cable.handshake_latency\`; ≈: the 10 s periods alone)`,
     "",
     "| Column | Users | 50% connected | 95% connected | All connected | Never connected |",
     "|:--|--:|--:|--:|--:|--:|",
@@ -149,7 +151,7 @@ function stormTable(merged: MergedResults, columns: Column[]): string[] {
   const rows = columns.filter((c) => storms[c.name]).map((c) => {
     const s = storms[c.name];
     const sec = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(1)} s`);
-    return `| ${cell(c.name)} | ${s.dropped.toLocaleString("en-US")} | ${s.approximate ? "≈" : ""}${sec(s.halfBackMs)} | ${s.approximate ? "≈" : ""}${sec(s.mostBackMs)} | ${sec(s.allBackMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
+    return `| ${cell(c.name, LIMITS.column)} | ${s.dropped.toLocaleString("en-US")} | ${s.approximate ? "≈" : ""}${sec(s.halfBackMs)} | ${s.approximate ? "≈" : ""}${sec(s.mostBackMs)} | ${sec(s.allBackMs)} | ${s.never > 0 ? `❌ ${s.never.toLocaleString("en-US")}` : "0"} |`;
   });
   if (rows.length === 0) return [];
   return [
@@ -166,43 +168,73 @@ function stormTable(merged: MergedResults, columns: Column[]): string[] {
 function serverCharts(merged: MergedResults, axis: number[], minutes: number, foldSize: number): string[] {
   const server = merged.timeline?.server;
   if (!server || server.at.length === 0) return [];
-  const within = (t: number, i: number) => server.at[i] >= t && server.at[i] < t + PERIOD_MS;
-  const resample = (values: Array<number | null>, pick: (xs: number[]) => number) =>
-    axis.map((t) => {
-      const inside = values.filter((v, i) => v !== null && within(t, i)) as number[];
-      return inside.length > 0 ? pick(inside) : null;
-    });
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const out: string[] = [];
-  const vcpu = resample(server.vcpu, mean);
-  const memory = resample(server.memoryMiB, (xs) => Math.max(...xs));
+  const vcpu = resample(axis, server.at, server.vcpu, "mean");
+  const memory = resample(axis, server.at, server.memoryMiB, "max");
   if (vcpu.some((v) => v !== null)) out.push(...lineChart("Server CPU (vCPU)", "vCPU", minutes, [{ name: "server", ...ALL_COLOUR, values: vcpu }], "mean", foldSize));
   if (memory.some((v) => v !== null)) out.push(...lineChart("Server memory (MiB)", "MiB", minutes, [{ name: "server", ...ALL_COLOUR, values: memory }], "max", foldSize));
   return out;
 }
 
+/**
+ * Samples taken at `at` onto the periods that start at `axis` (on the 10 s grid): each period gets
+ * the mean or the largest of the samples inside it, null when none. One pass over the samples.
+ */
+export function resample(axis: number[], at: number[], values: Array<number | null>, how: "mean" | "max"): Array<number | null> {
+  if (axis.length === 0) return [];
+  const index = new Map(axis.map((t, i) => [t, i]));
+  const sum = new Array<number>(axis.length).fill(0);
+  const count = new Array<number>(axis.length).fill(0);
+  const largest = new Array<number>(axis.length).fill(-Infinity);
+  const first = axis[0];
+  for (let k = 0; k < at.length; k++) {
+    const v = values[k];
+    if (v === null || v === undefined) continue;
+    const i = index.get(first + Math.floor((at[k] - first) / PERIOD_MS) * PERIOD_MS);
+    if (i === undefined) continue;
+    sum[i] += v;
+    count[i]++;
+    if (v > largest[i]) largest[i] = v;
+  }
+  return axis.map((_, i) => (count[i] === 0 ? null : how === "mean" ? sum[i] / count[i] : largest[i]));
+}
+
 function phaseLine(merged: MergedResults, start: number): string[] {
   const phases = merged.timeline?.phases ?? [];
-  const parts = phases.slice(0, 20).map((p) => `${inline(p.name || `phase ${p.index + 1}`)} ${clock(p.startTime - start)}–${p.endTime === null ? "end" : clock(p.endTime - start)}`);
+  const parts = phases.slice(0, 20).map((p) => `${inline(p.name || `phase ${p.index + 1}`, LIMITS.name)} ${clock(p.startTime - start)}–${p.endTime === null ? "end" : clock(p.endTime - start)}`);
   const lines = parts.length > 0 ? ["", `Phases: ${parts.join(" · ")}${phases.length > 20 ? ` · … ${phases.length - 20} more` : ""}`] : [];
   const aborted = merged.timeline?.aborted;
   if (aborted) lines.push("", `⛔ Stopped at ${clock(aborted.at - start)} by ${code(`--abort-on ${aborted.condition}`)} (${code(aborted.figure)}).`);
   return lines;
 }
 
-/** Fills interior gaps linearly and the ends with the nearest value; says whether it had to. */
+/** Fills interior gaps linearly and the ends with the nearest value; says whether it had to. Two passes. */
 export function fillGaps(values: Array<number | null>): { values: number[]; filled: boolean } | null {
-  const known = values.flatMap((v, i) => (v === null ? [] : [i]));
-  if (known.length === 0) return null;
-  const out = values.map((v, i) => {
-    if (v !== null) return v;
-    const after = known.find((k) => k > i);
-    const before = [...known].reverse().find((k) => k < i);
-    if (before === undefined) return values[after!]!;
-    if (after === undefined) return values[before]!;
-    return values[before]! + ((values[after]! - values[before]!) * (i - before)) / (after - before);
-  });
-  return { values: out, filled: known.length < values.length };
+  const n = values.length;
+  // The nearest known index after each position, found walking backwards.
+  const next = new Array<number>(n).fill(-1);
+  for (let i = n - 1, after = -1; i >= 0; i--) {
+    next[i] = after;
+    if (values[i] !== null) after = i;
+  }
+  const out = new Array<number>(n);
+  let before = -1;
+  let filled = false;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (v !== null) {
+      out[i] = v;
+      before = i;
+      continue;
+    }
+    filled = true;
+    const after = next[i];
+    if (before === -1 && after === -1) return null;
+    if (before === -1) out[i] = values[after]!;
+    else if (after === -1) out[i] = values[before]!;
+    else out[i] = values[before]! + ((values[after]! - values[before]!) * (i - before)) / (after - before);
+  }
+  return n === 0 ? null : { values: out, filled };
 }
 
 export function fold(values: Array<number | null>, size: number, how: Fold): Array<number | null> {
@@ -225,11 +257,11 @@ function lineChart(title: string, unit: string, minutes: number, lines: Line[], 
   const round = (v: number) => Math.round(v * 10) / 10;
   const top = niceCeiling(Math.max(0, ...drawn.flatMap((l) => l.filled!.values)));
   const xTop = Math.max(0.1, Math.round(minutes * 10) / 10);
-  const missing = prepared.filter((l) => l.filled === null).map((l) => inline(l.name));
+  const missing = prepared.filter((l) => l.filled === null).map((l) => inline(l.name, LIMITS.name));
   const gaps = drawn.some((l) => l.filled!.filled);
   return [
     "",
-    `**${inline(title)}**`,
+    `**${inline(title, LIMITS.label)}**`,
     "",
     "```mermaid",
     `%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "${drawn.map((l) => l.colour).join(", ")}"}}}}%%`,
@@ -240,7 +272,7 @@ function lineChart(title: string, unit: string, minutes: number, lines: Line[], 
     ...drawn.map((l) => `    line [${l.filled!.values.map(round).join(", ")}]`),
     "```",
     "",
-    drawn.map((l) => `${l.square} ${inline(l.name)}`).join(" · ") +
+    drawn.map((l) => `${l.square} ${inline(l.name, LIMITS.name)}`).join(" · ") +
       (missing.length > 0 ? `; no data: ${missing.join(", ")}` : "") +
       (gaps ? "; periods without samples are drawn from their neighbours" : ""),
   ];

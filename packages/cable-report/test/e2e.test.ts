@@ -254,7 +254,7 @@ describe("real Artillery runs through the CLI", () => {
 
   it("shows each region's ensure outcomes", () => {
     const passed = (c: string) => regionTasks(c).filter((k) => sidecars.get(k)!.checks?.[0]?.passed).length;
-    expect(table.get("Checks (ensure) / cable.rtt.p99 &lt; 5000")).toEqual(
+    expect(table.get("Checks (ensure) / cable.rtt.p99 \\< 5000")).toEqual(
       COLUMNS.map((c) => `✅ ${passed(c)}/${regionTasks(c).length} passed`),
     );
   });

@@ -6,20 +6,20 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT_BAD_INPUT, EXIT_OK, main } from "../src/cli.js";
-import { jsonForScript, REGION_PALETTE, renderHtml, withoutCharts } from "../src/html.js";
+import { jsonForScript, markdownToHtml, REGION_PALETTE, renderHtml, withoutCharts } from "../src/html.js";
 import { renderMarkdown } from "../src/markdown.js";
 import type { MergedResults } from "../src/model.js";
 import { mergeRegions, type RegionTasks } from "../src/results.js";
+import { chartData, launchChromium, openFile, tablesShown, type Browser } from "./chromium.js";
 import { around, taskOf, writeTask, type PeriodSpec } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");
 const SHOT = join(ROOT, "docs", "report-render", "report-html.png");
 const CHARTS_SHOT = join(ROOT, "docs", "report-render", "report-html-charts.png");
-const CHROMIUM = "/usr/bin/chromium";
 const UPDATE = Boolean(process.env.UPDATE_GOLDEN);
 const HOSTILE = "</script><img src=x onerror=alert(1)>";
 const START = Date.UTC(2026, 10, 24, 12, 0, 0);
@@ -170,11 +170,46 @@ describe("report.html's text", () => {
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain("https://github.com/leeoniya/uPlot"); // uPlot's banner, inlined
     expect(html).not.toMatch(/<(script|link|img|iframe)[^>]+(src|href)=/i);
-    expect(html).toMatch(/Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[^']+' 'sha256-[^']+';/);
+    expect(html).toMatch(/Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[^']+' 'sha256-[^']+'; style-src 'sha256-[^']+';/);
     expect(html.indexOf("<table>")).toBeGreaterThan(0);
     expect(html.indexOf('id="charts"')).toBeLessThan(html.indexOf("<table>"));
     expect(html).toContain("<noscript>");
     expect(html).not.toContain("```mermaid");
+  });
+
+  it("keeps no raw HTML but report.md's own folds, and shows links and images as their text", () => {
+    const html = markdownToHtml(
+      [
+        "<details><summary>Notes</summary>",
+        "",
+        "- a [link](https://evil.example) and ![an image](https://evil.example/t.png), <https://evil.example>, www.evil.example",
+        "",
+        "</details>",
+        "",
+        '<meta http-equiv="refresh" content="0;url=https://evil.example">',
+        "",
+        "<style>table{display:none}</style>",
+        "",
+        '<script type="application/json" id="report-data">{}</script>',
+        "",
+        "text </details><h1>pwned</h1> and <details open> inline",
+        "",
+        "<details open>",
+        "",
+      ].join("\n"),
+    );
+    expect(html).toContain("<details><summary>Notes</summary>");
+    expect(html.match(/<\/details>/g)).toHaveLength(1);
+    expect(html).not.toMatch(/<(meta|style|script|h1|a|img)[\s>]|<details open/);
+    expect(html).toContain("a link and an image, https://evil.example, www.evil.example");
+    expect(html).toContain("&lt;meta http-equiv=&quot;refresh&quot;");
+  });
+
+  it("puts the chart data right before the page's script, where its script reads it", () => {
+    const html = page(screenshotRun());
+    const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]);
+    expect(scripts).toEqual(["", ' type="application/json" id="report-data"', ""]);
+    expect(html).toMatch(/<script type="application\/json" id="report-data">[^<]*<\/script>\n<script>\/\/ report.html's charts over time/);
   });
 
   it("stays under 2 MB for a 30-minute run of 3 regions × 6 tasks (180 periods)", () => {
@@ -222,24 +257,15 @@ describe("cable-report --html", () => {
 });
 
 describe("report.html in headless Chromium", () => {
-  let context: BrowserContext | undefined;
-  let profile: string;
+  let browser: Browser | undefined;
+  const context = () => browser!.context;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup-test-servers.sh (it installs Debian's chromium)`);
-    profile = mkdtempSync(join(tmpdir(), "cable-report-html-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      viewport: { width: 1200, height: 800 },
-      deviceScaleFactor: 1,
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
   });
 
   interface Opened {
@@ -251,7 +277,7 @@ describe("report.html in headless Chromium", () => {
 
   /** A fresh tab with the page loaded; every request is refused and counted. */
   async function open(html: string): Promise<Opened> {
-    const page = await context!.newPage();
+    const page = await context().newPage();
     const opened: Opened = { page, requests: [], errors: [], dialogs: [] };
     await page.route("**/*", (route) => {
       opened.requests.push(route.request().url());
@@ -384,15 +410,53 @@ describe("report.html in headless Chromium", () => {
     await page.close();
   }, 60_000);
 
+  it("stays on its file, shows every table and draws its own data, even with raw HTML in the markdown it is given", async () => {
+    // report.md escapes outside text; this is the page's own wall behind it: raw HTML that reached
+    // the markdown (a renderer's mistake) stays text, and the data comes from the page's own element.
+    const merged = screenshotRun();
+    const hostile = [
+      '<meta http-equiv="refresh" content="0;url=https://evil.example">',
+      "<style>table{display:none}</style>",
+      '<script type="application/json" id="report-data">{"x":[]}</script>',
+      "</details><h1>pwned</h1>",
+      "<details open>",
+    ].join("\n\n");
+    const markdown = renderMarkdown(merged).replace("\n| Metric |", `\n${hostile}\n\n| Metric |`);
+    const dir = mkdtempSync(join(tmpdir(), "cable-report-html-hostile-"));
+    const file = join(dir, "report.html");
+    writeFileSync(file, renderHtml(merged, { markdown }));
+    const opened = await openFile(context(), file);
+    const { page } = opened;
+
+    expect(page.url()).toBe(opened.url);
+    expect(opened.navigations).toEqual([]);
+    expect(opened.requests).toEqual([]);
+    expect(opened.errors).toEqual([]);
+    for (const injected of ["h1", "body meta", "details[open]", "body style", "body script[type='application/json']"]) {
+      expect(await page.locator(injected).count(), injected).toBe(injected.includes("json") ? 1 : 0);
+    }
+    const tables = await tablesShown(page);
+    expect(tables.length).toBe(markdown.split("\n").filter((l) => /^\|:?--/.test(l)).length);
+    expect(tables.every((t) => t.visible), JSON.stringify(tables)).toBe(true);
+    // The data drawn is the run's: every period, and the open connections of all regions as merged.
+    const charts = await chartData(page);
+    expect(charts.length).toBe(10);
+    expect(charts[0][0]).toHaveLength(merged.all.series!.periods.length);
+    const connections = charts.find((c) => c.length === merged.regions.length + 2 && c[c.length - 1].every((v, i) => v === merged.all.series!.connections[i]));
+    expect(connections, "the connections chart holds the merged figures").toBeDefined();
+    await page.close();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
   it("reads without JavaScript: the tables, and a note instead of the charts", async () => {
     const merged = screenshotRun();
-    const page = await context!.newPage();
+    const page = await context().newPage();
     const requests: string[] = [];
     await page.route("**/*", (route) => {
       requests.push(route.request().url());
       return route.abort();
     });
-    const cdp = await context!.newCDPSession(page);
+    const cdp = await context().newCDPSession(page);
     await cdp.send("Emulation.setScriptExecutionDisabled", { value: true });
     await page.setContent(renderHtml(merged, { markdown: renderMarkdown(merged) }));
     expect(await page.locator("#tables table").count()).toBeGreaterThan(0);

@@ -6,7 +6,12 @@ import { DEFAULT_MAX_BYTES, renderMarkdown } from "../src/markdown.js";
 import type { MergedResults } from "../src/model.js";
 import { mergeRegions, type RegionTasks } from "../src/results.js";
 import type { TaskResult } from "../src/task.js";
+import { LIMITS } from "../src/text.js";
 import { around, taskOf } from "./fixtures.js";
+import { HOSTILE_TEXTS, liveMarkup, outsideCode, renderedTags } from "./hostile-text.js";
+
+/** The elements report.md writes itself. */
+const OWN_ELEMENTS = new Set(["h2", "h3", "p", "ul", "li", "strong", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "details", "summary", "br"]);
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0);
 
@@ -104,8 +109,8 @@ describe("the markdown layout", () => {
     expect(markdown.indexOf("⚠️ **The load generator was saturated**")).toBeLessThan(markdown.indexOf("| Metric |"));
     expect(markdown).toContain("| Merged | ⚠️ 1 of 3 | ⚠️ 2 of 3, 1 corrupt |");
     expect(markdown).toContain("- ⚠️ **eu-west-2**: 2 of 3 tasks reported; corrupt `eu-west-2/t3.json`");
-    expect(markdown).toMatch(/\| \*\*app.render_time\*\* \|/);
-    expect(markdown).toMatch(/\| app.cache_hits \| 202 ±0% \|/);
+    expect(markdown).toMatch(/\| \*\*app.render\\_time\*\* \|/);
+    expect(markdown).toMatch(/\| app.cache\\_hits \| 202 ±0% \|/);
     expect(markdown).toContain("- Only in the baseline (not recorded by this run): `cable.reconnects`");
     expect(markdown).toContain("no regression beyond 10%");
     expect(renderMarkdown(chatRun(1))).not.toContain("saturated**");
@@ -135,16 +140,64 @@ describe("the size limit", () => {
   });
 });
 
-describe("escaping", () => {
+describe("text from outside", () => {
+  /** A run whose every name, and the server's words, hold one of the hostile texts. */
+  function hostileRun(): MergedResults {
+    const texts = HOSTILE_TEXTS;
+    const at = (i: number) => texts[i % texts.length];
+    const task = chatTask(1, { errors: 2 });
+    task.counters[`errors.${at(0)} ${at(2)}`] = 2;
+    task.counters["errors.cable.subscription_rejected"] = 3;
+    task.counters[`cable.subscription_rejected.${at(4)}`] = 3;
+    task.test = { name: at(1), scenarios: [at(2), at(3)], phases: [{ name: at(4), duration: at(5) as unknown as number, arrivalRate: 2 }] };
+    task.periods = [];
+    const merged = mergeRegions(
+      [
+        { name: at(6), tasks: [task], files: [`${at(7)}/t1.json`], rejected: [{ file: `${at(8)}/t2.json`, kind: "corrupt", reason: at(9) }] },
+        { name: at(10), tasks: [chatTask(2)], files: ["b/t1.json"] },
+      ],
+      { regions: [at(11)] },
+    );
+    merged.serverWords = texts.map((text) => ({ error: "cable.subscription_rejected", cause: at(4), text }));
+    merged.notes.push(...texts);
+    merged.verdicts = { spikes: [], storms: {}, connects: {}, checks: texts.map((check) => ({ check, columns: { [at(6)]: { passed: false, value: check } } })) } as unknown as MergedResults["verdicts"];
+    return merged;
+  }
+
+  it("is inert everywhere in report.md: no mention, link, image, heading or raw tag outside code", () => {
+    const merged = hostileRun();
+    const markdown = renderMarkdown(merged, { title: HOSTILE_TEXTS.join(" "), baseline: merged, baselineLabel: HOSTILE_TEXTS[3], regressionThreshold: 10 });
+    expect(liveMarkup(markdown)).toEqual([]);
+    // Rendered (as report.html renders it): only the elements report.md writes itself.
+    expect([...renderedTags(markdown)].filter((t) => !OWN_ELEMENTS.has(t))).toEqual([]);
+    // The server's words are there, quoted in code spans.
+    expect(markdown).toContain("The server said: `@octocat`, `ping @octocat and @github/security`, `[click](https://evil.example)`");
+    expect(markdown).toContain("```` ``` fence ` tick `` two ````");
+  });
+
   it("keeps every table row at the same number of cells whatever the names hold", () => {
-    const task = chatTask(1);
-    task.counters["errors.bad | pipe <script>\nnewline"] = 2;
-    const merged = mergeRegions([{ name: "weird|region", tasks: [task], files: ["x.json"] }]);
-    const markdown = renderMarkdown(merged);
+    const markdown = renderMarkdown(hostileRun());
     const rows = markdown.split("\n").filter((l) => l.startsWith("|"));
-    const cells = (line: string) => line.split(/(?<!\\)\|/).length;
-    expect(new Set(rows.map(cells))).toEqual(new Set([cells(rows[0])]));
-    expect(markdown).not.toContain("<script>");
-    expect(markdown).toContain("bad \\| pipe &lt;script&gt; newline");
+    const cells = (line: string) => outsideCode(line).split(/(?<!\\)\|/).length;
+    const tables = markdown.split("\n\n").filter((b) => b.startsWith("|"));
+    expect(tables.length).toBeGreaterThan(1);
+    for (const table of tables) {
+      const lines = table.split("\n").filter((l) => l.startsWith("|"));
+      expect(new Set(lines.map(cells)), table.slice(0, 200)).toEqual(new Set([cells(lines[0])]));
+    }
+    expect(rows.length).toBeGreaterThan(10);
+  });
+
+  it("caps every name and quoted text", () => {
+    const long = `@x${"y".repeat(5_000)}`;
+    const task = chatTask(1);
+    task.counters[`errors.${long}`] = 1;
+    task.test = { name: long, scenarios: [long], phases: [{ name: long, duration: 1, arrivalRate: 1 }] };
+    const merged = mergeRegions([{ name: long, tasks: [task], files: [`${long}.json`], rejected: [{ file: long, kind: "corrupt", reason: long }] }]);
+    merged.serverWords = [{ error: "cable.subscription_rejected", cause: "other", text: long }];
+    merged.notes.push(long);
+    const markdown = renderMarkdown(merged, { title: long });
+    const longest = Math.max(...markdown.split(/[\s|]+/).map((w) => w.length));
+    expect(longest).toBeLessThanOrEqual(LIMITS.note + 10);
   });
 });
