@@ -24,13 +24,14 @@ const MAX_PAGES = 30;
 export const markerOf = (header: string): string => `<!-- cable-loadtest:${header.replace(/-->/g, "")} -->`;
 
 /**
- * Posts the body as one comment on the pull request, or updates the one posted before (found by
- * its hidden marker), so a pull request has a single report that follows its pushes.
+ * Posts the body as one comment on the pull request, or updates the one this token posted before
+ * (found by its hidden marker and its author), so a pull request has a single report that follows
+ * its pushes. Anyone who can comment can write the marker: a comment by anyone else is never ours.
  */
 export async function upsertComment(github: GitHub, comment: StickyComment): Promise<CommentResult> {
   const marker = markerOf(comment.header);
   const body = fit(`${marker}\n${comment.body}`);
-  const existing = await findComment(github, comment, marker);
+  const existing = await findComment(github, comment, marker, await ownLogin(github));
   try {
     if (existing !== undefined) {
       const { data } = await github.rest.issues.updateComment({ owner: comment.owner, repo: comment.repo, comment_id: existing, body });
@@ -43,12 +44,27 @@ export async function upsertComment(github: GitHub, comment: StickyComment): Pro
   }
 }
 
-async function findComment(github: GitHub, comment: StickyComment, marker: string): Promise<number | undefined> {
+/**
+ * The login this token's comments carry: `github-actions[bot]` for the job's GITHUB_TOKEN,
+ * `<app>[bot]` for a GitHub App's installation token, the user's own for a personal token.
+ * GraphQL's `viewer` answers for all three (REST's `GET /user` refuses installation tokens, and
+ * `GET /app` needs the app's JWT); it is what the widely used sticky-comment actions ask too.
+ */
+export async function ownLogin(github: GitHub): Promise<string> {
+  try {
+    const { viewer } = await github.graphql<{ viewer: { login: string } }>("query { viewer { login } }");
+    return viewer.login;
+  } catch (err) {
+    throw commentError("asking GitHub which account this token is", err);
+  }
+}
+
+async function findComment(github: GitHub, comment: StickyComment, marker: string, login: string): Promise<number | undefined> {
   try {
     const pages = github.paginate.iterator(github.rest.issues.listComments, { owner: comment.owner, repo: comment.repo, issue_number: comment.issue, per_page: 100 });
     let pagesSeen = 0;
     for await (const page of pages) {
-      const mine = page.data.find((c) => c.body?.startsWith(marker));
+      const mine = page.data.find((c) => c.user?.login === login && c.body?.startsWith(marker));
       if (mine) return mine.id;
       if (++pagesSeen >= MAX_PAGES) break;
     }

@@ -32,7 +32,10 @@ export interface FakeComment {
   user: string;
 }
 
-export type Route = "runs" | "artifacts" | "download" | "blob" | "comments" | "create" | "update";
+/** The job's GITHUB_TOKEN acts as this account (REST's `user.login`, GraphQL's `viewer.login`). */
+export const ACTIONS_BOT = "github-actions[bot]";
+
+export type Route = "runs" | "artifacts" | "download" | "blob" | "comments" | "create" | "update" | "graphql";
 
 export interface RecordedRequest {
   route: Route | "unknown";
@@ -50,6 +53,8 @@ export class FakeGitHub {
   requests: RecordedRequest[] = [];
   /** GitHub honours per_page up to 100; a small cap here makes pagination happen with few items. */
   maxPerPage = 100;
+  /** Token → the account it acts as; any other token acts as the Actions bot. */
+  logins = new Map<string, string>();
   private nextCommentId = 1000;
   private api?: Server;
   private blob?: Server;
@@ -79,8 +84,13 @@ export class FakeGitHub {
     return comment;
   }
 
+  private loginOf(req: IncomingMessage): string {
+    const token = (req.headers.authorization ?? "").replace(/^(token|bearer) /i, "");
+    return this.logins.get(token) ?? ACTIONS_BOT;
+  }
+
   private commentJson(issue: number, c: FakeComment) {
-    return { id: c.id, body: c.body, user: { login: c.user }, html_url: `https://github.com/${this.owner}/${this.repo}/pull/${issue}#issuecomment-${c.id}` };
+    return { id: c.id, body: c.body, user: { login: c.user, type: c.user.endsWith("[bot]") ? "Bot" : "User" }, html_url: `https://github.com/${this.owner}/${this.repo}/pull/${issue}#issuecomment-${c.id}` };
   }
 
   private async handleApi(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -151,7 +161,7 @@ export class FakeGitHub {
         record("create");
         if (failed("create")) return;
         if (!this.comments.has(issue)) return json(res, 404, { message: "Not Found" });
-        const comment = this.addComment(issue, String((body as { body?: unknown }).body), "github-actions[bot]");
+        const comment = this.addComment(issue, String((body as { body?: unknown }).body), this.loginOf(req));
         return json(res, 201, this.commentJson(issue, comment));
       }
     }
@@ -166,6 +176,14 @@ export class FakeGitHub {
         }
       }
       return json(res, 404, { message: "Not Found" });
+    }
+    // GraphQL: only the question the action asks, who the token is.
+    if (req.method === "POST" && p === "/graphql") {
+      record("graphql");
+      if (failed("graphql")) return;
+      const query = String((body as { query?: unknown } | undefined)?.query ?? "");
+      if (!/^query\s*\{\s*viewer\s*\{\s*login\s*\}\s*\}$/.test(query.trim())) return json(res, 200, { errors: [{ message: `the fake answers only viewer { login }, not ${query}` }] });
+      return json(res, 200, { data: { viewer: { login: this.loginOf(req) } } });
     }
     record("unknown");
     json(res, 404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });

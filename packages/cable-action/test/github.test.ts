@@ -5,9 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { downloadBaseline } from "../src/baseline.js";
 import { GitHubApiError, createClient } from "../src/client.js";
 import { main } from "../src/cli.js";
-import { markerOf, upsertComment } from "../src/comment.js";
+import { markerOf, ownLogin, upsertComment } from "../src/comment.js";
 import { ContextError, readRunnerContext, workflowFileOf } from "../src/context.js";
-import { FakeGitHub, type FakeRun } from "./fake-github.js";
+import { ACTIONS_BOT, FakeGitHub, type FakeRun } from "./fake-github.js";
 
 const TOKEN = "ghs_test-token";
 const merged = (label: string) => JSON.stringify({ label });
@@ -120,6 +120,33 @@ describe("sticky comment", () => {
     expect(pages).toEqual(["1", "2", "1", "2", "3"]); // 4 comments, then 8 with ours the 5th; 2 per page
   });
 
+  it("is ours: a comment by anyone else that starts with the marker is left alone, never updated", async () => {
+    // Anyone who can comment on the pull request can write the marker, before or after our comment.
+    const forged = gh.addComment(7, `${markerOf("loadtest")}\n## Load test\nall green ✅`, "mallory");
+    const created = await upsertComment(client(), sticky);
+    expect(created.action).toBe("created");
+    gh.addComment(7, `${markerOf("loadtest")}\nall green, again`, "mallory");
+    const updated = await upsertComment(client(), { ...sticky, body: "## Load test, again" });
+    expect(updated).toMatchObject({ action: "updated", id: created.id });
+
+    const comments = gh.comments.get(7)!;
+    expect(comments.find((c) => c.id === forged.id)!.body).toBe(`${markerOf("loadtest")}\n## Load test\nall green ✅`);
+    expect(comments.filter((c) => c.user === ACTIONS_BOT).map((c) => c.body)).toEqual([`${markerOf("loadtest")}\n## Load test, again`]);
+    expect(gh.requests.filter((r) => r.route === "update").map((r) => r.url)).toEqual([`/repos/octo/app/issues/comments/${created.id}`]);
+  });
+
+  it("knows its own account from GraphQL's viewer, for the job's token, an app's or a person's", async () => {
+    expect(await ownLogin(client())).toBe(ACTIONS_BOT);
+    gh.logins.set(TOKEN, "cable-bot[bot]");
+    expect(await ownLogin(client())).toBe("cable-bot[bot]");
+    // The Actions bot's comment is not this app's.
+    gh.addComment(7, `${markerOf("loadtest")}\nold`, ACTIONS_BOT);
+    expect((await upsertComment(client(), sticky)).action).toBe("created");
+    expect(gh.comments.get(7)!.map((c) => c.user)).toEqual([ACTIONS_BOT, "cable-bot[bot]"]);
+    gh.failures.set("graphql", 403);
+    await expect(upsertComment(client(), sticky)).rejects.toThrow("GitHub answered 403 to asking GitHub which account this token is: Resource not accessible by integration");
+  });
+
   it("names the permission on a 403 and the pull request on a 404", async () => {
     gh.comments.set(7, []);
     gh.failures.set("create", 403);
@@ -128,7 +155,7 @@ describe("sticky comment", () => {
     );
     gh.failures.clear();
     await expect(upsertComment(client(), { ...sticky, issue: 8 })).rejects.toThrow("GitHub answered 404 to listing the comments of pull request #8: Not Found");
-    gh.addComment(7, `${markerOf("loadtest")}\nold`);
+    gh.addComment(7, `${markerOf("loadtest")}\nold`, ACTIONS_BOT);
     gh.failures.set("update", 403);
     await expect(upsertComment(client(), sticky)).rejects.toThrow(/^GitHub answered 403 to updating comment \d+: Resource not accessible/);
   });
