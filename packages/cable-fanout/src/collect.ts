@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
-import { REPORT_FILE, STOPPED_FROM_OUTSIDE, type TaskStatus } from "cable-worker/contract";
+import { makeRedactor, type Redact, REPORT_FILE, STOPPED_FROM_OUTSIDE, type TaskStatus } from "cable-worker/contract";
 import type { Region, TaskSnapshot } from "./backend.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
 import { toServerSeries, type ServerSample } from "./server-metrics.js";
@@ -109,7 +109,7 @@ function mergeRun(input: CollectInput, tasks: TaskOutcome[]): MergedResults | un
   const { record } = input;
   let merged: MergedResults;
   try {
-    merged = mergeResults(input.runDir, { regions: record.regions, tasksPerRegion: record.count });
+    merged = mergeResults(input.runDir, { regions: record.regions, tasksPerRegion: record.count, redact: heldSecrets(record, process.env) });
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;
     input.log(`no report: ${err.message}`);
@@ -123,6 +123,18 @@ function mergeRun(input: CollectInput, tasks: TaskOutcome[]): MergedResults | un
     if (cutOff > 0) merged.notes.push(`${cutOff} virtual user(s) were still in their flow when the tasks were stopped: neither completed nor failed.`);
   }
   return merged;
+}
+
+/**
+ * The second redaction, in the merge of the server's words: with the values of the run's secrets
+ * this machine holds, under their names, in its environment (with --local, where `--secret NAME`
+ * took $NAME, always). The runner never reads a secret from SSM or Secrets Manager: its operator
+ * policy grants no such read (only the tasks' role has one), a CI runner or a laptop would then hold
+ * every secret of the run, and the tasks, which must hold them anyway, have redacted everything they
+ * uploaded before it left them.
+ */
+export function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv): Redact {
+  return makeRedactor(record.secrets.flatMap((name) => env[name] ?? []));
 }
 
 /** merged.json, report.md (with the fan-out's start section) and report.html; the regressions against a baseline. */

@@ -25,7 +25,7 @@ export function lookupRun(lookup: RunLookup, backend: Backend): { runDir: string
   if (saved && saved.backend !== backend.kind) throw new FanoutInputError(`run ${lookup.runId} ran on the ${saved.backend} backend (${path.join(runDir, "fanout.json")}); ${saved.backend === "local" ? "add --local" : "drop --local"}`);
   const record: RunRecord = saved
     ? { ...saved, regions, count: lookup.count ?? saved.count }
-    : { format: "cable-fanout-run", version: 1, runId: lookup.runId, backend: backend.kind, scenario: "", regions, count: lookup.count ?? 1, startAt: null, started: {}, tasks: [], regionFailures: {}, notices: {} };
+    : { format: "cable-fanout-run", version: 1, runId: lookup.runId, backend: backend.kind, scenario: "", regions, count: lookup.count ?? 1, secrets: [], startAt: null, started: {}, tasks: [], regionFailures: {}, notices: {} };
   return { runDir, record };
 }
 

@@ -46,6 +46,8 @@ export const recordSchema = z.object({
   scenario: z.string(),
   regions: z.array(z.string()),
   count: z.number().int().positive(),
+  /** The names of the run's secrets (never a value): the merge redacts the values this machine holds under them (collect.ts). */
+  secrets: z.array(z.string()).default([]),
   /** The common start from the go marker (the store's clock); null until the barrier let the run go. */
   startAt: z.number().nullable(),
   /** How the ready barrier went. */

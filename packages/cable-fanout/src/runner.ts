@@ -249,6 +249,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     scenario: path.relative(process.cwd(), scenario.file),
     regions: options.regions,
     count: options.count,
+    secrets: Object.keys({ ...options.secretRefs, ...options.secretValues }).sort(),
     startAt: null,
     started: {},
     tasks: [],

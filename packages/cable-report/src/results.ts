@@ -22,6 +22,8 @@ export interface Expectations {
   tasksPerRegion?: number;
   /** The server's own figures over time, charted beside the load. */
   server?: ServerSeries | null;
+  /** Applied to every text quoted from a server: the caller's redaction of the run's secrets (cable-fanout knows them with --local). */
+  redact?: (text: string) => string;
 }
 
 export interface RegionTasks {
@@ -200,7 +202,7 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
   merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, soakMinimumMs), checks: [] };
   const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
   merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
-  const words = mergeServerWords(allTasks.map((t) => t.serverWords ?? []));
+  const words = mergeServerWords(allTasks.map((t) => (t.serverWords ?? []).map((w) => ({ ...w, text: expectations.redact?.(w.text) ?? w.text }))));
   if (words.length > 0) merged.serverWords = words;
   const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
   if (withoutSidecar > 0) {

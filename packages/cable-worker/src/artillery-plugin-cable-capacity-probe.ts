@@ -19,6 +19,7 @@ import type { EventEmitter } from "node:events";
 import { BroadcastChannel, isMainThread } from "node:worker_threads";
 import { CAPACITY_PLUGIN, CAPACITY_STOP_CHANNEL, type LiveEnded, type LivePhase, endedKey, stopKey } from "./live-keys.js";
 import { artilleryLog, LiveWriter, openTaskStore } from "./live-writer.js";
+import { redactorFromEnv } from "./redact.js";
 
 interface PhaseSpec {
   pause?: number;
@@ -62,7 +63,7 @@ export class Plugin {
       return;
     }
     const store = openTaskStore(storeUrl);
-    this.writer = new LiveWriter(store, CAPACITY_PLUGIN);
+    this.writer = new LiveWriter(store, CAPACITY_PLUGIN, redactorFromEnv(process.env));
     const endAfterMs = (script.config?.plugins?.[CAPACITY_PLUGIN]?.endAfterS ?? Infinity) * 1000;
     this.phaseSpecs = script.config?.phases ?? [];
     this.channel = new BroadcastChannel(CAPACITY_STOP_CHANNEL);

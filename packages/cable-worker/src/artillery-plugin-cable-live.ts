@@ -19,6 +19,7 @@ import { isMainThread } from "node:worker_threads";
 import type { ArtilleryPeriodStats, PhaseStart } from "artillery-plugin-cable-report";
 import { LIVE_PLUGIN, periodKey, phasesKey } from "./live-keys.js";
 import { artilleryLog, LiveWriter, openTaskStore } from "./live-writer.js";
+import { redactorFromEnv } from "./redact.js";
 
 export class Plugin {
   private readonly phases: PhaseStart[] = [];
@@ -34,7 +35,7 @@ export class Plugin {
     // A dependency of this package (and in the image beside it); required in the main thread only.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { CpuMeter, recordPeriod } = require("artillery-plugin-cable-report") as typeof import("artillery-plugin-cable-report");
-    const writer = new LiveWriter(openTaskStore(storeUrl), LIVE_PLUGIN);
+    const writer = new LiveWriter(openTaskStore(storeUrl), LIVE_PLUGIN, redactorFromEnv(process.env));
     const cpu = new CpuMeter();
 
     events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {

@@ -5,7 +5,8 @@ import { type TaskSlice, parseSlice } from "./payload-slice.js";
 /**
  * The worker's whole contract with whoever starts it (ECS RunTask, or the fan-out runner's local
  * backend) is these environment variables. Nothing secret is ever among them: CABLE_SECRETS holds
- * only the *names* of SSM parameters / Secrets Manager secrets.
+ * only the *names* of SSM parameters / Secrets Manager secrets, CABLE_SECRET_ENV only the names of
+ * the variables that hold the local backend's secrets (their values are this machine's own).
  */
 export interface WorkerConfig {
   runId: string;
@@ -16,6 +17,8 @@ export interface WorkerConfig {
   store: string;
   /** Env var name → SSM parameter name/ARN or Secrets Manager ARN. */
   secrets: Record<string, string>;
+  /** Variables of the worker's own environment that hold secrets (CABLE_SECRET_ENV: the local backend's `--secret NAME`). */
+  envSecrets: string[];
   /** Scratch space for the bundle and the results before upload. */
   workDir: string;
   /** How long the worker may wait for the manifest's startAt before it gives up. */
@@ -56,6 +59,18 @@ const schema = z.object({
       }
       return result.data;
     }),
+  CABLE_SECRET_ENV: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      const names = (text ?? "").split(",").map((n) => n.trim()).filter(Boolean);
+      const bad = names.find((n) => !envVarName.safeParse(n).success);
+      if (bad !== undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `CABLE_SECRET_ENV: "${bad}" is not an environment variable name` });
+        return z.NEVER;
+      }
+      return names;
+    }),
   CABLE_SLICE: z
     .string()
     .optional()
@@ -90,6 +105,7 @@ export function readWorkerConfig(env: NodeJS.ProcessEnv, defaultWorkDir: string)
     taskId: e.CABLE_TASK_ID,
     store: e.CABLE_STORE,
     secrets: e.CABLE_SECRETS,
+    envSecrets: e.CABLE_SECRET_ENV,
     workDir: e.CABLE_WORK_DIR ?? defaultWorkDir,
     maxStartWaitMs: e.CABLE_MAX_START_WAIT_MS,
     selfStopGraceMs: e.CABLE_SELF_STOP_GRACE_MS,

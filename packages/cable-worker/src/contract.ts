@@ -19,6 +19,9 @@
  *
  * CABLE_SLICE is the one entry that is no file: each task's own slice travels in its environment
  * (RunTask's container overrides, the local backend's spawn), since every task reads the same bundle.
+ * So does CABLE_SECRET_ENV (local-backend.ts → config.ts): the names of the variables that hold the
+ * local backend's secrets, which the task redacts from everything it writes, as it does those it
+ * reads from SSM. The runner's merge redacts the server's words again with the same rule (makeRedactor).
  *
  * The keys are in layout.ts and live-keys.ts (the CDK stack derives the task role's IAM patterns
  * from them); every JSON file has a zod schema here, and its type is inferred from it.
@@ -31,6 +34,7 @@ export * from "./markers.js";
 export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
 export { formatSlice, type PayloadFile, readPayloadRows, SLICE_ENV, type TaskSlice } from "./payload-slice.js";
 export { EXIT, STOPPED_FROM_OUTSIDE, type TaskStatus, taskStatusSchema } from "./status.js";
+export { makeRedactor, type Redact, SECRET_ENV } from "./redact.js";
 export type { Store } from "./store.js";
 // The live period and phase files hold cable-report's own records: the sidecar and the report read the same shapes.
 export { periodRecordSchema as livePeriodSchema, phaseStartSchema as livePhaseSchema } from "artillery-plugin-cable-report";

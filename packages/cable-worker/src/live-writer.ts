@@ -4,6 +4,7 @@
  * period), the first failure logged once, and every write settled before Artillery exits (its
  * `beforeExit` hook waits for them: Artillery exits right after `done`).
  */
+import { type Redact, redactJson } from "./redact.js";
 import type { Store } from "./store.js";
 
 interface ArtilleryGlobal {
@@ -36,12 +37,14 @@ export class LiveWriter {
     private readonly store: Store,
     /** The plugin's name, for its log lines. */
     private readonly plugin: string,
+    /** The run's secrets, as the worker named them in Artillery's environment (redactorFromEnv). */
+    private readonly redact: Redact,
   ) {
     artilleryGlobal()?.ext({ ext: "beforeExit", method: () => Promise.all(this.pending).then(() => undefined) });
   }
 
   put(key: string, value: unknown): void {
-    const write = this.store.putText(key, JSON.stringify(value)).catch((err: Error) => {
+    const write = this.store.putText(key, JSON.stringify(redactJson(value, this.redact))).catch((err: Error) => {
       if (this.warned) return;
       this.warned = true;
       artilleryLog(`${this.plugin}: could not write ${key}: ${err.message}`, "error");

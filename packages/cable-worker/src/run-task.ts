@@ -10,7 +10,7 @@ import { slicePayloads } from "./payload-slice.js";
 import { GATE_CANCELLED_EXIT } from "./artillery-plugin-cable-start-gate.js";
 import { StartGate } from "./gate.js";
 import { taskKey, waitForGo, writeReady } from "./markers.js";
-import { makeRedactor } from "./secrets.js";
+import { envSecretValues, makeRedactor, type Redact, redactFile, redactJson, SECRET_ENV } from "./redact.js";
 import { EXIT, type TaskStatus } from "./status.js";
 import { type Store, fetchTree } from "./store.js";
 import { TaskStops } from "./task-stops.js";
@@ -55,6 +55,8 @@ interface Task {
   workDir: string;
   bundleDir: string;
   resultsDir: string;
+  /** Every text the task writes or uploads passes through it; it knows the secrets once they are read. */
+  redact: Redact;
 }
 
 /** Starts Artillery with the task's environment (once per task), and says whether it has exited yet. */
@@ -69,7 +71,7 @@ interface Launcher {
  */
 export async function runTask(config: WorkerConfig & { taskId: string }, deps: TaskDeps): Promise<TaskStatus> {
   const workDir = path.join(config.workDir, config.runId, config.region, config.taskId);
-  const task: Task = { config, deps, stops: new TaskStops(deps, config.selfStopGraceMs), workDir, bundleDir: path.join(workDir, "bundle"), resultsDir: path.join(workDir, "results") };
+  const task: Task = { config, deps, stops: new TaskStops(deps, config.selfStopGraceMs), workDir, bundleDir: path.join(workDir, "bundle"), resultsDir: path.join(workDir, "results"), redact: (text) => text };
   const status = newStatus(config, deps.now());
   try {
     await mkdir(task.bundleDir, { recursive: true });
@@ -77,7 +79,8 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
     const manifest = await fetchBundle(config, deps, task.bundleDir);
     task.stops.watchRun(manifest, deps.store, config.runId);
     await slicePayloads(task.bundleDir, manifest.sequencePayloads ?? [], config.slice, deps.log).catch((err: Error) => fail(EXIT.setup, err.message));
-    const secrets = await deps.resolveSecrets({ ...config.secrets, ...manifest.secrets }).catch((err: Error) => fail(EXIT.setup, err.message));
+    const secrets = await readSecrets(task, manifest);
+    task.redact = makeRedactor(Object.values(secrets));
     (deps.checkArtillery ?? artilleryBin)();
     const artillery = launcher(task, manifest, secrets);
     // A fixed start too far away is refused before anything loads (a clock or runner bug).
@@ -100,6 +103,16 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
   return publish(task, status);
 }
 
+/** The secrets' values: the local backend's from this environment (CABLE_SECRET_ENV), the others read from SSM / Secrets Manager. */
+async function readSecrets(task: Task, manifest: RunManifest): Promise<Record<string, string>> {
+  const { config, deps } = task;
+  try {
+    return { ...envSecretValues(config.envSecrets, deps.baseEnv), ...(await deps.resolveSecrets({ ...config.secrets, ...manifest.secrets })) };
+  } catch (err) {
+    return fail(EXIT.setup, (err as Error).message);
+  }
+}
+
 function newStatus(config: WorkerConfig & { taskId: string }, now: number): TaskStatus {
   const startedAt = new Date(now).toISOString();
   const { runId, region, taskId } = config;
@@ -115,10 +128,10 @@ function launcher(task: Task, manifest: RunManifest, secrets: Record<string, str
       output: path.join(task.resultsDir, REPORT_FILE),
       overrides: taskOverrides(manifest.overrides),
       environment: manifest.environment,
-      env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...artilleryTaskEnv({ ...deps.baseEnv, ...manifest.env }, config), ...extraEnv },
+      env: { ...deps.baseEnv, ...manifest.env, ...secrets, ...artilleryTaskEnv({ ...deps.baseEnv, ...manifest.env }, config, Object.keys(secrets)), ...extraEnv },
       logFile: path.join(task.resultsDir, LOG_FILE),
       echo: deps.echo,
-      redact: makeRedactor(Object.values(secrets)),
+      redact: task.redact,
       onSpawn: (child) => {
         deps.onArtillerySpawn?.(child);
         stops.artillerySpawned(child);
@@ -213,7 +226,10 @@ async function judgeOutcome(task: Task, outcome: ArtilleryOutcome, status: TaskS
   status.firstMetricAt = await firstMetricAt(report);
 }
 
-/** Whatever results exist, then status.json last: the runner reads a task as ended once it is there. */
+/**
+ * Whatever results exist, redacted in place (the work folder holds no secret either), then
+ * status.json last: the runner reads a task as ended once it is there. Returns the status as uploaded.
+ */
 async function publish(task: Task, status: TaskStatus): Promise<TaskStatus> {
   const { deps } = task;
   const prefix = resultPrefix(status.runId, status.region, status.taskId);
@@ -222,18 +238,18 @@ async function publish(task: Task, status: TaskStatus): Promise<TaskStatus> {
     status.reason = oneLine(`${status.reason ? `${status.reason}; ` : ""}${what} failed: ${(err as Error).message}`);
   };
   try {
-    const uploaded = await uploadResults(deps.store, prefix, task.resultsDir);
+    const uploaded = await uploadResults(deps.store, prefix, task.resultsDir, task.redact);
     deps.log(`uploaded ${uploaded.length} file(s) to ${deps.store.location}/${prefix}`);
   } catch (err) {
     failed("uploading results", err);
   }
   status.endedAt = new Date(deps.now()).toISOString();
   try {
-    await deps.store.putText(prefix + STATUS_FILE, JSON.stringify(status, null, 2) + "\n");
+    await deps.store.putText(prefix + STATUS_FILE, JSON.stringify(redactJson(status, task.redact), null, 2) + "\n");
   } catch (err) {
     failed(`uploading ${STATUS_FILE}`, err);
   }
-  return status;
+  return redactJson(status, task.redact);
 }
 
 async function fetchBundle(config: WorkerConfig, deps: TaskDeps, bundleDir: string): Promise<RunManifest> {
@@ -251,17 +267,19 @@ async function fetchBundle(config: WorkerConfig, deps: TaskDeps, bundleDir: stri
 /**
  * What the worker's own Artillery plugins need in Artillery's environment: the worker's directory on
  * ARTILLERY_PLUGIN_PATH, where Artillery finds them by name (the start gate, the capacity probe), in
- * the image and locally alike; and which task this is, for the capacity probe's live files (on
- * Fargate the task id comes from ECS's metadata, not from the environment). Set last: a scenario's
- * env cannot point them elsewhere.
+ * the image and locally alike; which task this is, for the capacity probe's live files (on
+ * Fargate the task id comes from ECS's metadata, not from the environment); and which of its
+ * variables hold secrets (names only), which the plugins redact from the live files. Set last: a
+ * scenario's env cannot point them elsewhere.
  */
-export function artilleryTaskEnv(base: NodeJS.ProcessEnv, task: Pick<WorkerConfig, "runId" | "region" | "store"> & { taskId: string }): NodeJS.ProcessEnv {
+export function artilleryTaskEnv(base: NodeJS.ProcessEnv, task: Pick<WorkerConfig, "runId" | "region" | "store"> & { taskId: string }, secretNames: string[]): NodeJS.ProcessEnv {
   return {
     ARTILLERY_PLUGIN_PATH: [base.ARTILLERY_PLUGIN_PATH, WORKER_DIR].filter(Boolean).join(":"),
     CABLE_RUN_ID: task.runId,
     CABLE_REGION: task.region,
     CABLE_TASK_ID: task.taskId,
     CABLE_STORE: task.store,
+    [SECRET_ENV]: secretNames.join(","),
   };
 }
 
@@ -274,12 +292,13 @@ async function until(done: () => boolean, timeoutMs: number, pollMs: number, dep
   while (!done() && deps.now() < deadline) await deps.sleep(Math.min(pollMs, Math.max(1, deadline - deps.now())));
 }
 
-async function uploadResults(store: Store, prefix: string, resultsDir: string): Promise<string[]> {
+async function uploadResults(store: Store, prefix: string, resultsDir: string, redact: Redact): Promise<string[]> {
   const entries = await readdir(resultsDir, { recursive: true, withFileTypes: true });
   const files = entries
     .filter((e) => e.isFile())
     .map((e) => path.relative(resultsDir, path.join(e.parentPath, e.name)).split(path.sep).join("/"))
     .sort();
+  for (const rel of files) await redactFile(path.join(resultsDir, rel), redact);
   for (const rel of files) await store.putFile(prefix + rel, path.join(resultsDir, rel));
   return files;
 }

@@ -45,10 +45,3 @@ async function fromParameterStore(name: string, clients: SecretClients): Promise
   if (value === undefined) throw new Error("the parameter has no value");
   return value;
 }
-
-/** Replaces every occurrence of any secret value in `text`, so artillery.log and the task's logs never carry one. */
-export function makeRedactor(secretValues: string[]): (text: string) => string {
-  const needles = [...new Set(secretValues.filter((v) => v.length > 0))].sort((a, b) => b.length - a.length);
-  if (needles.length === 0) return (text) => text;
-  return (text) => needles.reduce((acc, needle) => acc.split(needle).join("***"), text);
-}

@@ -62,15 +62,16 @@ describe("the live periods' generator CPU (cable-report's, which the live plugin
 });
 
 describe("Artillery's environment in a task", () => {
-  it("puts the worker's own directory on the plugin path and says which task this is", () => {
-    const env = artilleryTaskEnv({ ARTILLERY_PLUGIN_PATH: "/opt/plugins" }, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "s3://bucket" });
+  it("puts the worker's own directory on the plugin path and says which task this is, and which variables hold secrets", () => {
+    const env = artilleryTaskEnv({ ARTILLERY_PLUGIN_PATH: "/opt/plugins", CABLE_SECRET_ENV: "STALE" }, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "s3://bucket" }, ["PUSHER_APP_SECRET", "SESSION_COOKIE"]);
     expect(env).toEqual({
       ARTILLERY_PLUGIN_PATH: `/opt/plugins:${path.resolve(__dirname, "../src")}`,
       CABLE_RUN_ID: "r1",
       CABLE_REGION: "eu-west-2",
       CABLE_TASK_ID: "abc123",
       CABLE_STORE: "s3://bucket",
+      CABLE_SECRET_ENV: "PUSHER_APP_SECRET,SESSION_COOKIE",
     });
-    expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src"));
+    expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }, []).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src"));
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
@@ -9,7 +9,7 @@ import { readWorkerConfig } from "../src/config";
 import { bundleKeyPattern, bundlePrefix, regionResultsPrefix, resultKeyPattern, resultPrefix } from "../src/layout";
 import { LocalStore } from "../src/local-store";
 import { parseManifest, taskOverrides } from "../src/manifest";
-import { makeRedactor } from "../src/secrets";
+import { envSecretValues, makeRedactor, redactFile, redactJson, redactorFromEnv } from "../src/redact";
 import { openStore } from "../src/open-store";
 import { discoverTaskId } from "../src/task-id";
 
@@ -32,7 +32,9 @@ describe("the store layout", () => {
 describe("readWorkerConfig", () => {
   const base = { CABLE_RUN_ID: "r1", CABLE_REGION: "eu-west-2", CABLE_STORE: "s3://b" };
   it("reads the contract with defaults", () => {
-    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, workDir: "/tmp/w", maxStartWaitMs: 600_000, selfStopGraceMs: 30_000, slice: undefined });
+    expect(readWorkerConfig(base, "/tmp/w")).toEqual({ runId: "r1", region: "eu-west-2", taskId: undefined, store: "s3://b", secrets: {}, envSecrets: [], workDir: "/tmp/w", maxStartWaitMs: 600_000, selfStopGraceMs: 30_000, slice: undefined });
+    expect(readWorkerConfig({ ...base, CABLE_SECRET_ENV: "SESSION_COOKIE, API_TOKEN" }, "/w").envSecrets).toEqual(["SESSION_COOKIE", "API_TOKEN"]);
+    expect(() => readWorkerConfig({ ...base, CABLE_SECRET_ENV: "OK,bad-name" }, "/w")).toThrow('CABLE_SECRET_ENV: "bad-name" is not an environment variable name');
     expect(readWorkerConfig({ ...base, CABLE_SECRETS: '{"PUSHER_SECRET":"/cable-loadtest/app/secret"}', CABLE_MAX_START_WAIT_MS: "5000" }, "/w")).toMatchObject({
       secrets: { PUSHER_SECRET: "/cable-loadtest/app/secret" },
       maxStartWaitMs: 5000,
@@ -102,6 +104,46 @@ describe("makeRedactor", () => {
     const redact = makeRedactor(["abc", "abcdef", ""]);
     expect(redact("x abcdef y abc z")).toBe("x *** y *** z");
     expect(makeRedactor([])("abc")).toBe("abc");
+  });
+
+  it("hides a secret as JSON quotes it, URL-encodes it, or the engine cleans it, and the start of one cut off at the end", () => {
+    const redact = makeRedactor(['se"cret \\ cookie\tvalue']);
+    expect(redact(`said ${JSON.stringify('se"cret \\ cookie\tvalue')}`)).toBe('said "***"');
+    expect(redact(`?c=${encodeURIComponent('se"cret \\ cookie\tvalue')}&x=1`)).toBe("?c=***&x=1");
+    expect(redact('cookie: se"cret \\ cookie value')).toBe("cookie: ***");
+    // The engine keeps 160 characters of the server's words and ends them with "…".
+    expect(redact('the server said: your cookie se"cret \\ coo…')).toBe("the server said: your cookie ***…");
+    expect(redact("a long refusal that ends in something else…")).toBe("a long refusal that ends in something else…");
+  });
+
+  it("redacts a JSON value's strings and keys, never its numbers", () => {
+    const redact = makeRedactor(["1234", "hunter2"]);
+    expect(redactJson({ count: 1234, "errors.hunter2": 1, words: [{ text: "pw hunter2 1234" }] }, redact)).toEqual({ count: 1234, "errors.***": 1, words: [{ text: "pw *** ***" }] });
+  });
+
+  it("redacts a results file in place, JSON as JSON, text as text, and leaves a file without a secret byte for byte", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "redact-"));
+    try {
+      const redact = makeRedactor(["hunter2"]);
+      await writeFile(path.join(dir, "a.json"), '{\n  "n": 2,\n  "text": "pw hunter2"\n}\n');
+      await writeFile(path.join(dir, "b.log"), "pw hunter2\n");
+      await writeFile(path.join(dir, "c.json"), '{\n  "n": 2\n}\n');
+      await writeFile(path.join(dir, "d.json"), '{"text": "pw hunter2", "cut');
+      for (const f of ["a.json", "b.log", "c.json", "d.json"]) await redactFile(path.join(dir, f), redact);
+      expect(JSON.parse(await readFile(path.join(dir, "a.json"), "utf8"))).toEqual({ n: 2, text: "pw ***" });
+      expect(await readFile(path.join(dir, "b.log"), "utf8")).toBe("pw ***\n");
+      expect(await readFile(path.join(dir, "c.json"), "utf8")).toBe('{\n  "n": 2\n}\n');
+      expect(await readFile(path.join(dir, "d.json"), "utf8")).toBe('{"text": "pw ***", "cut');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("knows the local backend's secrets by the names CABLE_SECRET_ENV gives, in the worker and in Artillery", () => {
+    expect(envSecretValues(["A", "B"], { A: "1", B: "2", C: "3" })).toEqual({ A: "1", B: "2" });
+    expect(() => envSecretValues(["A", "MISSING"], { A: "1" })).toThrow("secret MISSING (CABLE_SECRET_ENV) is not set in the worker's environment");
+    expect(redactorFromEnv({ CABLE_SECRET_ENV: "A,B", A: "alpha-secret", B: "beta-secret", C: "gamma" })("alpha-secret beta-secret gamma")).toBe("*** *** gamma");
+    expect(redactorFromEnv({})("alpha")).toBe("alpha");
   });
 });
 

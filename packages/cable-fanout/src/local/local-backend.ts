@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { formatSlice, SLICE_ENV } from "cable-worker/contract";
+import { formatSlice, SECRET_ENV, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
 import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
@@ -114,6 +114,8 @@ class LocalRegion implements Region {
           CABLE_STORE: this.storeDir,
           CABLE_WORK_DIR: path.join(this.storeDir, "work"),
           ...(Object.keys(options.secretRefs).length > 0 ? { CABLE_SECRETS: JSON.stringify(options.secretRefs) } : {}),
+          // The values are this machine's own and in the workers' environment anyway; the names tell the worker to redact them.
+          ...(Object.keys(options.secretValues).length > 0 ? { [SECRET_ENV]: Object.keys(options.secretValues).join(",") } : {}),
           ...(options.slices ? { [SLICE_ENV]: formatSlice(taskSlice(options.slices, n - 1)) } : {}),
         },
         stdio: ["ignore", out, out],
