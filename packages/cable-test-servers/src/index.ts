@@ -18,3 +18,4 @@ export { writeTree } from "./files.js";
 export { waitFor } from "./wait.js";
 export { encoded, sketchOf } from "./sketches.js";
 export { cableClient, connect, type RawClient } from "./raw-client.js";
+export { INJECTIONS, startHostileServer, type HostileServer, type Injection } from "./hostile-server.js";
