@@ -45,7 +45,7 @@ export function outsideCode(markdown: string): string {
     }
     lines.push(line);
   }
-  let text = lines.join("\n");
+  const text = lines.join("\n");
   let out = "";
   for (let i = 0; i < text.length; ) {
     if (text[i] === "\\") {
@@ -69,8 +69,7 @@ export function outsideCode(markdown: string): string {
     out += " ";
     i = end.index + run.length;
   }
-  text = out;
-  return text;
+  return out;
 }
 
 /** A character not escaped by a backslash (an even number of backslashes before it). */
