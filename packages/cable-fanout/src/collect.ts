@@ -133,7 +133,7 @@ function mergeRun(input: CollectInput, tasks: TaskOutcome[]): MergedResults | un
  * every secret of the run, and the tasks, which must hold them anyway, have redacted everything they
  * uploaded before it left them.
  */
-export function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv): Redact {
+function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv): Redact {
   return makeRedactor(record.secrets.flatMap((name) => env[name] ?? []));
 }
 

@@ -7,7 +7,7 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 
-export const REDACTED = "***";
+const REDACTED = "***";
 
 /**
  * Names, comma-separated, of variables of this process's environment that hold secrets: set by the
@@ -23,7 +23,7 @@ export type Redact = (text: string) => string;
  * the server as JSON), URL-encoded (a query string), and as the engine cleans a server's words
  * before it keeps them (control characters and runs of white space become one space).
  */
-export function secretForms(value: string): string[] {
+function secretForms(value: string): string[] {
   const forms = [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), value.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, " ")];
   return [...new Set(forms)].filter((form) => form.length > 0);
 }
