@@ -411,8 +411,11 @@ export class CableConnection implements Tracked {
       case "error":
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
         // itself is the failure, so the announcement is not counted twice.
-        if (!/^pusher_4[0-2]\d\d$/.test(ev.reason)) this.events.emit("error", `cable.${ev.reason}`);
-        else this.announcedClose = ev.reason;
+        if (!/^pusher_4[0-2]\d\d$/.test(ev.reason)) {
+          this.events.emit("error", `cable.${ev.reason}`);
+          // The key is one of a bounded set; what the server said (an unlisted code among it) is a sample.
+          if (ev.message) sampleServerWords(`cable.${ev.reason}`, "error_frame", ev.message);
+        } else this.announcedClose = ev.reason;
         break;
     }
     this.waiter?.offer(ev);
@@ -518,9 +521,13 @@ export class CableConnection implements Tracked {
       return;
     }
     if (!this.failure) this.noticedAtOnce();
+    const named = code >= 4000 && code < 5000 ? this.protocol.closeReason?.(code) : undefined;
+    // A code the protocol does not name by number (Pusher's outside its documented ranges) is kept
+    // in the server's words, never in a metric's name.
+    if (named && !named.endsWith(String(code))) sampleServerWords(`cable.${named}`, "close", `close ${code}${reason ? `: ${reason}` : ""}`);
     this.fail(
-      code >= 4000 && code < 5000 && this.protocol.closeReason
-        ? new CableError(this.protocol.closeReason(code), `the server closed the connection with ${code} ${reason}`)
+      named
+        ? new CableError(named, `the server closed the connection with ${code} ${reason}`)
         : // Reverb announces 4001 (no such app) with an error frame, then drops the socket without a
           // close frame (1006): the announced code is the reason, not the drop.
           this.announcedClose

@@ -18,10 +18,27 @@ export interface ServerWords {
   text: string;
 }
 
+/**
+ * Terminal escape sequences whole (CSI: colours, cursor moves, screen clears; OSC: titles and
+ * OSC-8 links, to BEL or ST; DCS, SOS, PM and APC strings; two-byte escapes), so that none of their
+ * text is left to read as words either.
+ */
+const ESCAPES = /\u001b\[[0-?]*[ -/]*[@-~]?|\u009b[0-?]*[ -/]*[@-~]?|\u001b[\]PX^_][^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)?|[\u009d\u0090\u0098\u009e\u009f][^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)?|\u001b[ -~]?/g;
+/** Control characters, and the invisible ones that reorder or break a line (bidi overrides, separators). */
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]+/g;
+
+/**
+ * Text from a server as one printable line: no escape sequence, control character or line break,
+ * so that it cannot colour, clear or rewrite a terminal, nor forge a line of its own. Used for the
+ * server's words and for every trace line (trace.ts).
+ */
+export function printable(raw: string): string {
+  return raw.replace(ESCAPES, " ").replace(CONTROLS, " ").replace(/\s+/g, " ").trim();
+}
+
 /** One line of printable text, without long tokens (a signature, a key) a server might echo back. */
 export function cleanWords(raw: string): string {
-  const text = raw
-    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ")
+  const text = printable(raw)
     .replace(/[A-Za-z0-9+/=_-]{24,}/g, "…")
     .replace(/\s+/g, " ")
     .trim();

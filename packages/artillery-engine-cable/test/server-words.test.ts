@@ -9,7 +9,12 @@ describe("the server's words", () => {
     expect(cleanWords("  The maximum members\nper presence channel\tlimit was reached ")).toBe("The maximum members per presence channel limit was reached");
     expect(cleanWords("bad signature 0123456789abcdef0123456789abcdef for app")).toBe("bad signature … for app");
     expect(cleanWords("x".repeat(10) + " " + "word ".repeat(100)).length).toBeLessThanOrEqual(160);
-    expect(cleanWords("\u0000\u001b[31m")).toBe("[31m");
+    // Terminal escapes go whole: colours, screen clears, OSC-8 links with their target, titles; and line breaks and bidi overrides.
+    expect(cleanWords("\u0000\u001b[31m")).toBe("");
+    expect(cleanWords("\u001b[2J\u001b[1;1Hlimit \u001b[1mreached\u001b[0m")).toBe("limit reached");
+    expect(cleanWords("see \u001b]8;;https://evil.example\u001b\\here\u001b]8;;\u001b\\ now")).toBe("see here now");
+    expect(cleanWords("\u001b]0;pwned\u0007denied \u009b31mred")).toBe("denied red");
+    expect(cleanWords("denied\r\ncable: forged line \u202eoverride\u2028next")).toBe("denied cable: forged line override next");
   });
 
   test("each distinct text once, three per error and cause at most", () => {

@@ -40,6 +40,20 @@ export function parseData(data: unknown): unknown {
   }
 }
 
+const UNLISTED_CODE = "pusher_error";
+
+/**
+ * The error key of a Pusher close or `pusher:error` code. Only the codes Pusher documents get their
+ * own key ("Pusher Channels Protocol", and pusher-js's getCloseAction): 4000–4099 do not reconnect,
+ * 4100–4199 back off then reconnect, 4200–4299 reconnect now (the ranges servers fill with their
+ * own codes: Soketi's 4100, Reverb's 4001), and of "4300–4399: any other error" the one documented,
+ * 4301 (a client event over its rate). Any other code is `pusher_error`, its number kept in the
+ * server's words: a server inventing a code per frame cannot mint a metric per frame.
+ */
+export function pusherCodeKey(code: unknown): string {
+  return typeof code === "number" && Number.isInteger(code) && ((code >= 4000 && code <= 4299) || code === 4301) ? `pusher_${code}` : UNLISTED_CODE;
+}
+
 const PONG = JSON.stringify({ event: "pusher:pong", data: {} });
 export const PING = JSON.stringify({ event: "pusher:ping", data: {} });
 
@@ -74,10 +88,13 @@ export function decodePusher(text: string): Inbound {
     }
     case "pusher:error": {
       const d = parseData(data) as { code?: unknown; message?: unknown } | undefined;
-      const code = typeof d?.code === "number" ? d.code : undefined;
+      const message = typeof d?.message === "string" ? d.message : "";
       // Some servers (Sockudo among them) answer a bad subscription auth with pusher:error 4009.
-      if (code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${String(d?.message ?? "")}`.trim(), cause: "unauthorized" };
-      return { kind: "error", reason: code === undefined ? "pusher_error" : `pusher_${code}`, channel: on, message: String(d?.message ?? "") };
+      if (d?.code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${message}`.trim(), cause: "unauthorized" };
+      const reason = pusherCodeKey(d?.code);
+      if (reason !== UNLISTED_CODE || d?.code === undefined || d.code === null) return { kind: "error", reason, channel: on, message };
+      const code = typeof d.code === "number" || typeof d.code === "string" ? String(d.code).slice(0, 40) : typeof d.code;
+      return { kind: "error", reason, channel: on, message: `code ${code}${message ? `: ${message}` : ""}` };
     }
     default:
       if (!on) return { kind: "other" };
@@ -178,7 +195,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     },
     unsubscribe: (key) => encode("pusher:unsubscribe", { channel: key }),
     // 4000–4099: do not reconnect; 4100–4199: back off, then reconnect; 4200–4299: reconnect now.
-    closeReason: (code) => `pusher_${code}`,
+    closeReason: pusherCodeKey,
     keepalive: PING,
     pong: (_extended, reply) => reply,
   };
