@@ -4,15 +4,16 @@
 // figures are rebuilt exactly (counters add, sketches merge), short only of the period it was
 // stopped in.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { DDSketch } from "@artilleryio/sketches-js";
 import { summarizeSketch, mergeSketches } from "./merge.js";
-import { PERIOD_MS, periodRecordSchema, periodSketches, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
+import { PERIOD_MS, periodRecordSchema, periodSketchesStrict, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
 import type { TaskResult } from "./task.js";
+import { byName, listOf } from "./task-file.js";
 
 // The live files' names are cable-worker/contract's; that package depends on this one, so they are spelled here again.
 export const LIVE_DIR = "live";
-const PERIOD_FILE = /^period-\d+\.live$/;
+const PERIOD_FILE = /^period-(\d+)\.live$/;
 
 /** The live period files of a task folder, if it has any. */
 export function livePeriodFiles(taskDir: string): string[] {
@@ -21,31 +22,44 @@ export function livePeriodFiles(taskDir: string): string[] {
   return readdirSync(dir).filter((f) => PERIOD_FILE.test(f)).map((f) => join(dir, f));
 }
 
-/** Null when no period could be read. A damaged period file is left out (its neighbours still count). */
+/**
+ * Null when no period could be read. A damaged period file is left out (its neighbours still count):
+ * one cut short when the task was stopped, one that fails the period record's bounds, one whose
+ * sketch cannot be merged, or one whose period is not the one its name says.
+ */
 export function loadLiveTask(taskDir: string, label: string): TaskResult | null {
   const periods: PeriodRecord[] = [];
   for (const file of livePeriodFiles(taskDir)) {
     try {
       const parsed = periodRecordSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-      if (parsed.success) periods.push(parsed.data);
+      if (!parsed.success || String(parsed.data.period) !== PERIOD_FILE.exec(basename(file))![1]) continue;
+      periodSketchesStrict(parsed.data);
+      periods.push(parsed.data);
     } catch {
-      // half-written when the task was stopped
+      // left out
     }
   }
   if (periods.length === 0) return null;
   periods.sort((a, b) => a.period - b.period);
-  const counters: Record<string, number> = {};
+  const counters = byName<number>();
   const byMetric = new Map<string, DDSketch[]>();
   for (const period of periods) {
     for (const [name, n] of Object.entries(period.counters)) counters[name] = (counters[name] ?? 0) + n;
-    for (const [name, sketch] of Object.entries(periodSketches(period))) byMetric.set(name, [...(byMetric.get(name) ?? []), sketch]);
+    for (const [name, sketch] of Object.entries(periodSketchesStrict(period))) {
+      const list = byMetric.get(name);
+      if (list) list.push(sketch);
+      else byMetric.set(name, [sketch]);
+    }
   }
-  const sketches = Object.fromEntries([...byMetric].map(([name, list]) => [name, mergeSketches(list)]));
+  const sketches = byName([...byMetric].map(([name, list]) => [name, mergeSketches(list)] as const));
   const cpu = periods.map((p) => p.cpuPercent).filter((c): c is number => c !== undefined);
   return {
     reportFile: label,
     counters,
-    summaries: Object.fromEntries(Object.entries(sketches).map(([name, s]) => [name, { ...summarizeSketch(s), median: summarizeSketch(s).p50 }])),
+    summaries: byName(Object.entries(sketches).map(([name, s]) => {
+      const summary = summarizeSketch(s);
+      return [name, { ...summary, median: summary.p50 }] as const;
+    })),
     sketches,
     periods,
     phaseStarts: readPhases(taskDir),
@@ -56,7 +70,7 @@ export function loadLiveTask(taskDir: string, label: string): TaskResult | null 
       .map((name) => name.slice("vusers.created_by_name.".length))
       .sort(),
     checks: null,
-    generator: cpu.length > 0 ? { workers: 0, cpuMean: Math.round((cpu.reduce((a, b) => a + b, 0) / cpu.length) * 10) / 10, cpuPeak: Math.max(...cpu) } : undefined,
+    generator: cpu.length > 0 ? { workers: 0, cpuMean: Math.round((cpu.reduce((a, b) => a + b, 0) / cpu.length) * 10) / 10, cpuPeak: cpu.reduce((m, c) => Math.max(m, c), 0) } : undefined,
     testRunId: `live:${label}`,
     partial: true,
   };
@@ -64,7 +78,7 @@ export function loadLiveTask(taskDir: string, label: string): TaskResult | null 
 
 function readPhases(taskDir: string): PhaseStart[] {
   try {
-    const parsed = phaseStartSchema.array().safeParse(JSON.parse(readFileSync(join(taskDir, LIVE_DIR, "phases.live"), "utf8")));
+    const parsed = listOf(phaseStartSchema).safeParse(JSON.parse(readFileSync(join(taskDir, LIVE_DIR, "phases.live"), "utf8")));
     return parsed.success ? parsed.data : [];
   } catch {
     return [];

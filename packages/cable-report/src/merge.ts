@@ -5,6 +5,7 @@ import type { CheckTally, Column, Distribution, GeneratorTask } from "./model.js
 import { detectSaturation } from "./saturation.js";
 import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
+import { byName } from "./task-file.js";
 
 /** Per-period, per-process peak of open connections; its sum over periods means nothing. */
 export const OPEN_PEAK_COUNTER = METRICS.connectionsOpenPeriodPeak;
@@ -14,7 +15,7 @@ export const EVENT_LOOP_LAG = METRICS.eventLoopLag;
 
 export function mergeColumn(name: string, tasks: TaskResult[], files: string[]): Column {
   const histogramNames = new Set(tasks.flatMap((t) => Object.keys(t.summaries)));
-  const histograms: Record<string, Distribution> = {};
+  const histograms = byName<Distribution>();
   for (const metric of [...histogramNames].sort()) {
     histograms[metric] = mergeDistribution(tasks.filter((t) => t.summaries[metric]), metric);
   }
@@ -132,8 +133,8 @@ export function approximateDistribution(summaries: HistogramSummary[]): Distribu
   const quantile = (q: number) => round1(invert(mixture, q));
   return clampPercentiles({
     count,
-    min: Math.min(...summaries.map((s) => s.min)),
-    max: Math.max(...summaries.map((s) => s.max)),
+    min: summaries.reduce((m, s) => Math.min(m, s.min), Infinity),
+    max: summaries.reduce((m, s) => Math.max(m, s.max), -Infinity),
     mean: round1(summaries.reduce((sum, s) => sum + s.mean * s.count, 0) / count),
     p50: quantile(0.5),
     p75: quantile(0.75),
@@ -195,7 +196,7 @@ function withoutMedian(s: HistogramSummary): Omit<Distribution, "approximate" | 
 }
 
 function sumCounters(all: Array<Record<string, number>>): Record<string, number> {
-  const sum: Record<string, number> = {};
+  const sum = byName<number>();
   for (const counters of all) {
     for (const [name, value] of Object.entries(counters)) sum[name] = (sum[name] ?? 0) + value;
   }
@@ -227,20 +228,21 @@ function alignPeriods(tasks: TaskResult[]): AlignedPeriod[] {
  */
 function rateStats(aligned: AlignedPeriod[]): Column["rates"] {
   const names = new Set(aligned.flatMap((p) => Object.keys(p.rates)));
-  const stats: Column["rates"] = {};
+  const stats: Column["rates"] = byName();
   for (const name of [...names].sort()) {
     const values = aligned.map((p) => p.rates[name] ?? 0);
     stats[name] = {
       mean: round1(values.reduce((a, b) => a + b, 0) / values.length),
-      peak: Math.max(...values),
+      peak: values.reduce((m, v) => Math.max(m, v), -Infinity),
     };
   }
   return stats;
 }
 
 function peakOfCounter(aligned: AlignedPeriod[], name: string): number | null {
-  const values = aligned.map((p) => p.counters[name]).filter((v): v is number => v !== undefined);
-  return values.length > 0 ? Math.max(...values) : null;
+  let peak: number | null = null;
+  for (const p of aligned) if (p.counters[name] !== undefined) peak = Math.max(peak ?? -Infinity, p.counters[name]);
+  return peak;
 }
 
 function tallyChecks(tasks: TaskResult[]): CheckTally[] {
@@ -256,9 +258,10 @@ function tallyChecks(tasks: TaskResult[]): CheckTally[] {
   return [...tallies.values()];
 }
 
-function extreme(values: Array<number | undefined>, pick: (...v: number[]) => number): number | null {
-  const known = values.filter((v): v is number => v !== undefined);
-  return known.length > 0 ? pick(...known) : null;
+function extreme(values: Array<number | undefined>, pick: (a: number, b: number) => number): number | null {
+  let out: number | null = null;
+  for (const v of values) if (v !== undefined) out = out === null ? v : pick(out, v);
+  return out;
 }
 
 function round1(x: number): number {

@@ -1,6 +1,8 @@
 // The merged result: what `--json` writes and `--baseline` reads back. The
-// schema is the single definition of its shape; the types derive from it.
+// schema is the single definition of its shape; the types derive from it. Records keyed by names
+// from outside (metrics, regions, error codes) are read without a prototype (task-file.ts byName).
 import { z } from "zod";
+import { nameRecordSchema as byNames, phaseSchema } from "./task-file.js";
 
 export const MERGED_FORMAT = "cable-report-merged";
 /**
@@ -67,7 +69,7 @@ export const seriesSchema = z.object({
   /** Period starts, epoch ms, ascending, every 10 s from the column's first period to its last (gaps included). */
   periods: z.array(z.number()),
   /** Per latency histogram (`cable.*`): samples, p50, p95 and p99 per period (null: no sample). */
-  latency: z.record(z.string(), z.object({ count: perPeriod, p50: perPeriod, p95: perPeriod, p99: perPeriod, approximate: z.boolean() })),
+  latency: byNames(z.object({ count: perPeriod, p50: perPeriod, p95: perPeriod, p99: perPeriod, approximate: z.boolean() }), "latency"),
   /** Open connections: each task's most-at-once in the period (`cable.connections_open_period_peak`), summed. */
   connections: perPeriod,
   /**
@@ -79,7 +81,7 @@ export const seriesSchema = z.object({
   /** Messages a second over each period (`cable.messages_sent` / `cable.messages_received` ÷ 10 s). */
   messages: z.object({ sent: perPeriod, received: perPeriod }),
   /** Per error code (`errors.*`), its count in each period; `total` sums them. */
-  errors: z.record(z.string(), perPeriod),
+  errors: byNames(perPeriod, "errors"),
   /** Each task's generator: its event-loop lag p99 (ms) and CPU (% of its worker cores) per period. */
   generator: z.array(z.object({ file: z.string(), lagP99: perPeriod, cpu: perPeriod })),
 });
@@ -89,10 +91,10 @@ const columnSchema = z.object({
   tasks: z.number(),
   /** Report files, relative to the results directory. */
   files: z.array(z.string()),
-  counters: z.record(z.string(), z.number()),
-  histograms: z.record(z.string(), distributionSchema),
+  counters: byNames(z.number(), "counters"),
+  histograms: byNames(distributionSchema, "histograms"),
   /** Per rate: mean and peak, over 10 s periods aligned by timestamp, of the sum over tasks. */
-  rates: z.record(z.string(), z.object({ mean: z.number(), peak: z.number() })),
+  rates: byNames(z.object({ mean: z.number(), peak: z.number() }), "rates"),
   /** Max over aligned periods of the summed per-period `cable.connections_open_period_peak`; null if never emitted. */
   peakOpenConnections: z.number().nullable(),
   checks: z.array(checkTallySchema),
@@ -158,7 +160,7 @@ export const spikeSchema = z.object({
   rateBefore: z.number(),
   rate: z.number(),
   /** By column name (each region, and all regions). */
-  columns: z.record(z.string(), spikeColumnSchema),
+  columns: byNames(spikeColumnSchema, "columns"),
 });
 
 /** A reconnect storm in one column: how long until the dropped users were back (storms.ts). */
@@ -206,16 +208,16 @@ export const driftVerdictSchema = z.object({
 /** Answers that need time: each spike's recovery, the reconnect storm's completion per column, a soak's drift. */
 export const verdictsSchema = z.object({
   spikes: z.array(spikeSchema),
-  storms: z.record(z.string(), stormColumnSchema).default({}),
+  storms: byNames(stormColumnSchema, "storms").default({}),
   /** A run whose users all arrive in one burst (connection-storm.yml): until when they were connected, per column. */
-  connects: z.record(z.string(), connectStormColumnSchema).default({}),
+  connects: byNames(connectStormColumnSchema, "connects").default({}),
   /** `config.plugins.cable-report.ensure` conditions (verdict-checks.ts), judged per column. */
-  checks: z.array(z.object({ check: z.string(), columns: z.record(z.string(), z.object({ passed: z.boolean(), value: z.string() })) })).default([]),
+  checks: z.array(z.object({ check: z.string(), columns: byNames(z.object({ passed: z.boolean(), value: z.string() }), "columns") })).default([]),
   /** Runs of at least 10 minutes: the main latency's p95 per column, and the server's memory (--server-metrics). */
   drift: z
     .object({
       metric: z.string().nullable(),
-      latency: z.record(z.string(), driftVerdictSchema),
+      latency: byNames(driftVerdictSchema, "latency"),
       memory: driftVerdictSchema.nullable(),
     })
     .nullable()
@@ -229,7 +231,7 @@ export const mergedSchema = z.object({
     /** "" when no task had a sidecar to name it. */
     name: z.string(),
     scenarios: z.array(z.string()),
-    phases: z.array(z.record(z.string(), z.unknown())),
+    phases: z.array(phaseSchema),
   }),
   regions: z.array(regionSchema),
   all: columnSchema,

@@ -5,32 +5,32 @@ import type { DDSketch } from "@artilleryio/sketches-js";
 import { cpus } from "node:os";
 import { z } from "zod";
 import { decodeSketch, encodeSketch } from "./sketch-codec.js";
+import { byName, countRecordSchema, countSchema, nameSchema, sketchRecordSchema, timeSchema } from "./task-file.js";
 
 /** Artillery's reporting period; its buckets start on 10 s wall-clock boundaries (ssms.ts normalizeTs). */
 export const PERIOD_MS = 10_000;
 
-const numberRecord = z.record(z.string(), z.number());
-
+/** Written by tasks: every figure and name bounded (task-file.ts). */
 export const periodRecordSchema = z.object({
   /** Start of Artillery's 10 s period, epoch ms (the task's own clock). */
-  period: z.number(),
-  counters: numberRecord,
-  rates: numberRecord.default({}),
+  period: timeSchema,
+  counters: countRecordSchema,
+  rates: countRecordSchema.default({}),
   /** Metric name → base64 of `DDSketch.toProto()`; absent in sidecars of version 1. */
-  histograms: z.record(z.string(), z.string()).default({}),
+  histograms: sketchRecordSchema.default({}),
   /**
    * The Artillery process's CPU over the period (every worker thread included) as a percent of the
    * cores its workers may use (CpuMeter); absent for a window under 1 s.
    */
-  cpuPercent: z.number().optional(),
+  cpuPercent: countSchema.optional(),
 });
 export type PeriodRecord = z.infer<typeof periodRecordSchema>;
 
 export const phaseStartSchema = z.object({
-  index: z.number(),
-  name: z.string(),
+  index: z.number().int().nonnegative().max(1_000_000),
+  name: nameSchema,
   /** epoch ms, the task's clock. */
-  startTime: z.number(),
+  startTime: timeSchema,
 });
 export type PhaseStart = z.infer<typeof phaseStartSchema>;
 
@@ -64,14 +64,27 @@ const decoded = new WeakMap<PeriodRecord, Record<string, DDSketch>>();
  * reader. Decoded once per record: the live feed keeps each period's record and is read every poll.
  */
 export function periodSketches(period: PeriodRecord): Record<string, DDSketch> {
+  return decodePeriod(period, false);
+}
+
+/**
+ * A period's sketches, throwing with the metric's name at the first damaged one: for a task file
+ * read whole, which is left out (or merged without its sketches) rather than merged in part. The
+ * decoded sketches are kept for periodSketches, so the series decode nothing again.
+ */
+export function periodSketchesStrict(period: PeriodRecord): Record<string, DDSketch> {
+  return decodePeriod(period, true);
+}
+
+function decodePeriod(period: PeriodRecord, strict: boolean): Record<string, DDSketch> {
   const cached = decoded.get(period);
   if (cached) return cached;
-  const out: Record<string, DDSketch> = {};
+  const out = byName<DDSketch>();
   for (const [name, base64] of Object.entries(period.histograms)) {
     try {
       out[name] = decodeSketch(name, base64);
-    } catch {
-      // left out
+    } catch (err) {
+      if (strict) throw err;
     }
   }
   decoded.set(period, out);

@@ -18,6 +18,7 @@ import { phaseRate } from "./phases.js";
 import { mainLatency } from "./series.js";
 import { describeConnectStorm, describeStorm } from "./storms.js";
 import { clock } from "./text.js";
+import { byName } from "./task-file.js";
 
 export const SPIKE_FACTOR = 3;
 export const BEFORE_PERIODS = 3;
@@ -37,7 +38,7 @@ export function findSpikes(merged: MergedResults): Spike[] {
     const rate = phaseRate(merged.test.phases[phase.index]);
     if (rateBefore === null || rate === null || rateBefore <= 0 || rate < SPIKE_FACTOR * rateBefore) continue;
     const end = phase.endTime ?? null;
-    const columns: Record<string, SpikeColumn> = {};
+    const columns = byName<SpikeColumn>();
     for (const column of [...merged.regions, merged.all]) {
       if (column.series) columns[column.name] = judgeColumn(column, metric, previous.startTime, phase.startTime, end);
     }

@@ -14,6 +14,7 @@ import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
 import { loadTask, type TaskResult } from "./task.js";
+import { byName, outsideTheRun, taskTimesProblem } from "./task-file.js";
 
 export interface Expectations {
   /** Regions that should have reported; a region listed here without a folder shows as missing. */
@@ -79,6 +80,7 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
   }
   const notes: string[] = [];
   const seen = new Map<string, string>();
+  const now = Date.now();
   const regions = regionNames.map((name): RegionTasks => {
     const jsonFiles = listJsonFiles(join(dir, name));
     const reports = jsonFiles.filter((f) => !isSidecarPath(f));
@@ -95,6 +97,11 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
       const file = relative(dir, taskDir);
       const task = loadLiveTask(taskDir, join(dir, file));
       if (!task) continue;
+      const problem = taskTimesProblem({ ...task, periods: task.periods.map((p) => p.period), phaseStarts: task.phaseStarts.map((p) => p.startTime) }, PERIOD_MS, now);
+      if (problem) {
+        region.rejected!.push({ file, kind: "corrupt", reason: `its live periods: ${problem}` });
+        continue;
+      }
       notes.push(`${file}: stopped before Artillery wrote its report; its figures come from the ${task.periods.length} period(s) it streamed (the one it was stopped in is missing).`);
       region.tasks.push(task);
       region.files.push(file);
@@ -103,7 +110,7 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
       const file = relative(dir, report);
       let task: TaskResult;
       try {
-        task = loadTask(report);
+        task = loadTask(report, now);
       } catch (err) {
         // One bad task file must not cost the other tasks and regions their report.
         if (!(err instanceof ResultsInputError)) throw err;
@@ -123,6 +130,7 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
     }
     return region;
   });
+  leaveOutOtherRuns(regions);
   if (regions.every((r) => r.tasks.length === 0)) {
     const rejected = regions.flatMap((r) => r.rejected ?? []);
     const why = rejected.length > 0 ? ` that could be read (${rejected.map((r) => `${r.file}: ${r.reason}`).join("; ")})` : " (*.json)";
@@ -130,6 +138,32 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
   }
   checkSameTest(regions.flatMap((r) => r.tasks));
   return { regions, notes };
+}
+
+/** A task that did not start with the others (task-file.ts outsideTheRun) is left out, marked. */
+function leaveOutOtherRuns(regions: RegionTasks[]): void {
+  const outside = outsideTheRun(regions.flatMap((r) => r.tasks.map(taskStart)));
+  if (outside.size === 0) return;
+  let i = 0;
+  for (const region of regions) {
+    const kept: Pick<RegionTasks, "tasks" | "files"> = { tasks: [], files: [] };
+    region.tasks.forEach((task, k) => {
+      const why = outside.get(i++);
+      if (why) region.rejected!.push({ file: region.files[k], kind: "corrupt", reason: why });
+      else {
+        kept.tasks.push(task);
+        kept.files.push(region.files[k]);
+      }
+    });
+    Object.assign(region, kept);
+  }
+}
+
+function taskStart(task: TaskResult): number | undefined {
+  if (task.firstMetricAt !== undefined) return task.firstMetricAt;
+  let first: number | undefined;
+  for (const p of task.periods) first = first === undefined ? p.period : Math.min(first, p.period);
+  return first;
 }
 
 /**
@@ -156,14 +190,14 @@ export function loadBaseline(path: string): MergedResults {
 
 /** Pure: tasks grouped by region in, the comparison model out. */
 export function mergeRegions(regions: RegionTasks[], expectations: Expectations = {}, notes: string[] = []): MergedResults {
-  const byName = new Map(regions.map((r) => [r.name, r]));
+  const regionsByName = new Map(regions.map((r) => [r.name, r]));
   for (const name of expectations.regions ?? []) {
-    if (!byName.has(name)) byName.set(name, { name, tasks: [], files: [] });
+    if (!regionsByName.has(name)) regionsByName.set(name, { name, tasks: [], files: [] });
   }
-  const ordered = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const ordered = [...regionsByName.values()].sort((a, b) => a.name.localeCompare(b.name));
   // A corrupt task file still stands for a task that ran.
   const corrupt = (r: RegionTasks) => (r.rejected ?? []).filter((f) => f.kind === "corrupt").length;
-  const expectedTasks = expectations.tasksPerRegion ?? Math.max(...ordered.map((r) => r.tasks.length + corrupt(r)));
+  const expectedTasks = expectations.tasksPerRegion ?? ordered.reduce((most, r) => Math.max(most, r.tasks.length + corrupt(r)), 0);
 
   const columns: RegionColumn[] = ordered.map((r) => ({
     ...mergeColumn(r.name, r.tasks, r.files),
@@ -189,8 +223,8 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     notes: [...notes],
     timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
   };
-  const storms: Record<string, StormColumn> = {};
-  const connects: Record<string, ConnectStormColumn> = {};
+  const storms = byName<StormColumn>();
+  const connects = byName<ConnectStormColumn>();
   for (const column of [...columns, all]) {
     const storm = column.tasks > 0 ? judgeStorm(column) : null;
     if (storm) storms[column.name] = storm;
@@ -198,7 +232,7 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     if (connect) connects[column.name] = connect;
   }
   const soakMinimums = allTasks.flatMap((t) => (t.test?.soakMinimumMs ? [t.test.soakMinimumMs] : []));
-  const soakMinimumMs = soakMinimums.length > 0 ? Math.max(...soakMinimums) : undefined;
+  const soakMinimumMs = soakMinimums.length > 0 ? soakMinimums.reduce((a, b) => Math.max(a, b)) : undefined;
   merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, soakMinimumMs), checks: [] };
   const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
   merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);

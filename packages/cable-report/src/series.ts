@@ -8,6 +8,7 @@ import { approximateDistribution, mergeSketches, summarizeSketch } from "./merge
 import type { Series } from "./model.js";
 import { PERIOD_MS, periodSketches } from "./period.js";
 import type { HistogramSummary, TaskPeriod, TaskResult } from "./task.js";
+import { byName } from "./task-file.js";
 
 /** Histograms of the engine that are not latencies: the generator's lag, and per-second open connections. */
 export const NOT_LATENCIES: ReadonlySet<string> = new Set([METRICS.eventLoopLag, METRICS.connectionsOpenPeak]);
@@ -53,7 +54,7 @@ export function mergeSeries(tasks: TaskResult[], files: string[]): Series {
 
   const histogramNames = new Set<string>();
   for (const slot of at) for (const { period } of slot) for (const name of [...Object.keys(period.histograms), ...Object.keys(period.summaries ?? {})]) histogramNames.add(name);
-  const latency: Series["latency"] = {};
+  const latency: Series["latency"] = byName();
   for (const metric of [...histogramNames].filter(isLatencyMetric).sort()) latency[metric] = latencySeries(at, metric);
 
   const created = sum("vusers.created");
@@ -68,7 +69,7 @@ export function mergeSeries(tasks: TaskResult[], files: string[]): Series {
 
   const errorNames = new Set<string>();
   for (const slot of at) for (const { period } of slot) for (const name of Object.keys(period.counters)) if (name.startsWith("errors.")) errorNames.add(name);
-  const errors: Series["errors"] = {};
+  const errors: Series["errors"] = byName();
   if (errorNames.size > 0) {
     for (const name of [...errorNames].sort()) errors[name] = sum(name);
     errors.total = at.map((slot, i) => (slot.length === 0 ? null : [...errorNames].reduce((n, name) => n + (errors[name][i] ?? 0), 0)));

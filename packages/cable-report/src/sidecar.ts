@@ -2,8 +2,9 @@
 // histograms, the test's identity, `ensure` outcomes), written by the plugin
 // beside the report and read back by the merger.
 import { z } from "zod";
-import { phaseStartSchema, periodRecordSchema } from "./period.js";
+import { PERIOD_MS, phaseStartSchema, periodRecordSchema } from "./period.js";
 import { RELATIVE_ACCURACY } from "./sketch-codec.js";
+import { countRecordSchema, countSchema, listOf, maxPeriods, nameSchema, phaseSchema, sketchRecordSchema, TASK_FILE_LIMITS } from "./task-file.js";
 
 export { decodeSketch, encodeSketch, RELATIVE_ACCURACY } from "./sketch-codec.js";
 
@@ -21,51 +22,51 @@ export function isSidecarPath(path: string): boolean {
   return path.endsWith(SIDECAR_SUFFIX);
 }
 
-const numberRecord = z.record(z.string(), z.number());
-
-const phaseSchema = z.record(z.string(), z.unknown());
-
-export const serverWordsSchema = z.object({ error: z.string(), cause: z.string(), text: z.string().max(200) });
+export const serverWordsSchema = z.object({ error: nameSchema, cause: nameSchema, text: z.string().max(200) });
 export type ServerWords = z.infer<typeof serverWordsSchema>;
 
 const checkSchema = z.object({
-  check: z.string(),
+  check: nameSchema,
   strict: z.boolean(),
   passed: z.boolean(),
 });
 
+/**
+ * Written by a task, read back by the merge: every figure, name and list bounded (task-file.ts). The
+ * periods' bound is the task's span; their times are checked against the report's (task.ts).
+ */
 export const sidecarSchema = z.object({
   format: z.literal(SIDECAR_FORMAT),
   version: z.union([z.literal(1), z.literal(SIDECAR_VERSION)]),
-  artilleryVersion: z.string(),
-  testRunId: z.string(),
+  artilleryVersion: nameSchema,
+  testRunId: nameSchema,
   test: z.object({
-    name: z.string(),
-    scenarios: z.array(z.string()),
-    phases: z.array(phaseSchema),
+    name: nameSchema,
+    scenarios: listOf(nameSchema),
+    phases: listOf(phaseSchema, TASK_FILE_LIMITS.phases),
     /** The plugin's own `ensure` conditions on the time verdicts (verdict-checks.ts), as written. */
-    verdictChecks: z.array(z.string()).optional(),
+    verdictChecks: listOf(nameSchema).optional(),
     /** The plugin's `soakMinimum`, ms: the shortest run judged for drift, when lowered. */
-    soakMinimumMs: z.number().positive().optional(),
+    soakMinimumMs: z.number().finite().positive().optional(),
   }),
   relativeAccuracy: z.literal(RELATIVE_ACCURACY),
   aggregate: z.object({
-    counters: numberRecord,
-    rates: numberRecord,
+    counters: countRecordSchema,
+    rates: countRecordSchema,
     /** Metric name → base64 of `DDSketch.toProto()`. */
-    histograms: z.record(z.string(), z.string()),
+    histograms: sketchRecordSchema,
   }),
   /** Every metrics period: counters, rates and (version 2) raw sketches and the generator's CPU. */
-  periods: z.array(periodRecordSchema),
+  periods: listOf(periodRecordSchema, maxPeriods(PERIOD_MS)),
   /** When each phase started (version 2): the time series name them. */
-  phaseStarts: z.array(phaseStartSchema).default([]),
+  phaseStarts: listOf(phaseStartSchema).default([]),
   /** null: no `ensure` checks ran in that task. */
-  checks: z.array(checkSchema).nullable(),
+  checks: listOf(checkSchema).nullable(),
   /**
    * The server's own words for refusals, as the engine logged them (artillery-engine-cable's
    * server-words.ts): a few distinct texts per error key and cause. Absent before it was recorded.
    */
-  serverWords: z.array(serverWordsSchema).optional(),
+  serverWords: listOf(serverWordsSchema).optional(),
   /**
    * The generator's CPU: process CPU time (every thread) over wall time, in %
    * of `workers` threads, over the whole run since the first phase started and
@@ -73,9 +74,9 @@ export const sidecarSchema = z.object({
    */
   generator: z
     .object({
-      workers: z.number(),
-      cpuMean: z.number().nullable(),
-      cpuPeak: z.number().nullable(),
+      workers: z.number().int().nonnegative().max(100_000),
+      cpuMean: countSchema.nullable(),
+      cpuPeak: countSchema.nullable(),
     })
     .optional(),
 });

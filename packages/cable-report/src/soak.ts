@@ -8,12 +8,13 @@ import { DRIFT_MIN_SPAN_MS, judgeDrift, LATENCY_DRIFT_FLOOR, MEMORY_DRIFT_FLOOR 
 import type { MergedResults, Verdicts } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { mainLatency } from "./series.js";
+import { byName } from "./task-file.js";
 
 export function soakDrift(merged: MergedResults, minSpanMs = DRIFT_MIN_SPAN_MS): Verdicts["drift"] {
   const periods = merged.all.series?.periods ?? [];
   if (periods.length === 0 || periods[periods.length - 1] + PERIOD_MS - periods[0] < minSpanMs) return null;
   const metric = mainLatency(Object.keys(merged.all.series?.latency ?? {}));
-  const latency: Record<string, ReturnType<typeof judgeDrift>> = {};
+  const latency = byName<ReturnType<typeof judgeDrift>>();
   if (metric) {
     for (const column of [...merged.regions, merged.all]) {
       const series = column.series;

@@ -4,40 +4,26 @@ import { existsSync } from "node:fs";
 import type { DDSketch } from "@artilleryio/sketches-js";
 import { z } from "zod";
 import { parseJsonFile, ResultsInputError } from "./input.js";
-import type { PeriodRecord, PhaseStart } from "./period.js";
+import { PERIOD_MS, periodSketchesStrict, type PeriodRecord, type PhaseStart } from "./period.js";
 import { decodeSketch, sidecarPathFor, sidecarSchema, type CheckOutcome, type Sidecar } from "./sidecar.js";
+import { byName, countRecordSchema, listOf, maxPeriods, namesProblem, quoteName, summaryRecordSchema, taskTimesProblem, timeSchema, type HistogramSummary } from "./task-file.js";
 
-/** Artillery's summary of one histogram (ssms.ts summarizeHistogram), rounded to 0.1. */
-const summarySchema = z.object({
-  min: z.number(),
-  max: z.number(),
-  count: z.number(),
-  mean: z.number(),
-  p50: z.number(),
-  median: z.number(),
-  p75: z.number(),
-  p90: z.number(),
-  p95: z.number(),
-  p99: z.number(),
-  p999: z.number(),
-});
-export type HistogramSummary = z.infer<typeof summarySchema>;
-
-const numberRecord = z.record(z.string(), z.number());
+export type { HistogramSummary };
 
 const periodMetricsSchema = z.object({
   // Artillery writes the period id as a string in intermediates and a number in the aggregate.
-  period: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).optional(),
-  counters: numberRecord.default({}),
-  rates: numberRecord.default({}),
-  summaries: z.record(z.string(), summarySchema).default({}),
-  firstMetricAt: z.number().optional(),
-  lastMetricAt: z.number().optional(),
+  period: z.union([timeSchema, z.string().regex(/^\d{1,16}$/).transform(Number).pipe(timeSchema)]).optional(),
+  counters: countRecordSchema.default({}),
+  rates: countRecordSchema.default({}),
+  summaries: summaryRecordSchema.default({}),
+  firstMetricAt: timeSchema.optional(),
+  lastMetricAt: timeSchema.optional(),
 });
 
+/** An Artillery JSON report, bounded as a sidecar is (task-file.ts). */
 const reportSchema = z.object({
   aggregate: periodMetricsSchema,
-  intermediate: z.array(periodMetricsSchema),
+  intermediate: listOf(periodMetricsSchema, maxPeriods(PERIOD_MS)),
 });
 
 /** A period of one task: the shared record, plus Artillery's summaries when it came from the report alone (no sketches). */
@@ -73,15 +59,20 @@ export interface TaskResult {
   partial?: boolean;
 }
 
-export function loadTask(reportFile: string): TaskResult {
+/** `now`: the merge's clock, which no time of a task may be far beyond. */
+export function loadTask(reportFile: string, now = Date.now()): TaskResult {
   const report = parseJsonFile(reportFile, reportSchema, "is not an Artillery JSON report (artillery run -o)");
   const sidecarFile = sidecarPathFor(reportFile);
   const { aggregate } = report;
+  const reportProblem =
+    taskTimesProblem({ ...aggregate, periods: periodTimes(report.intermediate) }, PERIOD_MS, now) ??
+    namesProblem([aggregate.counters, aggregate.summaries, ...report.intermediate.flatMap((p) => [p.counters, p.rates, p.summaries])]);
+  if (reportProblem) throw new ResultsInputError(reportFile, reportProblem);
   const task: TaskResult = {
     reportFile,
     counters: aggregate.counters,
     summaries: aggregate.summaries,
-    periods: report.intermediate.flatMap(({ period, counters, rates, summaries }) => (period === undefined ? [] : [{ period, counters, rates, histograms: {}, summaries }])),
+    periods: report.intermediate.flatMap(({ period, counters, rates, summaries }) => (period === undefined ? [] : [{ period, counters, rates, histograms: byName<string>(), summaries }])),
     phaseStarts: [],
     firstMetricAt: aggregate.firstMetricAt,
     lastMetricAt: aggregate.lastMetricAt,
@@ -96,6 +87,7 @@ export function loadTask(reportFile: string): TaskResult {
   // report: Artillery's own report beside it still holds every count.
   try {
     const sidecar = parseJsonFile(sidecarFile, sidecarSchema, "is not a cable-report sketches sidecar");
+    checkSidecar(sidecarFile, sidecar, task, now);
     const sketches = decodeSidecarSketches(sidecarFile, sidecar, task);
     Object.assign(task, {
       sidecarFile,
@@ -103,7 +95,7 @@ export function loadTask(reportFile: string): TaskResult {
       sketches,
       checks: sidecar.checks,
       // Version 1 sidecars kept counters only: the report's summaries still give each period's percentiles.
-      periods: sidecar.version === 1 ? sidecar.periods.map((p) => ({ ...p, summaries: task.periods.find((r) => r.period === p.period)?.summaries })) : sidecar.periods,
+      periods: sidecar.version === 1 ? withReportSummaries(sidecar.periods, task.periods) : sidecar.periods,
       phaseStarts: sidecar.phaseStarts,
       testRunId: sidecar.testRunId || undefined,
       generator: sidecar.generator,
@@ -116,9 +108,36 @@ export function loadTask(reportFile: string): TaskResult {
   return task;
 }
 
+function withReportSummaries(periods: PeriodRecord[], fromReport: TaskPeriod[]): TaskPeriod[] {
+  const summaries = new Map(fromReport.map((r) => [r.period, r.summaries]));
+  return periods.map((p) => ({ ...p, summaries: summaries.get(p.period) }));
+}
+
+function* periodTimes(periods: Array<{ period?: number }>): Iterable<number> {
+  for (const p of periods) if (p.period !== undefined) yield p.period;
+}
+
+/**
+ * The sidecar's own times against its report's, its names, and every period's sketches, decoded
+ * here once (series.ts reads them back from period.ts's cache).
+ */
+function checkSidecar(file: string, sidecar: Sidecar, task: TaskResult, now: number): void {
+  const problem =
+    taskTimesProblem({ firstMetricAt: task.firstMetricAt, lastMetricAt: task.lastMetricAt, periods: periodTimes(sidecar.periods), phaseStarts: sidecar.phaseStarts.map((p) => p.startTime) }, PERIOD_MS, now) ??
+    namesProblem([sidecar.aggregate.counters, sidecar.aggregate.histograms, ...sidecar.periods.flatMap((p) => [p.counters, p.rates, p.histograms])]);
+  if (problem) throw new ResultsInputError(file, problem);
+  for (const period of sidecar.periods) {
+    try {
+      periodSketchesStrict(period);
+    } catch (err) {
+      throw new ResultsInputError(file, `period ${period.period}: ${(err as Error).message}`);
+    }
+  }
+}
+
 /** Decodes the sketches and checks they describe the same samples as the report. */
 function decodeSidecarSketches(file: string, sidecar: Sidecar, task: TaskResult): Record<string, DDSketch> {
-  const sketches: Record<string, DDSketch> = {};
+  const sketches = byName<DDSketch>();
   for (const [name, base64] of Object.entries(sidecar.aggregate.histograms)) {
     try {
       sketches[name] = decodeSketch(name, base64);
@@ -130,14 +149,14 @@ function decodeSidecarSketches(file: string, sidecar: Sidecar, task: TaskResult)
     new ResultsInputError(file, `does not match its report ${task.reportFile}: ${what}`);
   for (const [name, summary] of Object.entries(task.summaries)) {
     const sketch = sketches[name];
-    if (!sketch) throw mismatch(`histogram "${name}" is missing`);
+    if (!sketch) throw mismatch(`histogram ${quoteName(name)} is missing`);
     if (sketch.count !== summary.count) {
-      throw mismatch(`histogram "${name}" holds ${sketch.count} samples, the report ${summary.count}`);
+      throw mismatch(`histogram ${quoteName(name)} holds ${sketch.count} samples, the report ${summary.count}`);
     }
   }
   for (const [name, value] of Object.entries(task.counters)) {
     if (sidecar.aggregate.counters[name] !== value) {
-      throw mismatch(`counter "${name}" is ${sidecar.aggregate.counters[name] ?? "absent"}, the report ${value}`);
+      throw mismatch(`counter ${quoteName(name)} is ${sidecar.aggregate.counters[name] ?? "absent"}, the report ${value}`);
     }
   }
   return sketches;
