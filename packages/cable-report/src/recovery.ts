@@ -55,7 +55,7 @@ function judgeColumn(column: Column, metric: string, beforeStart: number, start:
   const before = median(wholeBefore.map((p) => p.v!));
   const stop = end ?? Infinity;
   const during = at.filter((p) => p.t + PERIOD_MS > start && p.t < stop && p.v !== null).map((p) => p.v!);
-  const worst = during.length > 0 ? Math.max(...during) : null;
+  const worst = during.length > 0 ? during.reduce((m, v) => Math.max(m, v)) : null;
   if (before === null || end === null) return { before, worst, threshold: null, recoveredAfterMs: null, recoveredAt: null };
   const threshold = round1(Math.max(before * (1 + RECOVERY_TOLERANCE), before + RECOVERY_FLOOR_MS));
   const after = at.filter((p) => p.t + PERIOD_MS > end);
