@@ -247,7 +247,7 @@ test("Soketi at its presence member limit: the refusals are limit_reached, and r
     expect(report.stdout).toContain("- `cable.subscription_rejected` (3): the server refused subscriptions");
     expect(report.stdout).toContain("  - `limit_reached` (3): a server limit: presence members per channel (Soketi allows 100 unless `SOKETI_PRESENCE_MAX_MEMBERS` raises it");
     // Soketi's own words, through the engine's log, the plugin's sidecar and the merger.
-    expect(report.stdout).toContain('The server said: "The maximum members per presence channel limit was reached"');
+    expect(report.stdout).toContain("The server said: `The maximum members per presence channel limit was reached`");
     expect(run.output).toContain('cable: cable.subscription_rejected (limit_reached): the server said "The maximum members per presence channel limit was reached"');
   } finally {
     await soketi.stop();
