@@ -100,7 +100,8 @@ describe("cable-fanout capacity --local", () => {
 
   it("gives 'generator-bound', never a server figure, when the generator saturates", async () => {
     // The generator blocks its event loop once more than 30 users are on: level 20 is clean, 40 is not.
-    const r = await search([BURN, "--target", target.cableUrl, "--regions", "local", ...SLOS, ...STAIR, "--max", "100", "--min-capacity", "60", "-v", JSON.stringify({ burn_above: 30 })]);
+    // The fixture's package (cable-fanout) is its default bundle root; it takes the repository's own processors/capacity.js from above it.
+    const r = await search([BURN, "--bundle-root", ROOT, "--target", target.cableUrl, "--regions", "local", ...SLOS, ...STAIR, "--max", "100", "--min-capacity", "60", "-v", JSON.stringify({ burn_above: 30 })]);
     expect(r.code, r.stderr).toBe(6);
     const a = r.answer!;
     expect(a).toMatchObject({ held: 20, firstFailing: null, mostTried: false, generatorBound: { at: 40, atLeast: 20 } });
