@@ -14,6 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createRequire } from "node:module";
+import { random } from "./lib/random.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
@@ -31,18 +32,6 @@ const PERIOD_MS = 10_000;
 const START = Date.UTC(2026, 10, 24, 12, 0, 0);
 const RUNS = 3;
 const GOALS = { htmlBytes: 2 * 1024 * 1024, seconds: 5 };
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** n samples with a long tail around `median`. */
 function sketchOf(median, n, next) {

@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createRequire } from "node:module";
+import { random } from "./lib/random.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
@@ -34,18 +35,6 @@ const RUNS = Number(flags.runs);
 // In the past: the merger refuses a task whose metrics end in the future.
 const START = Date.UTC(2026, 0, 5, 12, 0, 0);
 const GOAL_SECONDS = 10;
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function sketchOf(median, n, next) {
   const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
