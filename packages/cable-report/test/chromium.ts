@@ -46,24 +46,32 @@ export interface Opened {
   dialogs: string[];
 }
 
+/**
+ * Refuses and counts every request but `allowed`, and records console errors, page errors and
+ * dialogs (dismissed): what a page did that a report must never do.
+ */
+export async function watchPage(page: Page, seen: Pick<Opened, "requests" | "errors" | "dialogs">, allowed?: string): Promise<void> {
+  await page.route("**/*", (route) => {
+    if (route.request().url() === allowed) return route.continue();
+    seen.requests.push(route.request().url());
+    return route.abort();
+  });
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") seen.errors.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => seen.errors.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => {
+    seen.dialogs.push(d.message());
+    void d.dismiss();
+  });
+}
+
 /** Opens a report.html file in a new tab and waits `settleMs` for anything it might do (a meta refresh at 0 s, a script). */
 export async function openFile(context: BrowserContext, file: string, settleMs = 1_500): Promise<Opened> {
   const page = await context.newPage();
   const url = pathToFileURL(file).href;
   const opened: Opened = { page, url, requests: [], navigations: [], errors: [], dialogs: [] };
-  await page.route("**/*", (route) => {
-    if (route.request().url() === url) return route.continue();
-    opened.requests.push(route.request().url());
-    return route.abort();
-  });
-  page.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning") opened.errors.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => opened.errors.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => {
-    opened.dialogs.push(d.message());
-    void d.dismiss();
-  });
+  await watchPage(page, opened, url);
   await page.goto(url, { waitUntil: "load" });
   page.on("framenavigated", (frame) => {
     if (frame === page.mainFrame()) opened.navigations.push(frame.url());

@@ -14,7 +14,7 @@ import { jsonForScript, markdownToHtml, REGION_PALETTE, renderHtml, withoutChart
 import { renderMarkdown } from "../src/markdown.js";
 import type { MergedResults } from "../src/model.js";
 import { mergeRegions, type RegionTasks } from "../src/results.js";
-import { chartData, launchChromium, openFile, tablesShown, type Browser } from "./chromium.js";
+import { chartData, launchChromium, openFile, tablesShown, watchPage, type Browser } from "./chromium.js";
 import { around, taskOf, writeTask, type PeriodSpec } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");
@@ -279,18 +279,7 @@ describe("report.html in headless Chromium", () => {
   async function open(html: string): Promise<Opened> {
     const page = await context().newPage();
     const opened: Opened = { page, requests: [], errors: [], dialogs: [] };
-    await page.route("**/*", (route) => {
-      opened.requests.push(route.request().url());
-      return route.abort();
-    });
-    page.on("console", (m) => {
-      if (m.type() === "error" || m.type() === "warning") opened.errors.push(`console ${m.type()}: ${m.text()}`);
-    });
-    page.on("pageerror", (e) => opened.errors.push(`page error: ${e.message}`));
-    page.on("dialog", (d) => {
-      opened.dialogs.push(d.message());
-      void d.dismiss();
-    });
+    await watchPage(page, opened);
     await page.setContent(html, { waitUntil: "load" });
     await page.waitForTimeout(300);
     return opened;
