@@ -43,7 +43,8 @@ describe.concurrent("Rails + Devise: virtual users sign in as the app's users", 
     expect(samples(report, "cable.rtt")).toBe(USERS);
     expect(samples(report, "cable.http_latency")).toBe(3 * USERS);
     // The app's own logs: 40 distinct users signed in, and 40 distinct users on the socket, the first 40 rows of users.csv.
-    const signedIn = app.signIns().filter((e) => e.event === "sign_in" && e.at >= startedAt).map((e) => e.user_id);
+    // Rows 47 and on belong to the JWT test running beside this one; rows 41..46 never sign in.
+    const signedIn = app.signIns().filter((e) => e.event === "sign_in" && e.at >= startedAt && e.user_id < 47).map((e) => e.user_id);
     const sockets = app.cableConnections().filter((e) => e.event === "connect" && e.at >= startedAt).map((e) => e.user_id);
     const first40 = Array.from({ length: USERS }, (_, i) => i + 1);
     expect([...signedIn].sort((a, b) => a - b)).toEqual(first40);
@@ -53,10 +54,14 @@ describe.concurrent("Rails + Devise: virtual users sign in as the app's users", 
 
   test("scenarios/anycable-jwt.yml: each user signs in, takes its AnyCable token from the app, and anycable-go lets in only tokened sockets", async () => {
     const anycable = await startAnyCable({ public: false, args: [`--jwt_secret=${app.jwtSecret}`, "--enforce_jwt", "--public_streams"] });
+    // Rows 47..58 of the seeded users: the 40-user test beside this one counts the app's sign-ins of rows 1..40.
+    const users = path.join(mkdtempSync(path.join(os.tmpdir(), "devise-jwt-")), "users.csv");
+    writeFileSync(users, Array.from({ length: 12 }, (_, i) => `user${47 + i}@example.test,password-${47 + i}`).join("\n") + "\n");
     try {
+      const scenario = yaml.safeLoad(readFileSync(path.join(repo, "scenarios", "anycable-jwt.yml"), "utf8")) as { config: Record<string, any>; scenarios: { flow: Record<string, any>[] }[] };
+      // A script, not the file with --overrides: Artillery reads config.payload before it applies overrides.
       const run = await runArtillery({
-        script: path.join(repo, "scenarios", "anycable-jwt.yml"),
-        args: ["--target", anycable.url, "--overrides", JSON.stringify({ config: { cable: { http: app.http }, phases: [{ duration: 2, arrivalCount: 10 }], variables: { hold: 1 } } })],
+        script: { ...scenario, config: { ...scenario.config, target: anycable.url, cable: { http: app.http }, payload: { ...scenario.config.payload, path: users }, phases: [{ duration: 2, arrivalCount: 10 }], variables: { hold: 1 } } },
         timeoutMs: 60_000,
       });
       const report = run.report!;
@@ -66,10 +71,9 @@ describe.concurrent("Rails + Devise: virtual users sign in as the app's users", 
       expect(samples(report, "cable.http_latency")).toBe(30);
       expectNoSecrets(run.output, run.reportPath);
       // The same flow without the token: --enforce_jwt refuses it, named.
-      const scenario = yaml.safeLoad(readFileSync(path.join(repo, "scenarios", "anycable-jwt.yml"), "utf8")) as { config: Record<string, any>; scenarios: { flow: Record<string, any>[] }[] };
       scenario.scenarios[0].flow = scenario.scenarios[0].flow.map((step) => (step.connect ? { connect: {} } : step));
       const refused = await runArtillery({
-        script: { ...scenario, config: { ...scenario.config, target: anycable.url, cable: { http: app.http }, payload: { ...scenario.config.payload, path: path.join(repo, "scenarios", "users.csv") }, phases: [{ duration: 1, arrivalCount: 2 }], variables: { hold: 0 } } },
+        script: { ...scenario, config: { ...scenario.config, target: anycable.url, cable: { http: app.http }, payload: { ...scenario.config.payload, path: users }, phases: [{ duration: 1, arrivalCount: 2 }], variables: { hold: 0 } } },
         timeoutMs: 60_000,
       });
       expect(counter(refused.report!, "errors.cable.unauthorized"), refused.output).toBe(2);
