@@ -125,7 +125,10 @@ describe("storm completion against real servers", () => {
       expect(Math.abs(verdict.halfMs - truth(0.5)), summary).toBeLessThanOrEqual(500);
       expect(Math.abs(verdict.mostMs - truth(0.95)), summary).toBeLessThanOrEqual(500);
       expect(Math.abs(verdict.allMs - truth(1)), summary).toBeLessThanOrEqual(500);
-      expect(result.stderr).toMatch(/connection storm "storm", all regions: 100 users: 50% connected in 2\.\d s, 95% in 4\.\d s, all in [45]\.\d s/);
+      // The line says the verdict's own figures (the kernel's timing, above, is what bounds them).
+      const said = result.stderr.match(/connection storm "storm", all regions: 100 users: 50% connected in (\d+\.\d) s, 95% in (\d+\.\d) s, all in (\d+\.\d) s/);
+      expect(said, result.stderr).not.toBeNull();
+      expect(said!.slice(1).map(Number), summary).toEqual([verdict.halfMs, verdict.mostMs, verdict.allMs].map((ms) => Number((ms / 1000).toFixed(1))));
     } finally {
       await rails.stop();
     }
