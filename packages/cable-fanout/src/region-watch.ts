@@ -57,7 +57,7 @@ class RegionWatch {
   private startDeadline = Infinity;
   private startTimedOut = false;
   private readonly stopRequested = new Set<string>();
-  /** Set by the first StopTask: tasks asked to stop must have stopped by then. */
+  /** Set when StopTask returns: tasks asked to stop must have stopped by then. */
   private stopDeadline: number | undefined;
   private restops = 0;
   private nextRestop: number | undefined;
@@ -139,13 +139,15 @@ class RegionWatch {
     const refs = targets.filter((t) => t.phase !== "stopped" && !this.stopRequested.has(t.ref)).map((t) => t.ref);
     if (refs.length === 0) return;
     refs.forEach((r) => this.stopRequested.add(r));
-    this.stopDeadline ??= this.input.deps.now() + this.input.timing.stopGraceMs;
     this.event(`stopping ${refs.length} task(s): ${reason}`);
     try {
       await this.region.stopTasks(refs, `cable-fanout: ${reason}`);
     } catch (err) {
       this.event((err as Error).message);
     }
+    // Counted from the last StopTask's return: a task stopped late in a long batch gets the whole
+    // grace to upload, and so does every task of a later, overlapping request.
+    this.stopDeadline = Math.max(this.stopDeadline ?? -Infinity, this.input.deps.now() + this.input.timing.stopGraceMs);
   }
 
   /** StopTask again, with backoff, to tasks that still run after it, until DescribeTasks says STOPPED. */
