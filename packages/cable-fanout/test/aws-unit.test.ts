@@ -6,7 +6,7 @@ import { DescribeParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
 import { violations } from "cable-test-servers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AwsRegion, AWS_TIMING, defaultClients } from "../src/aws/aws-backend";
+import { AwsRegion, AWS_TIMING, defaultClients, STOP_TASKS_IN_FLIGHT } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import type { StartOptions } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
@@ -318,7 +318,7 @@ describe("stopping until STOPPED", () => {
   it("retries a throttled StopTask with backoff, then re-sends it while DescribeTasks still says RUNNING", async () => {
     ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
     let calls = 0;
-    // Throttled twice, then accepted — but the first acceptance does not take (the task keeps running).
+    // The first two calls throttled, then accepted — but the first acceptance does not take (the task keeps running).
     ecs.on(StopTaskCommand).callsFake(() => {
       calls++;
       if (calls <= 2) throw throttling();
@@ -341,12 +341,61 @@ describe("stopping until STOPPED", () => {
       abortReason: () => "interrupted (signal)",
       onStarted: () => {},
     });
-    // StopTask's own backoff on throttling (1 s, 2 s), recorded by the region's retry sleep.
-    expect(sleeps).toEqual([1_000, 2_000]);
+    // Both tasks' StopTask go at once and are throttled once each: each backs off 1 s (the region's retry sleep).
+    expect(sleeps).toEqual([1_000, 1_000]);
     expect(progress.events).toContain("eu-west-2: 2 task(s) still running after StopTask; sending it again");
     expect(calls).toBeGreaterThanOrEqual(5);
     expect(result.tasks.map((t) => t.phase)).toEqual(["stopped", "stopped"]);
     expect(result.failures).toEqual([]);
+  });
+
+  it("sends StopTask to 50 tasks 10 at a time, each task once", async () => {
+    let inFlight = 0;
+    let peak = 0;
+    ecs.on(StopTaskCommand).callsFake(async () => {
+      peak = Math.max(peak, ++inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight--;
+      return {};
+    });
+    const refs = Array.from({ length: 50 }, (_, i) => arn(i + 1));
+    await region().stopTasks(refs, "cable-fanout: done");
+    expect(peak).toBe(STOP_TASKS_IN_FLIGHT);
+    expect(ecs.commandCalls(StopTaskCommand).map((c) => c.args[0].input.task).sort()).toEqual([...refs].sort());
+  });
+
+  it("counts the stop grace from the last StopTask's return, not from the first call", async () => {
+    ecs.on(RunTaskCommand).callsFake((input) => ({ tasks: provisioning(input.count) }));
+    ecs.on(DescribeTasksCommand).callsFake((input) => ({ tasks: input.tasks.map((taskArn: string) => ({ taskArn, lastStatus: "RUNNING" })) }));
+    const clock = fakeClock();
+    // Each first StopTask takes a second of the clock; the tasks ignore it (re-sends are instant).
+    const stopped = new Set<string>();
+    let lastReturn = 0;
+    ecs.on(StopTaskCommand).callsFake(async (input) => {
+      await new Promise((r) => setTimeout(r, 1));
+      if (!stopped.has(input.task)) clock.advance(1_000);
+      stopped.add(input.task);
+      lastReturn = clock.now();
+      return {};
+    });
+    const abort = new AbortController();
+    abort.abort();
+    const result = await watchRegion(region(), {
+      runId: "run-1",
+      count: 50,
+      startOptions: options(),
+      timing: { ...AWS_TIMING, pollMs: 10_000, stopGraceMs: 30_000 },
+      deps: { now: clock.now, sleep: clock.sleep, abort } as unknown as RunDeps,
+      progress: new RecordingProgress(),
+      abortReason: () => "interrupted (signal)",
+      onStarted: () => {},
+    });
+    expect(stopped.size).toBe(50);
+    expect(result.failures).toEqual([expect.stringMatching(/^50 task\(s\) had not stopped 30 s after StopTask/)]);
+    // 50 s went by while the first round of StopTask ran; the tasks still got their 30 s after it.
+    const firstRoundEnd = 1_000_000 + 50_000;
+    expect(clock.now() - firstRoundEnd).toBeGreaterThanOrEqual(30_000);
+    expect(lastReturn).toBeGreaterThanOrEqual(firstRoundEnd);
   });
 
   it("describes more than 100 tasks 100 at a time", async () => {

@@ -10,6 +10,7 @@ import { S3Store } from "cable-worker/s3-store";
 import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
+import { forEachInFlight } from "../in-flight.js";
 import { regionNameProblem } from "../region-names.js";
 import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
@@ -37,6 +38,13 @@ type Capacity = "FARGATE" | "FARGATE_SPOT";
 
 /** DescribeTasks takes at most 100 tasks per call. */
 const DESCRIBE_MAX = 100;
+
+/**
+ * ECS meters StopTask per account and region with a token bucket (Amazon ECS Developer Guide,
+ * "Request throttling for the Amazon ECS API"); at 100–300 ms a call, 10 in flight stay under its
+ * rate while 500 tasks are stopped in seconds, and what is throttled anyway is retried.
+ */
+export const STOP_TASKS_IN_FLIGHT = 10;
 
 export interface AwsClients {
   cloudFormation: CloudFormationClient;
@@ -210,24 +218,28 @@ export class AwsRegion implements Region {
     return out;
   }
 
-  /** StopTask for each task, retrying throttling with backoff; the watch loop re-sends it until DescribeTasks says STOPPED. */
+  /**
+   * StopTask for each task, STOP_TASKS_IN_FLIGHT at a time (one at a time, 500 tasks took 50–100 s of
+   * the stop grace), retrying throttling with backoff beyond the SDK's own retries; the watch loop
+   * re-sends it until DescribeTasks says STOPPED.
+   */
   async stopTasks(refs: string[], reason: string): Promise<void> {
     const errors: string[] = [];
-    for (const ref of refs) {
+    await forEachInFlight(refs, STOP_TASKS_IN_FLIGHT, async (ref) => {
       for (let attempt = 1; ; attempt++) {
         try {
           await this.clients.ecs.send(new StopTaskCommand({ cluster: this.stack.clusterArn, task: ref, reason: reason.slice(0, 255) }));
-          break;
+          return;
         } catch (err) {
           if (isThrottling(err) && attempt < STOP_TASK_BACKOFF.attempts) {
             await this.retry.sleep(backoffDelay(attempt, STOP_TASK_BACKOFF), new AbortController().signal);
             continue;
           }
           errors.push(`${taskIdOf(ref)}: ${(err as Error).name}: ${(err as Error).message}`);
-          break;
+          return;
         }
       }
-    }
+    });
     if (errors.length > 0) throw new Error(`StopTask failed in ${this.name} for ${errors.join("; ")}`);
   }
 
