@@ -8,6 +8,7 @@ import { AwsBackend } from "./aws/aws-backend.js";
 import type { Backend } from "./backend.js";
 import { EXIT } from "./collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
+import { ALL_READY_MAX_TASKS, LARGE_FLEET_MIN_READY_PCT } from "./barrier.js";
 import { BUNDLE_ROOT_HELP } from "./bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
@@ -90,7 +91,7 @@ function scenarioRunInput(scenario: string, o: Record<string, unknown>, flags: B
     outDir: flags.out,
     ...parseScenarioRunFlags(o as Parameters<typeof parseScenarioRunFlags>[0], secrets),
     maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
-    minReadyPct: parseMinReady(o.minReady as string),
+    minReadyPct: o.minReady === undefined ? undefined : parseMinReady(o.minReady as string),
     readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
     heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
     ...(flags.local ? { store: localStore(flags) } : {}),
@@ -135,7 +136,7 @@ function program(exit: (code: number) => void): Command {
           "a secret env var for the scenario, read in each task's own region: NAME=ssm:/cable-loadtest/…, NAME=secretsmanager:cable-loadtest/…, or (--local) NAME from this environment; checked in every region before any task starts; repeatable",
         ).argParser((v: string, prev: string[] = []) => [...prev, v]),
       )
-      .option("--min-ready <pct>", "the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load", "100%")
+      .option("--min-ready <pct>", `the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load (default: 100% up to ${ALL_READY_MAX_TASKS} tasks in all, ${LARGE_FLEET_MIN_READY_PCT}% beyond, rounded up)`)
       .option("--ready-timeout <duration>", "how long to wait for --min-ready; the run is called off if too few are ready by then (default: 600s on AWS, 60s locally)")
       .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
       .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")

@@ -5,7 +5,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { describeVerdicts, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot, Timing } from "./backend.js";
-import { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
+import { announce, decideBarrier, defaultMinReadyPct, goMarker, readyTaskIds, tasksNeeded } from "./barrier.js";
 import { type Bundle, buildBundle } from "./bundle.js";
 import { collectRun, type CollectResult } from "./collect.js";
 import { FanoutInputError } from "./errors.js";
@@ -46,7 +46,7 @@ export interface RunOptions {
   /** How far after the go marker the common start lies. */
   startDelayMs?: number;
   startTimeoutMs?: number;
-  /** --min-ready: the share of all tasks (count × regions) that must be ready for the run to start; default 100. */
+  /** --min-ready: the share of all tasks (count × regions) that must be ready for the run to start; default by size (barrier.ts defaultMinReadyPct). */
   minReadyPct?: number;
   /** --ready-timeout: how long the barrier waits for them. */
   readyTimeoutMs?: number;
@@ -331,7 +331,7 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
     regions,
     controls,
     count: options.count,
-    minReadyPct: options.minReadyPct ?? 100,
+    minReadyPct: options.minReadyPct ?? defaultMinReadyPct(options.count * regions.length),
     timing,
     deps,
     progress,

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TaskStatus } from "cable-worker/contract";
-import { decideBarrier, goMarker, tasksNeeded } from "../src/barrier";
+import { decideBarrier, defaultMinReadyPct, goMarker, tasksNeeded } from "../src/barrier";
 import { parseMinReady, parseRunId } from "../src/options";
 import { renderStartSection, summarizeStart } from "../src/start-report";
 import { buildBundle, commonDirectory } from "../src/bundle";
@@ -163,6 +163,17 @@ describe("the ready barrier", () => {
     expect(tasksNeeded(10, 85)).toBe(9);
     expect(tasksNeeded(3, 1)).toBe(1);
     expect(tasksNeeded(200, 99.5)).toBe(199);
+  });
+
+  it("waits for every task up to 50 in all by default, then for 98% of them, rounded up", () => {
+    const neededByDefault = (expected: number) => tasksNeeded(expected, defaultMinReadyPct(expected));
+    expect([1, 50, 51, 500, 1500].map((n) => [n, defaultMinReadyPct(n), neededByDefault(n)])).toEqual([
+      [1, 100, 1],
+      [50, 100, 50],
+      [51, 98, 50],
+      [500, 98, 490],
+      [1500, 98, 1470],
+    ]);
   });
 
   it("goes once enough are ready, waits while they can be, and fails at the deadline or when too many are lost", () => {
