@@ -62,6 +62,7 @@ export interface StartOutcome {
   notices?: string[];
 }
 
+/** What collect downloaded of one region (store.ts downloadRegionResults, the same for every backend). */
 export interface DownloadedResults {
   /** Files written under the region's folder, relative to it. */
   files: string[];
@@ -85,8 +86,6 @@ export interface Region {
   stopTasks(refs: string[], reason: string): Promise<void>;
   /** Tasks of the run that have not stopped, found without the run's own bookkeeping (for `stop <runId>`). */
   findRunningTasks(runId: string): Promise<string[]>;
-  /** Copies `runs/<runId>/<region>/<taskId>/*` into `dir/<taskId>/`, except each status.json, which it returns. */
-  downloadResults(runId: string, dir: string): Promise<DownloadedResults>;
 }
 
 export interface Timing {

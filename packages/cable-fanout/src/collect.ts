@@ -5,9 +5,11 @@ import path from "node:path";
 import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
 import { makeRedactor, type Redact, REPORT_FILE, STOPPED_FROM_OUTSIDE, type TaskStatus } from "cable-worker/contract";
 import type { Region, TaskSnapshot } from "./backend.js";
+import { DownloadProgress } from "./download-progress.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
 import { toServerSeries, type ServerSample } from "./server-metrics.js";
 import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
+import { downloadRegionResults } from "./store.js";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
 
@@ -25,6 +27,8 @@ export interface CollectInput {
   regressionThreshold?: number;
   title?: string;
   log: (line: string) => void;
+  /** The download's progress, a line every few seconds at most (default: stderr). */
+  progress?: (line: string) => void;
 }
 
 export interface CollectResult {
@@ -69,6 +73,7 @@ async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[];
   const missedBarrier = new Set(Object.entries(record.barrier?.missed ?? {}).flatMap(([region, ids]) => ids.map((id) => `${region}/${id}`)));
   const regionFailures = new Map(input.regionFailures);
   const addFailure = (region: string, line: string) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), line]);
+  const progress = new DownloadProgress(input.regions.length, input.progress ?? ((line) => process.stderr.write(`${line}\n`)));
 
   await Promise.all(
     input.regions.map(async (region) => {
@@ -76,10 +81,11 @@ async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[];
       mkdirSync(dir, { recursive: true });
       let statuses: TaskStatus[] = [];
       try {
-        ({ statuses } = await region.downloadResults(record.runId, dir));
+        ({ statuses } = await downloadRegionResults(region.store, record.runId, region.name, dir, progress));
       } catch (err) {
         addFailure(region.name, `downloading results from ${region.location} failed: ${(err as Error).message}`);
       }
+      progress.regionDone();
       statusesByRegion.set(region.name, statuses);
       const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => missedBarrier.has(`${region.name}/${id}`), record.aborted !== undefined);
       tasks.push(...outcomes);
@@ -89,6 +95,7 @@ async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[];
       if (known < record.count && !regionFailures.has(region.name)) addFailure(region.name, `only ${known} of ${record.count} task(s) left results`);
     }),
   );
+  progress.finish();
   tasks.sort((a, b) => a.region.localeCompare(b.region) || a.taskId.localeCompare(b.taskId));
   return { tasks, statusesByRegion, regionFailures };
 }

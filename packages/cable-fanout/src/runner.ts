@@ -264,16 +264,20 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
  * the merged figures. `stop` prints the whole run per region, from the last of the live files.
  */
 function followLive(run: RunInProgress, options: RunOptions, deps: RunDeps, progress: Progress): { stop: () => Promise<void> } {
-  const feed = new LiveFeed(run.runId, new Map(run.regions.map((r) => [r.name, r.store])), { sleep: deps.sleep, warn: (line) => progress.event(line) }, LIVE_POLL_MS).start();
+  const feed = new LiveFeed(
+    run.runId,
+    new Map(run.regions.map((r) => [r.name, r.store])),
+    { now: deps.now, sleep: deps.sleep, warn: (line) => progress.event(line) },
+    { expected: options.count, phaseCount: run.scenario.phaseCount, pollMs: LIVE_POLL_MS },
+  ).start();
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(options.count);
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
     if (!options.abortOn?.length || run.record.aborted || run.stopped) return;
-    const tasks = [...snapshot.values()].flat();
-    const firstPeriod = Math.min(...tasks.flatMap((t) => t.periods.map((p) => p.period)));
-    const verdict = judgeAbort(options.abortOn, tasks, options.count * run.regions.length, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
+    const firstPeriod = Math.min(...[...snapshot.values()].map((region) => region.periods()[0]?.period ?? Infinity));
+    const verdict = judgeAbort(options.abortOn, snapshot, options.count, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
     if (!verdict) return;
     run.record.aborted = verdict;
     run.save();
@@ -289,7 +293,7 @@ function followLive(run: RunInProgress, options: RunOptions, deps: RunDeps, prog
       const last = await feed.refresh().catch(() => feed.snapshot());
       // Every task has stopped: no period it has not sent is coming.
       for (const line of view.lines(last, Infinity)) progress.event(line);
-      for (const [region, tasks] of last) if (tasks.length > 0) progress.event(formatFinal(region, tasks));
+      for (const region of last.values()) if (region.tasks.size > 0) progress.event(formatFinal(region));
     },
   };
 }

@@ -17,6 +17,11 @@ export interface Scenario {
   root: BundleRoot;
   /** The phases after `--overrides`; `undefined` when some duration is not a plain number or unit string. */
   durationMs: number | undefined;
+  /**
+   * The most phases a task may run (after `--overrides`, in any environment): the live feed reads a
+   * task's phases until that many have started. Undefined without a phase list.
+   */
+  phaseCount: number | undefined;
   /** The script's `config` section as written (payloads.ts reads its payloads). */
   config: Record<string, unknown>;
 }
@@ -80,7 +85,9 @@ export function loadScenario(file: string, overrides?: Json, bundleRoot?: string
   });
 
   const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
-  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), config };
+  const phaseLists = [overridden, ...(isRecord(config.environments) ? Object.values(config.environments).map((env) => (isRecord(env) ? env.phases : undefined)) : [])].filter(Array.isArray);
+  const phaseCount = phaseLists.length > 0 ? Math.max(...phaseLists.map((phases) => phases.length)) : undefined;
+  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), phaseCount, config };
 }
 
 /** Sum of the phases' `duration` and `pause`; undefined if any is not a number or a unit string. */

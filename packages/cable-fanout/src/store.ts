@@ -1,8 +1,31 @@
 // Writing a run's bundle into a region's store and reading its results back, in the worker's layout.
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { MANIFEST_FILE, MARKER_FILES, STATUS_FILE, bundlePrefix, regionResultsPrefix, type Store, type TaskStatus, taskStatusSchema } from "cable-worker/contract";
+import {
+  LIVE_DIR,
+  LIVE_SUFFIX,
+  MANIFEST_FILE,
+  MARKER_FILES,
+  PERIOD_FILE_PREFIX,
+  PHASES_FILE,
+  REPORT_FILE,
+  SEGMENT_PATTERN,
+  STATUS_FILE,
+  bundlePrefix,
+  liveRegionPrefix,
+  periodOfFolder,
+  periodPrefix,
+  phasesPrefix,
+  regionResultsPrefix,
+  resultPrefix,
+  type Store,
+  type TaskStatus,
+  taskOfLiveKey,
+  taskStatusSchema,
+} from "cable-worker/contract";
 import type { DownloadedResults } from "./backend.js";
+import type { DownloadProgress } from "./download-progress.js";
+import { limit, REGION_CONCURRENCY, type Limit } from "./pool.js";
 import type { Bundle } from "./bundle.js";
 
 export async function uploadBundle(store: Store, runId: string, bundle: Bundle): Promise<void> {
@@ -12,24 +35,65 @@ export async function uploadBundle(store: Store, runId: string, bundle: Bundle):
   await store.putText(prefix + MANIFEST_FILE, `${JSON.stringify(bundle.manifest, null, 2)}\n`);
 }
 
-export async function downloadRegionResults(store: Store, runId: string, region: string, dir: string): Promise<DownloadedResults> {
+/**
+ * Copies `runs/<runId>/<region>/<taskId>/*` into `dir/<taskId>/`, except each status.json, which it
+ * returns, and the live files of every task that left no report.json (the report merges a task
+ * from its live periods only when it has no report): `live/<period>/<taskId>.live` into
+ * `dir/<taskId>/live/period-<period>.live`, `live/phases/<taskId>.live` into
+ * `dir/<taskId>/live/phases.live`, where cable-report's loadLiveTask reads them. The live files of
+ * tasks with a report, most of a long run's objects, repeat its sidecar and are not downloaded.
+ * Up to REGION_CONCURRENCY requests at once.
+ */
+export async function downloadRegionResults(store: Store, runId: string, region: string, dir: string, progress?: DownloadProgress): Promise<DownloadedResults> {
+  const request = limit(REGION_CONCURRENCY);
   const prefix = regionResultsPrefix(runId, region);
+  const taskIds = (await request(() => store.listFolders(prefix))).map((folder) => folder.slice(prefix.length, -1)).filter((id) => id !== LIVE_DIR && SEGMENT_PATTERN.test(id));
+  const taskKeys = await Promise.all(taskIds.map((taskId) => request(() => store.list(resultPrefix(runId, region, taskId)))));
+
   const files: string[] = [];
   const statuses: TaskStatus[] = [];
-  for (const key of await store.list(prefix)) {
+  const download = async (key: string, rel: string) => {
+    const target = path.join(dir, ...rel.split("/"));
+    await mkdir(path.dirname(target), { recursive: true });
+    await request(() => store.getToFile(key, target));
+    files.push(rel);
+    progress?.file((await stat(target)).size);
+  };
+  const copies = taskKeys.flat().map(async (key) => {
     const rel = key.slice(prefix.length);
     const parts = rel.split("/");
-    if (parts.length < 2 || parts.some((p) => p === "" || p === "." || p === "..")) continue;
+    if (parts.length < 2 || parts.some((p) => p === "" || p === "." || p === "..")) return;
     if (parts.length === 2 && parts[1] === STATUS_FILE) {
-      statuses.push(taskStatusSchema.parse(JSON.parse(await store.getText(key))));
-      continue;
+      const text = await request(() => store.getText(key));
+      statuses.push(taskStatusSchema.parse(JSON.parse(text)));
+      progress?.file(Buffer.byteLength(text));
+      return;
     }
     // Ready markers coordinate the run; they are not results.
-    if (parts.length === 2 && MARKER_FILES.includes(parts[1])) continue;
-    const target = path.join(dir, ...parts);
-    await mkdir(path.dirname(target), { recursive: true });
-    await store.getToFile(key, target);
-    files.push(rel);
-  }
+    if (parts.length === 2 && MARKER_FILES.includes(parts[1])) return;
+    await download(key, rel);
+  });
+  const reported = new Set(taskIds.filter((_, i) => taskKeys[i].includes(`${resultPrefix(runId, region, taskIds[i])}${REPORT_FILE}`)));
+  await Promise.all([...copies, downloadUnreportedLive(store, runId, region, reported, request, download)]);
+  files.sort();
   return { files, statuses };
+}
+
+/** The live files of the tasks not in `reported`; nothing is listed past the phases when every task that streamed left a report. */
+async function downloadUnreportedLive(store: Store, runId: string, region: string, reported: Set<string>, request: Limit, download: (key: string, rel: string) => Promise<void>): Promise<void> {
+  const unreported = (key: string) => {
+    const taskId = taskOfLiveKey(key);
+    return taskId !== undefined && SEGMENT_PATTERN.test(taskId) && !reported.has(taskId) ? taskId : undefined;
+  };
+  const phases = (await request(() => store.list(phasesPrefix(runId, region)))).filter((key) => unreported(key) !== undefined);
+  if (phases.length === 0) return;
+  const periods = (await request(() => store.listFolders(liveRegionPrefix(runId, region)))).map(periodOfFolder).filter((p) => p !== undefined);
+  const periodKeys = await Promise.all(periods.map(async (period) => ({ period, keys: await request(() => store.list(periodPrefix(runId, region, period))) })));
+  await Promise.all([
+    ...phases.map((key) => download(key, `${unreported(key)}/${LIVE_DIR}/${PHASES_FILE}`)),
+    ...periodKeys.flatMap(({ period, keys }) => keys.flatMap((key) => {
+      const taskId = unreported(key);
+      return taskId === undefined ? [] : [download(key, `${taskId}/${LIVE_DIR}/${PERIOD_FILE_PREFIX}${period}${LIVE_SUFFIX}`)];
+    })),
+  ]);
 }

@@ -4,7 +4,8 @@ import { DDSketch } from "@artilleryio/sketches-js";
 import { SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { describe, expect, test } from "vitest";
 import { encoded } from "cable-test-servers";
-import type { LivePeriod, TaskLive } from "../src/live/feed";
+import type { LivePeriod } from "../src/live/feed";
+import { regionOf, type TaskFiles } from "./live-fixtures";
 import { measureRegion, stepHealth } from "../src/capacity/measure";
 import { checkStair, planRateLevel } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
@@ -18,7 +19,7 @@ const step = { level: 40, perTask: 10, climbIndex: 0, holdIndex: 1, climbS: 5 };
 const calmLag = encoded([5, 6, 5, 6, 5, 6, 5, 6, 5, 6]);
 
 /** A task whose climb period is at T0 and whose hold holds the periods at T0+10 s and T0+20 s. */
-function task(taskId: string, cpu: { climb?: number; hold?: [number?, number?] } = {}, counters: Record<string, number> = {}): TaskLive {
+function task(taskId: string, cpu: { climb?: number; hold?: [number?, number?] } = {}, counters: Record<string, number> = {}): TaskFiles {
   const p = (t: number, cpuPercent: number | undefined, extra: Partial<LivePeriod> = {}): LivePeriod => ({
     period: T0 + t,
     counters: {},
@@ -48,7 +49,7 @@ describe("the generator verdict: cable-report's thresholds, lag p90 over the ste
   });
 
   test("a hold period with CPU over 90 % makes the step generator-bound, whatever the lag reads", () => {
-    const r = measureRegion([task("t1", { hold: [60, 96] }), task("t2", { hold: [40, 45] })], step, 30, 20);
+    const r = measureRegion(regionOf([task("t1", { hold: [60, 96] }), task("t2", { hold: [40, 45] })]), step, 30, 20);
     expect(r.health.map((h) => [h.taskId, h.cpuPeak, h.saturated])).toEqual([
       ["t1", 96, true],
       ["t2", 45, false],
@@ -62,15 +63,15 @@ describe("the generator verdict: cable-report's thresholds, lag p90 over the ste
   });
 
   test("a busy climb is not a saturated hold; periods without the figure are no evidence either way", () => {
-    const climbOnly = measureRegion([task("t1", { climb: 99, hold: [50, 55] })], step, 30, 20);
+    const climbOnly = measureRegion(regionOf([task("t1", { climb: 99, hold: [50, 55] })]), step, 30, 20);
     expect(climbOnly.health[0]).toMatchObject({ cpuPeak: 55, saturated: false });
-    const unmeasured = measureRegion([task("t1")], step, 30, 20);
+    const unmeasured = measureRegion(regionOf([task("t1")]), step, 30, 20);
     expect(unmeasured.health[0]).toMatchObject({ cpuPeak: null, saturated: false, reasons: [] });
-    const partly = measureRegion([task("t1", { hold: [undefined, 93] })], step, 30, 20);
+    const partly = measureRegion(regionOf([task("t1", { hold: [undefined, 93] })]), step, 30, 20);
     expect(partly.health[0]).toMatchObject({ cpuPeak: 93, saturated: true });
     // Judged before any rounding, as the report judges it.
-    expect(measureRegion([task("t1", { hold: [90.04, 90.4] })], step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90.4, saturated: true });
-    expect(measureRegion([task("t1", { hold: [90, 89.9] })], step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90, saturated: false });
+    expect(measureRegion(regionOf([task("t1", { hold: [90.04, 90.4] })]), step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90.4, saturated: true });
+    expect(measureRegion(regionOf([task("t1", { hold: [90, 89.9] })]), step, 30, 20).health[0]).toMatchObject({ cpuPeak: 90, saturated: false });
   });
 });
 
@@ -98,7 +99,7 @@ describe("by message rate", () => {
   test("each region's sent and received messages a second over the hold's whole periods, summed over its tasks", () => {
     // 10 s periods: 150 sent and 300 received in each of two hold periods is 15 and 30 a second per task.
     const tasks = [task("t1", {}, { "cable.messages_sent": 150, "cable.messages_received": 300 }), task("t2", {}, { "cable.messages_sent": 50, "cable.messages_received": 100 })];
-    const r = measureRegion(tasks, step, 30, 10);
+    const r = measureRegion(regionOf(tasks), step, 30, 10);
     // The climb's 1,000 sends are left out.
     expect(r.rates).toEqual({ sent: 20, received: 40 });
     expect(r.figures.users).toBe(10);
@@ -106,7 +107,7 @@ describe("by message rate", () => {
 
   test("a hold counts only when the region sent at least 90 % of its share of the level", () => {
     const slos = [parseSlo("cable.broadcast_latency.p95<250")];
-    const region = (perPeriod: number) => measureRegion([task("t1", {}, { "cable.messages_sent": perPeriod })], step, 30, 10);
+    const region = (perPeriod: number) => measureRegion(regionOf([task("t1", {}, { "cable.messages_sent": perPeriod })]), step, 30, 10);
     expect(SEND_RATE_FLOOR).toBe(0.9);
     // Share 20 msg/s: 18 a second is enough, 15 is not.
     const enough = judgeStep(40, "stair", "r", { eu: region(180) }, slos, 20);
@@ -129,7 +130,7 @@ describe("by message rate", () => {
     const region = (sentPerPeriod: number, latency: number[]) => {
       const t = task("t1", { hold: [40, 50] }, { "cable.messages_sent": sentPerPeriod, "cable.messages_received": 2 * sentPerPeriod });
       for (const p of t.periods) p.histograms["cable.broadcast_latency"] = encoded(latency);
-      return measureRegion([t], step, 30, 20);
+      return measureRegion(regionOf([t]), step, 30, 20);
     };
     const at = (level: number, attempt: "stair" | "repeat", latency: number[]) => judgeStep(level, attempt, "r", { eu: region(level * 10, latency) }, slos, level);
     const answer = buildAnswer([at(10, "stair", [5]), at(20, "stair", [8]), at(30, "stair", [900]), at(30, "repeat", [950])], 60, "add tasks", "rate");

@@ -4,7 +4,8 @@ import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, test } from "vitest";
 import { encoded, sketchOf } from "cable-test-servers";
 import { FanoutInputError } from "../src/errors";
-import type { LivePeriod, TaskLive } from "../src/live/feed";
+import type { LivePeriod } from "../src/live/feed";
+import { regionOf, type TaskFiles } from "./live-fixtures";
 import { measureRegion, splitPeriods } from "../src/capacity/measure";
 import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
@@ -105,7 +106,7 @@ describe("which periods a step is judged on", () => {
   });
 
   test("a region's step: the hold's sketches, the step's counters, each task's lag", () => {
-    const task = (taskId: string, lag: number[]): TaskLive => ({
+    const task = (taskId: string, lag: number[]): TaskFiles => ({
       region: "eu",
       taskId,
       phases: [
@@ -119,19 +120,19 @@ describe("which periods a step is judged on", () => {
       ],
     });
     const step = { level: 20, perTask: 10, climbIndex: 0, holdIndex: 1, climbS: 5 };
-    const r = measureRegion([task("t1", [5, 6, 5, 6, 5, 6, 5, 6, 5, 6]), task("t2", [300, 400, 300, 400, 300, 400, 300, 400, 300, 400])], step, 30, 20);
+    const r = measureRegion(regionOf([task("t1", [5, 6, 5, 6, 5, 6, 5, 6, 5, 6]), task("t2", [300, 400, 300, 400, 300, 400, 300, 400, 300, 400])]), step, 30, 20);
     expect(r.figures.hold["cable.broadcast_latency"].count).toBe(6);
     expect(r.figures.climb["cable.broadcast_latency"].count).toBe(2);
     expect(r.figures.counters["errors.x"]).toBe(4);
     expect(r.health.map((h) => h.saturated)).toEqual([false, true]);
     expect(r.health[1].reasons[0]).toMatch(/event-loop lag p90 \d+ ms > 100 ms/);
     expect(r.missing).toEqual([]);
-    expect(measureRegion([{ ...task("t3", []), phases: [] }], step, 30, 20).missing).toEqual(["t3"]);
+    expect(measureRegion(regionOf([{ ...task("t3", []), phases: [] }]), step, 30, 20).missing).toEqual(["t3"]);
     // A starved loop samples its lag rarely, and the few samples can read low: 2 in a whole period is saturation.
-    const starved = measureRegion([task("t4", [0, 0])], step, 30, 20).health[0];
+    const starved = measureRegion(regionOf([task("t4", [0, 0])]), step, 30, 20).health[0];
     expect(starved).toMatchObject({ lagP90: 0, saturated: true });
     expect(starved.reasons).toEqual(["event-loop lag sampled 2 time(s) in a 10 s period (its loop was starved)"]);
-    expect(measureRegion([task("t5", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])], step, 30, 20).health[0].saturated).toBe(false);
+    expect(measureRegion(regionOf([task("t5", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])]), step, 30, 20).health[0].saturated).toBe(false);
   });
 });
 

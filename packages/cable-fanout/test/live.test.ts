@@ -3,7 +3,8 @@ import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, it } from "vitest";
 import { encoded } from "cable-test-servers";
 import { judgeAbort, parseAbortOn } from "../src/live/abort";
-import type { LivePeriod, TaskLive } from "../src/live/feed";
+import type { LivePeriod } from "../src/live/feed";
+import { liveOf, regionOf, type TaskFiles } from "./live-fixtures";
 import { LATE_MS, LiveView, periodComplete } from "../src/live/view";
 
 const T0 = 1_700_000_000_000;
@@ -22,7 +23,7 @@ const period = (i: number, latency: number, extra: Partial<{ created: number; co
   histograms: { "cable.broadcast_latency": encoded(Array.from({ length: 20 }, () => latency)), "cable.event_loop_lag": encoded([2, 3]) },
   cpuPercent: 12,
 });
-const task = (region: string, taskId: string, periods: LivePeriod[]): TaskLive => ({ region, taskId, periods, phases: [] });
+const task = (region: string, taskId: string, periods: LivePeriod[]): TaskFiles => ({ region, taskId, periods, phases: [] });
 
 describe("--abort-on conditions", () => {
   it("parse the SLO syntax with an optional stretch", () => {
@@ -38,26 +39,26 @@ describe("--abort-on conditions", () => {
     // Region a is slow from period 2 on, region b never: the merged p95 of 20 + 20 samples is slow.
     const tasks = [task("a", "t1", slowFrom(2)), task("b", "t1", slowFrom(99))];
     const condition = parseAbortOn("cable.broadcast_latency.p95>2000 for 30s");
-    const verdict = judgeAbort([condition], tasks, 2, T0 + 60_000, T0);
+    const verdict = judgeAbort([condition], liveOf(tasks), 1, T0 + 60_000, T0);
     expect(verdict).toEqual({ condition: "cable.broadcast_latency.p95>2000 for 30s", at: T0 + 50_000, figure: "cable.broadcast_latency.p95 3,000 ms > 2000 in 3 periods (0:20–0:50)" });
     // Two slow periods are not 30 s.
-    expect(judgeAbort([condition], [task("a", "t1", slowFrom(4)), task("b", "t1", slowFrom(4))], 2, T0 + 60_000, T0)).toBeNull();
+    expect(judgeAbort([condition], liveOf([task("a", "t1", slowFrom(4)), task("b", "t1", slowFrom(4))]), 1, T0 + 60_000, T0)).toBeNull();
     // The median is still fast: half the samples are.
-    expect(judgeAbort([parseAbortOn("cable.broadcast_latency.p50>2000")], tasks, 2, T0 + 60_000, T0)).toBeNull();
+    expect(judgeAbort([parseAbortOn("cable.broadcast_latency.p50>2000")], liveOf(tasks), 1, T0 + 60_000, T0)).toBeNull();
   });
 
   it("wait for every task's period before judging it (or until it is late)", () => {
     const slow = [task("a", "t1", [period(0, 3_000)]), task("b", "t1", [])];
     const condition = parseAbortOn("cable.broadcast_latency.p95>2000");
-    expect(judgeAbort([condition], slow, 2, T0 + 12_000, T0)).toBeNull();
-    expect(judgeAbort([condition], slow, 2, T0 + 10_000 + LATE_MS + 1, T0)?.at).toBe(T0 + 10_000);
+    expect(judgeAbort([condition], liveOf(slow), 1, T0 + 12_000, T0)).toBeNull();
+    expect(judgeAbort([condition], liveOf(slow), 1, T0 + 10_000 + LATE_MS + 1, T0)?.at).toBe(T0 + 10_000);
   });
 
   it("count errors per user active in the period", () => {
     // 10 users arrive each period and complete; in period 1 there are 10 errors for 10 users.
     const tasks = [task("a", "t1", [period(0, 10), period(1, 10, { errors: 1 }), period(2, 10, { errors: 10 })])];
-    expect(judgeAbort([parseAbortOn("errors>50%")], tasks, 1, T0 + 40_000, T0)?.figure).toBe("errors 100% of users > 50 in 1 period (0:20–0:30)");
-    expect(judgeAbort([parseAbortOn("errors>100%")], tasks, 1, T0 + 40_000, T0)).toBeNull();
+    expect(judgeAbort([parseAbortOn("errors>50%")], liveOf(tasks), 1, T0 + 40_000, T0)?.figure).toBe("errors 100% of users > 50 in 1 period (0:20–0:30)");
+    expect(judgeAbort([parseAbortOn("errors>100%")], liveOf(tasks), 1, T0 + 40_000, T0)).toBeNull();
   });
 });
 
@@ -66,18 +67,18 @@ describe("the live view", () => {
     const view = new LiveView(2);
     const a1 = task("local-a", "t1", [period(0, 10)]);
     const a2 = task("local-a", "t2", []);
-    expect(view.lines(new Map([["local-a", [a1, a2]]]), T0 + 12_000)).toEqual([]);
+    expect(view.lines(liveOf([a1, a2]), T0 + 12_000)).toEqual([]);
     a2.periods.push(period(0, 30, { created: 5, completed: 0 }));
-    const [line] = view.lines(new Map([["local-a", [a1, a2]]]), T0 + 12_000);
+    const [line] = view.lines(liveOf([a1, a2]), T0 + 12_000);
     expect(line).toBe("local-a 22:13:20 · 5 users active · 20 connections · 20 msg/s received · broadcast_latency p95 30 ms · 0 errors · generator lag 2 ms, CPU 12%");
     // Printed once.
-    expect(view.lines(new Map([["local-a", [a1, a2]]]), T0 + 13_000)).toEqual([]);
+    expect(view.lines(liveOf([a1, a2]), T0 + 13_000)).toEqual([]);
   });
 
   it("lets a task idle in a period hold its line back only until it is late", () => {
     const tasks = [task("r", "t1", [period(0, 10)]), task("r", "t2", [])];
-    expect(periodComplete(tasks, 2, T0, T0 + 15_000)).toBe(false);
-    expect(periodComplete(tasks, 2, T0, T0 + 10_000 + LATE_MS + 1)).toBe(true);
-    expect(new LiveView(2).lines(new Map([["r", tasks]]), Infinity)[0]).toMatch(/^r 22:13:20 \(1 of 2 tasks\) · /);
+    expect(periodComplete(regionOf(tasks), 2, T0, T0 + 15_000)).toBe(false);
+    expect(periodComplete(regionOf(tasks), 2, T0, T0 + 10_000 + LATE_MS + 1)).toBe(true);
+    expect(new LiveView(2).lines(liveOf(tasks), Infinity)[0]).toMatch(/^r 22:13:20 \(1 of 2 tasks\) · /);
   });
 });

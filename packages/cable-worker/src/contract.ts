@@ -11,9 +11,10 @@
  *   <task>/ready.json             task (run-task.ts)          runner (barrier.ts)
  *   control/go.json               runner (barrier.ts)         task (markers.ts waitForGo)
  *   control/heartbeat.json        runner (heartbeat.ts)       task (markers.ts watchHeartbeat)
- *   <task>/live/period-*.live     task (cable-live)           runner (live/feed.ts), report (loadLiveTask)
- *   <task>/live/phases.live       task (cable-live)           runner (live/feed.ts), report (loadLiveTask)
- *   <task>/live/ended.live        task (cable-capacity-probe) runner (live/feed.ts)
+ *   <region>/live/<period>/<task>.live   task (cable-live)    runner (live/feed.ts; collect copies a
+ *   <region>/live/phases/<task>.live     task (cable-live)    stopped task's into <task>/live/ for
+ *                                                             the report's loadLiveTask)
+ *   <region>/live/ended/<task>.live      task (cable-capacity-probe)  runner (live/feed.ts)
  *   <region>/capacity-stop.live   runner (capacity)           task (cable-capacity-probe, by listing)
  *   <task>/status.json            task (run-task.ts)          runner (store.ts, collect.ts)
  *

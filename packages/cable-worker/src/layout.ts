@@ -10,6 +10,7 @@
  *   runs/<runId>/<region>/<taskId>/artillery.log  artillery's stdout and stderr, secrets redacted
  *   runs/<runId>/<region>/<taskId>/status.json    written last: the task's outcome
  *   runs/<runId>/<region>/<taskId>/ready.json     the task is up: bundle fetched, secrets read, Artillery found
+ *   runs/<runId>/<region>/live/…                  the tasks' live periods and phases (live-keys.ts)
  *   runs/<runId>/control/go.json                  the runner's go marker: the common start (or a cancel)
  *   runs/<runId>/control/heartbeat.json           the runner is alive (rewritten every few seconds)
  *

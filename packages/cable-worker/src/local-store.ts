@@ -28,6 +28,17 @@ export class LocalStore implements Store {
       .sort();
   }
 
+  async listFolders(prefix: string): Promise<string[]> {
+    try {
+      const entries = await readdir(this.pathOf(prefix), { withFileTypes: true });
+      return entries.filter((e) => e.isDirectory()).map((e) => `${prefix}${e.name}/`).sort();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return [];
+      throw err;
+    }
+  }
+
   async getToFile(key: string, file: string): Promise<void> {
     await copyFile(this.pathOf(key), file);
   }

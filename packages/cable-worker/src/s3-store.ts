@@ -26,6 +26,15 @@ export class S3Store implements Store {
     return keys.sort();
   }
 
+  async listFolders(prefix: string): Promise<string[]> {
+    const folders: string[] = [];
+    const pages = paginateListObjectsV2({ client: this.client }, { Bucket: this.bucket, Prefix: this.keyOf(prefix), Delimiter: "/" });
+    for await (const page of pages) {
+      for (const common of page.CommonPrefixes ?? []) if (common.Prefix) folders.push(this.unprefixed(common.Prefix));
+    }
+    return folders.sort();
+  }
+
   async getToFile(key: string, file: string): Promise<void> {
     await pipeline(await this.body(key), createWriteStream(file));
   }

@@ -11,6 +11,11 @@ export interface Store {
   readonly location: string;
   /** Keys under `prefix` (which ends with `/`, or is one whole key: then that key if it exists), as full keys. */
   list(prefix: string): Promise<string[]>;
+  /**
+   * The folders right below `prefix` (which ends with `/`), as full prefixes ending with `/`: S3's
+   * common prefixes for the delimiter `/`. One request lists what a whole listing would page through.
+   */
+  listFolders(prefix: string): Promise<string[]>;
   getToFile(key: string, file: string): Promise<void>;
   /** A small UTF-8 object (run.json, status.json). */
   getText(key: string): Promise<string>;

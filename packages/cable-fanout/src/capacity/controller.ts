@@ -17,7 +17,7 @@ import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-repo
 import type { Backend } from "../backend.js";
 import { newRunId, runFanout, type RunDeps, type RunOptions, type RunResult } from "../runner.js";
 import { loadScenario } from "../scenario.js";
-import { stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
+import { allTasks, RegionLive, stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
@@ -320,15 +320,15 @@ function judgeHold(search: Search, live: LiveSnapshot, step: PlannedStep, attemp
   const regionShare = (level: number) => level / options.regions.length;
   const regions: Record<string, RegionStep> = {};
   for (const region of options.regions) {
-    const seen = live.get(region) ?? [];
+    const seen = live.get(region) ?? new RegionLive(region);
     const measured = measureRegion(seen, step, options.stair.holdS, byRate ? options.users! / options.regions.length : regionShare(step.level));
     // A task that never wrote a phase is missing as much as one without a hold.
-    for (let n = seen.length; n < options.count; n++) measured.missing.push(`(${options.count - seen.length} task(s) without live data)`);
+    for (let n = seen.tasks.size; n < options.count; n++) measured.missing.push(`(${options.count - seen.tasks.size} task(s) without live data)`);
     regions[region] = measured;
   }
   const result = judgeStep(step.level, attempt, runId, regions, options.slos, byRate ? regionShare(step.level) : undefined);
   if (options.serverMetricsUrl) {
-    const windows = [...live.values()].flat().map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
+    const windows = allTasks(live).map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
     if (windows.length > 0) {
       result.server = { ...summarizeServer(serverSamples, Math.min(...windows.map((w) => w!.holdStart)), Math.max(...windows.map((w) => w!.holdEnd))) };
     }
@@ -348,7 +348,7 @@ async function endEarly(search: Search, run: SegmentRun, planned: PlannedStep[],
   const until = deps.now() + END_GRACE_MS + (options.stair.holdS + longestClimbS) * 1000;
   await run.poll(
     async () => {
-      const all = [...(await run.readLive()).values()].flat();
+      const all = allTasks(await run.readLive());
       return all.length >= search.tasks && all.every((t) => t.ended);
     },
     { lookFirst: true, until },
@@ -358,7 +358,7 @@ async function endEarly(search: Search, run: SegmentRun, planned: PlannedStep[],
 
 /** The users every task said it started and ended (ended.live), once every task has said so. */
 function endedUsers(live: LiveSnapshot): SegmentRecord["users"] {
-  const all = [...live.values()].flat();
+  const all = allTasks(live);
   if (all.length === 0 || !all.every((t) => t.ended)) return null;
   return all.reduce((sum, t) => ({ created: sum.created + t.ended!.created, completed: sum.completed + t.ended!.completed, failed: sum.failed + t.ended!.failed }), { created: 0, completed: 0, failed: 0 });
 }
@@ -447,7 +447,7 @@ class SegmentRun {
 
 function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep): "wait" | "judge" {
   const holdS = search.options.stair.holdS;
-  const all = [...live.values()].flat();
+  const all = allTasks(live);
   const windows = all.map((t) => taskWindows(t, step, holdS));
   if (all.length < search.tasks || windows.some((w) => !w)) {
     // Tasks not there yet, or their hold not started. A task that never shows up is caught by the run's own start timeout.
@@ -460,7 +460,7 @@ function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep): "wait
 
 function progressLine(search: Search, live: LiveSnapshot, step: PlannedStep, segmentLevels: number[]): string {
   const { options, byRate } = search;
-  const all = [...live.values()].flat();
+  const all = allTasks(live);
   const windows = all.map((t) => taskWindows(t, step, options.stair.holdS)).filter((w) => w !== undefined);
   const history = search.steps.map((s) => `${s.level}${s.verdict === "held" ? "✓" : s.verdict === "breached" ? "✗" : "?"}`).join(" ");
   let where = byRate ? `${options.users} users arriving, sending ${step.level} msg/s` : `climbing to ${step.level}`;
@@ -473,7 +473,8 @@ function progressLine(search: Search, live: LiveSnapshot, step: PlannedStep, seg
   const first = options.slos.find((s) => s.kind === "histogram");
   if (first && first.kind === "histogram") {
     for (const region of options.regions) {
-      const sketch = holdSoFar(live.get(region) ?? [], step, options.stair.holdS, first.metric);
+      const seen = live.get(region);
+      const sketch = seen && holdSoFar(seen, step, options.stair.holdS, first.metric);
       if (sketch && sketch.count > 0) measured.push(`${options.regions.length > 1 ? `${region} ` : ""}${first.metric}.${first.stat} ${Math.round(statOf(sketch, first.stat))} so far`);
     }
   }

@@ -1,10 +1,13 @@
-// From the tasks' live periods to one step's figures: which periods belong to the step's climb,
-// to its hold (whole periods inside it only), and to the step as a whole. Pure.
+// From a region's live periods to one step's figures: which periods belong to the step's climb,
+// to its hold (whole periods inside it only), and to the step as a whole. The figures come from the
+// region's periods merged across its tasks (region-live.ts); each task's generator is judged on its
+// own lag and CPU. Pure.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
 import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { periodSketches } from "artillery-plugin-cable-report";
-import type { LivePeriod, TaskLive } from "../live/feed.js";
+import type { LivePeriod, RegionLive, TaskLive } from "../live/feed.js";
+import type { PeriodFold } from "../live/region-live.js";
 import { PERIOD_MS, type PlannedStep } from "./plan.js";
 import type { StepFigures } from "../slo.js";
 
@@ -37,11 +40,22 @@ export function taskWindows(task: TaskLive, step: PlannedStep, holdS: number): T
 }
 
 /**
+ * The step's windows for a whole region, whose periods are merged across its tasks: from the
+ * earliest climb, the hold every task that started it was in (the tasks start together, so their
+ * windows differ by their clocks' seconds at most); undefined until one task has started its hold.
+ */
+export function regionWindows(tasks: TaskLive[], step: PlannedStep, holdS: number): TaskWindows | undefined {
+  const known = tasks.map((t) => taskWindows(t, step, holdS)).filter((w): w is TaskWindows => w !== undefined);
+  if (known.length === 0) return undefined;
+  return { climbStart: Math.min(...known.map((w) => w.climbStart)), holdStart: Math.max(...known.map((w) => w.holdStart)), holdEnd: Math.min(...known.map((w) => w.holdEnd)) };
+}
+
+/**
  * Periods partition the run: a step owns those that start from its climb's period up to the period
  * its hold ends in (that one belongs to the next climb). The hold is judged on whole periods
  * inside it; the climb is every period that overlaps it.
  */
-export function splitPeriods(periods: LivePeriod[], w: TaskWindows): { climb: LivePeriod[]; hold: LivePeriod[]; step: LivePeriod[] } {
+export function splitPeriods<P extends { period: number }>(periods: P[], w: TaskWindows): { climb: P[]; hold: P[]; step: P[] } {
   const first = floorPeriod(w.climbStart);
   const last = floorPeriod(w.holdEnd);
   return {
@@ -53,20 +67,19 @@ export function splitPeriods(periods: LivePeriod[], w: TaskWindows): { climb: Li
 
 /** Whether every period the step needs from this task has arrived (Artillery emits a period some seconds after it ends). */
 export function taskHasStep(task: TaskLive, w: TaskWindows): boolean {
-  const needed = floorPeriod(w.holdEnd) - PERIOD_MS;
-  return task.periods.some((p) => p.period >= needed);
+  return task.lastPeriod !== null && task.lastPeriod >= floorPeriod(w.holdEnd) - PERIOD_MS;
 }
 
-function mergeInto(target: Record<string, DDSketch>, periods: LivePeriod[]): void {
+function mergeInto(target: Record<string, DDSketch>, periods: PeriodFold[]): void {
   for (const period of periods) {
-    for (const [name, sketch] of Object.entries(periodSketches(period))) {
+    for (const [name, sketch] of Object.entries(period.sketches)) {
       if (!target[name]) target[name] = new DDSketch({ relativeAccuracy: 0.01 });
       target[name].merge(sketch);
     }
   }
 }
 
-function addCounters(target: Record<string, number>, periods: LivePeriod[]): void {
+function addCounters(target: Record<string, number>, periods: PeriodFold[]): void {
   for (const period of periods) for (const [name, n] of Object.entries(period.counters)) target[name] = (target[name] ?? 0) + n;
 }
 
@@ -109,53 +122,62 @@ export function cpuPeakOf(periods: LivePeriod[]): number | null {
   return values.length > 0 ? Math.round(Math.max(...values) * 10) / 10 : null;
 }
 
-/** Merges one region's tasks for one step. `users` is the region's share of the level. */
-export function measureRegion(tasks: TaskLive[], step: PlannedStep, holdS: number, users: number): RegionStep {
+/** One region's figures for one step. `users` is the region's share of the level. */
+export function measureRegion(region: RegionLive, step: PlannedStep, holdS: number, users: number): RegionStep {
   const figures: StepFigures = { users, hold: {}, climb: {}, counters: {} };
-  const health: TaskHealth[] = [];
-  const missing: string[] = [];
-  let sent: number | null = null;
-  let received: number | null = null;
-  for (const task of tasks) {
-    const w = taskWindows(task, step, holdS);
-    if (!w) {
-      missing.push(task.taskId);
-      continue;
-    }
-    const parts = splitPeriods(task.periods, w);
-    if (parts.hold.length === 0) missing.push(task.taskId);
+  const tasks = [...region.tasks.values()];
+  let rates: RegionStep["rates"] = { sent: null, received: null };
+  const w = regionWindows(tasks, step, holdS);
+  if (w) {
+    const parts = splitPeriods(region.periods(), w);
     mergeInto(figures.hold, parts.hold);
     mergeInto(figures.climb, parts.climb);
     addCounters(figures.counters, parts.step);
     if (parts.hold.length > 0) {
-      // Each task's rate over its own whole hold periods; the region's is their sum (the tasks run side by side).
+      // The region's rate over its whole hold periods: every task's messages in them, the tasks side by side.
       const holdCounters: Record<string, number> = {};
       addCounters(holdCounters, parts.hold);
       const seconds = (parts.hold.length * PERIOD_MS) / 1000;
-      sent = (sent ?? 0) + (holdCounters[SENT_METRIC] ?? 0) / seconds;
-      received = (received ?? 0) + (holdCounters[RECEIVED_METRIC] ?? 0) / seconds;
+      const round1 = (v: number) => Math.round(v * 10) / 10;
+      rates = { sent: round1((holdCounters[SENT_METRIC] ?? 0) / seconds), received: round1((holdCounters[RECEIVED_METRIC] ?? 0) / seconds) };
     }
+  }
+  const health: TaskHealth[] = [];
+  const missing: string[] = [];
+  for (const task of tasks) {
+    const tw = taskWindows(task, step, holdS);
+    if (!tw) {
+      missing.push(task.taskId);
+      continue;
+    }
+    const parts = splitPeriods(task.generator, tw);
+    if (parts.hold.length === 0) missing.push(task.taskId);
     // The generator's lag over the whole step, climb included: a saturated thread samples its lag
     // rarely (the sampler waits on the same loop), so a hold alone may hold few samples of it.
-    const lag: Record<string, DDSketch> = {};
-    mergeInto(lag, parts.step);
-    const sketch = lag[LAG_METRIC];
-    const lagP90 = sketch && sketch.count > 0 ? Math.round(Math.min(sketch.max, sketch.getValueAtQuantile(LAG_QUANTILE))) : null;
+    const lag = lagOf(parts.step);
+    const lagP90 = lag && lag.count > 0 ? Math.round(Math.min(lag.max, lag.getValueAtQuantile(LAG_QUANTILE))) : null;
     // CPU over the hold only: arrivals cost CPU during the climb, and the hold is what is judged.
     const cpuPeak = cpuPeakOf(parts.hold);
-    health.push({ taskId: task.taskId, region: task.region, lagP90, cpuPeak, ...stepHealth(lagP90, cpuPeak, starvedPeriod(parts.step, w)) });
+    health.push({ taskId: task.taskId, region: task.region, lagP90, cpuPeak, ...stepHealth(lagP90, cpuPeak, starvedPeriod(parts.step, tw)) });
   }
-  const round1 = (v: number | null) => (v === null ? null : Math.round(v * 10) / 10);
-  return { figures, health, missing, rates: { sent: round1(sent), received: round1(received) } };
+  return { figures, health, missing, rates };
+}
+
+/** A task's generator lag over these periods, merged. */
+function lagOf(periods: LivePeriod[]): DDSketch | undefined {
+  const sketches = periods.map((p) => periodSketches(p)[LAG_METRIC]).filter((s) => s !== undefined);
+  if (sketches.length === 0) return undefined;
+  const merged = new DDSketch({ relativeAccuracy: 0.01 });
+  for (const sketch of sketches) merged.merge(sketch);
+  return merged;
 }
 
 /** A histogram over the hold so far, periods that overlap it included: for the progress line only, never for a verdict. */
-export function holdSoFar(tasks: TaskLive[], step: PlannedStep, holdS: number, metric: string): DDSketch | undefined {
+export function holdSoFar(region: RegionLive, step: PlannedStep, holdS: number, metric: string): DDSketch | undefined {
+  const w = regionWindows([...region.tasks.values()], step, holdS);
+  if (!w) return undefined;
   const merged: Record<string, DDSketch> = {};
-  for (const task of tasks) {
-    const w = taskWindows(task, step, holdS);
-    if (w) mergeInto(merged, task.periods.filter((p) => p.period + PERIOD_MS > w.holdStart && p.period < w.holdEnd));
-  }
+  mergeInto(merged, region.periods().filter((p) => p.period + PERIOD_MS > w.holdStart && p.period < w.holdEnd));
   return merged[metric];
 }
 

@@ -9,14 +9,13 @@
 // - `for <duration>`: the condition must hold in every period of an unbroken stretch at least that
 //   long (Prometheus' `for:`); without it, one period suffices. A period without samples of the
 //   metric breaks the stretch: nothing was measured, so nothing is judged.
-import type { DDSketch } from "@artilleryio/sketches-js";
-import { gridPeriod, mergeSeries, mergeSketches, PERIOD_MS, periodSketches } from "artillery-plugin-cable-report";
+import { PERIOD_MS } from "artillery-plugin-cable-report";
 import { formatDuration } from "../progress.js";
 import { FanoutInputError } from "../errors.js";
 import { parseDuration } from "../options.js";
 import { compare, counterValue, parseSlo, statOf, type Slo } from "../slo.js";
-import type { TaskLive } from "./feed.js";
-import { asTasks, periodComplete } from "./view.js";
+import { periodRows, rowSketch, type LiveSnapshot } from "./region-live.js";
+import { periodComplete } from "./view.js";
 
 export interface AbortCondition {
   text: string;
@@ -54,32 +53,29 @@ interface PeriodFigure {
   value: number | null;
 }
 
-/** The condition's figure in each period that every task has sent. */
-export function periodFigures(condition: AbortCondition, tasks: TaskLive[], expected: number, now: number): PeriodFigure[] {
-  const series = mergeSeries(asTasks(tasks), []);
+/** The condition's figure in each period that every task of every region has sent, from the regions' merged periods. */
+export function periodFigures(condition: AbortCondition, live: LiveSnapshot, expectedPerRegion: number, now: number): PeriodFigure[] {
   const { slo } = condition;
-  return series.periods.flatMap((period, i) => {
-    if (series.users.created[i] === null || !periodComplete(tasks, expected, period, now)) return [];
+  const regions = [...live.values()];
+  return periodRows(regions).flatMap((row) => {
+    if (!regions.every((region) => periodComplete(region, expectedPerRegion, row.period, now))) return [];
     if (slo.kind === "histogram") {
-      const sketches: DDSketch[] = tasks.flatMap((t) => t.periods.filter((p) => gridPeriod(p.period) === period).map((p) => periodSketches(p)[slo.metric]).filter((s) => s !== undefined));
-      const merged = sketches.length > 0 ? mergeSketches(sketches) : undefined;
-      return [{ period, value: merged && merged.count > 0 ? Math.round(statOf(merged, slo.stat) * 10) / 10 : null }];
+      const merged = rowSketch(row, slo.metric);
+      return [{ period: row.period, value: merged && merged.count > 0 ? Math.round(statOf(merged, slo.stat) * 10) / 10 : null }];
     }
-    const counters: Record<string, number> = {};
-    for (const t of tasks) for (const p of t.periods) if (gridPeriod(p.period) === period) for (const [k, v] of Object.entries(p.counters)) counters[k] = (counters[k] ?? 0) + v;
-    const count = counterValue(counters, slo.metric);
-    if (!slo.perUser) return [{ period, value: count }];
-    const users = (i > 0 ? (series.users.active[i - 1] ?? 0) : 0) + (series.users.created[i] ?? 0);
-    return [{ period, value: users > 0 ? Math.round((1000 * count) / users) / 10 : null }];
+    const count = counterValue(row.counters, slo.metric);
+    if (!slo.perUser) return [{ period: row.period, value: count }];
+    const users = row.activeBefore + (row.counters["vusers.created"] ?? 0);
+    return [{ period: row.period, value: users > 0 ? Math.round((1000 * count) / users) / 10 : null }];
   });
 }
 
 /** The first condition that holds over its stretch, judged on every task of every region together. */
-export function judgeAbort(conditions: AbortCondition[], tasks: TaskLive[], expected: number, now: number, start: number): AbortVerdict | null {
+export function judgeAbort(conditions: AbortCondition[], live: LiveSnapshot, expectedPerRegion: number, now: number, start: number): AbortVerdict | null {
   for (const condition of conditions) {
     const { slo } = condition;
     let stretch: PeriodFigure[] = [];
-    for (const f of periodFigures(condition, tasks, expected, now)) {
+    for (const f of periodFigures(condition, live, expectedPerRegion, now)) {
       const contiguous = stretch.length === 0 || f.period === stretch[stretch.length - 1].period + PERIOD_MS;
       if (f.value === null || !compare(f.value, slo.op, slo.bound)) {
         stretch = [];

@@ -1,96 +1,162 @@
 // The live channel between the tasks and the runner, read side: each task's cable-live plugin (in
 // the worker) writes every metrics period (cable-report's period record: counters, raw DDSketch
 // histograms, the generator's CPU) and its phases' start times into the run's store as they happen;
-// in a capacity search, the probe also writes ended.live. One LiveFeed per run polls every region's
-// store and serves the run's live lines, its --abort-on and the capacity search alike, so the store
-// is listed once per poll, whoever reads. The same keys work on S3 and in a local directory.
+// in a capacity search, the probe also writes its ended marker. One LiveFeed per run polls every
+// region's store and serves the run's live lines, its --abort-on and the capacity search alike, so
+// the store is read once per poll, whoever reads. The same keys work on S3 and in a local directory.
+//
+// A poll lists the region's period folders (one delimited listing), the period folders it has not
+// finished, and the phases and ended folders, then reads only what it has not folded in yet, up to
+// REGION_CONCURRENCY requests at once per region and every region at once: its time is about
+// new files ÷ concurrency × round trip, not every task's files one after the other.
 import {
-  ENDED_FILE,
-  LIVE_DIR,
-  type LiveEnded,
-  type LivePeriod,
-  type LivePhase,
-  PERIOD_FILE_PREFIX,
-  PHASES_FILE,
+  endedPrefix,
+  FINISHED_AFTER_MS,
   type Store,
   liveEndedSchema,
   livePeriodSchema,
   livePhaseSchema,
-  regionResultsPrefix,
+  liveRegionPrefix,
+  periodOfFolder,
+  periodPrefix,
+  phasesPrefix,
+  taskOfLiveKey,
 } from "cable-worker/contract";
+import { PERIOD_MS } from "artillery-plugin-cable-report";
+import type { z } from "zod";
+import { limit, REGION_CONCURRENCY, type Limit } from "../pool.js";
+import { RegionLive, type LiveSnapshot } from "./region-live.js";
 
 // The keys and file shapes are the runner-task contract's (cable-worker/contract): the worker's plugins write them.
 export { stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "cable-worker/contract";
+export { allTasks, RegionLive, type LiveSnapshot, type TaskLive } from "./region-live.js";
 
-export interface TaskLive {
-  region: string;
-  taskId: string;
-  periods: LivePeriod[];
-  phases: LivePhase[];
-  ended?: LiveEnded;
+export interface RegionReaderOptions {
+  /** The tasks the region runs: until that many have shown up, no period is finished early. */
+  expected: number;
+  /** The phases every task runs: a task's phases are read until that many have started (or it ended). Unknown: until it ended. */
+  phaseCount?: number;
+  limit: Limit;
+  now: () => number;
 }
 
-export type LiveSnapshot = Map<string, TaskLive[]>;
-
 /**
- * Reads every task's live files of a region. Period files are immutable once written, so those
- * already read are kept in `cache` (the same objects each time) and not fetched again.
+ * Reads one region's live files into its RegionLive, poll after poll. Period files are immutable
+ * once written: each is read once and folded in; a period folder is no longer listed once it is
+ * finished (live-keys.ts says when).
  */
-export async function readRegionLive(store: Store, runId: string, region: string, cache: Map<string, LivePeriod>): Promise<TaskLive[]> {
-  const prefix = regionResultsPrefix(runId, region);
-  const tasks = new Map<string, TaskLive>();
-  const task = (taskId: string) => {
-    let t = tasks.get(taskId);
-    if (!t) tasks.set(taskId, (t = { region, taskId, periods: [], phases: [] }));
-    return t;
-  };
-  for (const key of await store.list(prefix)) {
-    const parts = key.slice(prefix.length).split("/");
-    if (parts.length !== 3 || parts[1] !== LIVE_DIR) continue;
-    const [taskId, , file] = parts;
+export class RegionReader {
+  readonly live: RegionLive;
+  private readonly finished = new Set<number>();
+  private readonly phasesComplete = new Set<string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly runId: string,
+    region: string,
+    private readonly options: RegionReaderOptions,
+  ) {
+    this.live = new RegionLive(region);
+  }
+
+  async poll(): Promise<void> {
+    const { store, runId, options } = this;
+    const region = this.live.region;
+    const [folders, phaseKeys, endedKeys] = await Promise.all([
+      options.limit(() => store.listFolders(liveRegionPrefix(runId, region))),
+      options.limit(() => store.list(phasesPrefix(runId, region))),
+      options.limit(() => store.list(endedPrefix(runId, region))),
+    ]);
+    const open = folders.map(periodOfFolder).filter((p): p is number => p !== undefined && !this.finished.has(p));
+    await Promise.all([...open.map((period) => this.readPeriod(period)), ...phaseKeys.map((key) => this.readPhases(key)), ...endedKeys.map((key) => this.readEnded(key))]);
+    for (const period of open) if (this.isFinished(period)) this.finished.add(period);
+  }
+
+  private async readPeriod(period: number): Promise<void> {
+    const keys = await this.options.limit(() => this.store.list(periodPrefix(this.runId, this.live.region, period)));
+    await Promise.all(
+      keys.map(async (key) => {
+        const taskId = taskOfLiveKey(key);
+        if (!taskId || this.live.has(taskId, period)) return;
+        const record = await this.readFile(key, livePeriodSchema);
+        if (record) this.live.addPeriod(taskId, record);
+      }),
+    );
+  }
+
+  /** Rewritten at every phase start, so read again at every poll until the task's last phase has started. */
+  private async readPhases(key: string): Promise<void> {
+    const taskId = taskOfLiveKey(key);
+    if (!taskId || this.phasesComplete.has(taskId)) return;
+    const phases = await this.readFile(key, livePhaseSchema.array());
+    if (!phases) return;
+    const task = this.live.task(taskId);
+    task.phases = phases;
+    const { phaseCount } = this.options;
+    if ((phaseCount !== undefined && phases.length >= phaseCount) || task.ended) this.phasesComplete.add(taskId);
+  }
+
+  private async readEnded(key: string): Promise<void> {
+    const taskId = taskOfLiveKey(key);
+    if (!taskId || this.live.tasks.get(taskId)?.ended) return;
+    const ended = await this.readFile(key, liveEndedSchema);
+    if (ended) this.live.task(taskId).ended = ended;
+  }
+
+  /** Undefined when half-written, vanished or not the contract's shape: read again at the next poll. */
+  private async readFile<T extends z.ZodTypeAny>(key: string, schema: T): Promise<z.infer<T> | undefined> {
     try {
-      if (file.startsWith(PERIOD_FILE_PREFIX)) {
-        let period = cache.get(key);
-        if (!period) {
-          period = livePeriodSchema.parse(JSON.parse(await store.getText(key)));
-          cache.set(key, period);
-        }
-        task(taskId).periods.push(period);
-      } else if (file === PHASES_FILE) {
-        task(taskId).phases = livePhaseSchema.array().parse(JSON.parse(await store.getText(key)));
-      } else if (file === ENDED_FILE) {
-        task(taskId).ended = liveEndedSchema.parse(JSON.parse(await store.getText(key)));
-      }
+      return schema.parse(JSON.parse(await this.options.limit(() => this.store.getText(key))));
     } catch {
-      // Half-written, vanished or not the contract's shape: read again at the next poll.
+      return undefined;
     }
   }
-  for (const t of tasks.values()) t.periods.sort((a, b) => a.period - b.period);
-  return [...tasks.values()];
+
+  /** Every expected task has sent the period or ended, or the period is long over (live-keys.ts). */
+  private isFinished(period: number): boolean {
+    if (this.options.now() > period + PERIOD_MS + FINISHED_AFTER_MS) return true;
+    const tasks = [...this.live.tasks.values()];
+    return tasks.length >= this.options.expected && tasks.every((t) => t.ended !== undefined || this.live.has(t.taskId, period));
+  }
 }
 
 export interface FeedDeps {
+  now: () => number;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** A region's store could not be read (logged once per region, then quietly retried). */
   warn?: (line: string) => void;
 }
 
-/** One run's live files, polled every `pollMs` while started; listeners hear each fresh snapshot. */
+export interface FeedOptions {
+  /** Tasks per region. */
+  expected: number;
+  /** Phases per task (the scenario's), when known. */
+  phaseCount?: number;
+  pollMs?: number;
+}
+
+/** One run's live files, polled every `pollMs` while started; listeners hear each poll's state. */
 export class LiveFeed {
-  private readonly cache = new Map<string, LivePeriod>();
-  private latest: LiveSnapshot = new Map();
+  private readonly readers: RegionReader[];
+  private readonly live: LiveSnapshot;
   private readonly listeners = new Set<(snapshot: LiveSnapshot) => void>();
   private readonly waiters = new Set<() => void>();
   private reading: Promise<LiveSnapshot> | undefined;
   private readonly stopped = new AbortController();
   private readonly warned = new Set<string>();
+  readonly pollMs: number;
 
   constructor(
     readonly runId: string,
     private readonly stores: Map<string, Store>,
     private readonly deps: FeedDeps,
-    readonly pollMs = 2_000,
-  ) {}
+    options: FeedOptions,
+  ) {
+    this.pollMs = options.pollMs ?? 2_000;
+    // Each region its own bound: one slow bucket does not hold back the others' requests.
+    this.readers = [...stores].map(([region, store]) => new RegionReader(store, runId, region, { expected: options.expected, phaseCount: options.phaseCount, limit: limit(REGION_CONCURRENCY), now: deps.now }));
+    this.live = new Map(this.readers.map((r) => [r.live.region, r.live]));
+  }
 
   /** Polls until stop(); the first read happens at once. */
   start(): this {
@@ -109,8 +175,9 @@ export class LiveFeed {
     this.waiters.clear();
   }
 
+  /** Every region's state as of the last poll (the same objects, updated by each poll). */
   snapshot(): LiveSnapshot {
-    return this.latest;
+    return this.live;
   }
 
   /** Reads every region now (one read at a time: a caller during a read shares it). */
@@ -139,22 +206,18 @@ export class LiveFeed {
   }
 
   private async read(): Promise<LiveSnapshot> {
-    const out: LiveSnapshot = new Map();
-    for (const [region, store] of this.stores) {
-      out.set(
-        region,
-        await readRegionLive(store, this.runId, region, this.cache).catch((err: Error) => {
-          if (!this.warned.has(region)) {
-            this.warned.add(region);
-            this.deps.warn?.(`${region}: cannot read the tasks' live files from ${store.location} (${err.name}: ${err.message}); live figures wait for it`);
-          }
-          return this.latest.get(region) ?? [];
+    await Promise.all(
+      this.readers.map((reader) =>
+        reader.poll().catch((err: Error) => {
+          const region = reader.live.region;
+          if (this.warned.has(region)) return;
+          this.warned.add(region);
+          this.deps.warn?.(`${region}: cannot read the tasks' live files from ${this.stores.get(region)!.location} (${err.name}: ${err.message}); live figures wait for it`);
         }),
-      );
-    }
-    this.latest = out;
-    for (const listener of this.listeners) listener(out);
+      ),
+    );
+    for (const listener of this.listeners) listener(this.live);
     for (const wake of [...this.waiters]) wake();
-    return out;
+    return this.live;
   }
 }

@@ -1,27 +1,23 @@
 // What `cable-fanout run` prints while the load runs: one line per region for every metrics period,
-// once each of the region's tasks has sent it (or it is late), from the same merged series the
-// report draws (cable-report's mergeSeries over the live period records). Pure but for the clock.
-import { gridPeriod, mainLatency, mergeSeries, mergeSketches, PERIOD_MS, periodSketches, type Series, type TaskResult } from "artillery-plugin-cable-report";
-import type { LiveSnapshot, TaskLive } from "./feed.js";
+// once each of the region's tasks has sent it (or it is late), from the region's merged periods
+// (region-live.ts), counted as the report's series counts them. Pure but for the clock.
+import { METRICS } from "artillery-engine-cable/metrics";
+import { mainLatency, mergeSketches, PERIOD_MS, summarizeSketch } from "artillery-plugin-cable-report";
+import { periodRows, type LiveSnapshot, type PeriodRow, type RegionLive } from "./region-live.js";
 
 /** How long after a period's end a missing task stops holding its line back (Artillery emits a period a few seconds after it ends). */
 export const LATE_MS = 20_000;
 
-/** A region's tasks as the report's merger sees tasks: their periods, one file name each. */
-export function asTasks(tasks: TaskLive[]): TaskResult[] {
-  return tasks.map((t) => ({ reportFile: `${t.region}/${t.taskId}`, counters: {}, summaries: {}, periods: t.periods, phaseStarts: t.phases, scenariosRun: [], checks: null }));
-}
-
 /**
- * Whether every task has sent `period`: Artillery reports a period only once it is over, so a task
- * that sent it (or a later one, or has ended) has nothing more for it. A task idle in that period
- * sends none: after LATE_MS it no longer holds the line back. `expected` tasks must have shown up,
- * unless late.
+ * Whether every task of the region has sent `period`: Artillery reports a period only once it is
+ * over, so a task that sent it (or a later one, or has ended) has nothing more for it. A task idle
+ * in that period sends none: after LATE_MS it no longer holds the line back. `expected` tasks must
+ * have shown up, unless late.
  */
-export function periodComplete(tasks: TaskLive[], expected: number, period: number, now: number): boolean {
+export function periodComplete(region: RegionLive, expected: number, period: number, now: number): boolean {
   if (now > period + PERIOD_MS + LATE_MS) return true;
-  if (tasks.length < expected) return false;
-  return tasks.every((t) => t.ended !== undefined || t.periods.some((p) => p.period >= period));
+  if (region.tasks.size < expected) return false;
+  return [...region.tasks.values()].every((t) => t.ended !== undefined || (t.lastPeriod !== null && t.lastPeriod >= period));
 }
 
 export interface PeriodFigures {
@@ -38,24 +34,31 @@ export interface PeriodFigures {
   cpu: number | null;
 }
 
-export function figuresAt(series: Series, i: number, tasks: TaskLive[], expected: number): PeriodFigures {
-  const main = mainLatency(Object.keys(series.latency));
-  const max = (values: Array<number | null>) => {
-    const known = values.filter((v): v is number => v !== null);
-    return known.length > 0 ? Math.max(...known) : null;
-  };
-  const period = series.periods[i];
+/** The main latency among every histogram the region's periods carry: broadcast latency when there is one. */
+function regionLatency(region: RegionLive): string | null {
+  const names = new Set<string>();
+  for (const fold of region.periods()) for (const name of Object.keys(fold.sketches)) names.add(name);
+  return mainLatency(names);
+}
+
+const errorsOf = (counters: Record<string, number>) => Object.entries(counters).reduce((sum, [name, n]) => sum + (name.startsWith("errors.") ? n : 0), 0);
+
+/** A region's figures in one period (a row of that region alone). */
+export function figuresAt(row: PeriodRow, main: string | null, expected: number): PeriodFigures {
+  const [fold] = row.folds;
+  const sketch = main ? fold.sketches[main] : undefined;
+  const received = row.counters[METRICS.messagesReceived] ?? 0;
   return {
-    period,
-    tasks: tasks.filter((t) => t.periods.some((p) => gridPeriod(p.period) === period)).length,
+    period: row.period,
+    tasks: fold.tasks.size,
     expected,
-    active: series.users.active[i],
-    connections: series.connections[i],
-    received: series.messages.received[i],
-    latency: main ? { metric: main, p95: series.latency[main].p95[i] } : null,
-    errors: series.errors.total?.[i] ?? 0,
-    lagP99: max(series.generator.map((g) => g.lagP99[i])),
-    cpu: max(series.generator.map((g) => g.cpu[i])),
+    active: row.active,
+    connections: METRICS.connectionsOpenPeriodPeak in row.counters ? row.counters[METRICS.connectionsOpenPeriodPeak] : null,
+    received: Math.round((received / (PERIOD_MS / 1000)) * 10) / 10,
+    latency: main ? { metric: main, p95: sketch && sketch.count > 0 ? summarizeSketch(sketch).p95 : null } : null,
+    errors: errorsOf(row.counters),
+    lagP99: fold.lagP99,
+    cpu: fold.cpu,
   };
 }
 
@@ -77,26 +80,26 @@ export function formatPeriod(region: string, f: PeriodFigures): string {
 }
 
 /** The whole run of one region, from its live periods: the line printed when the run ends. */
-export function formatFinal(region: string, tasks: TaskLive[]): string {
-  const series = mergeSeries(asTasks(tasks), []);
-  const sum = (values: Array<number | null>) => values.reduce<number>((a, v) => a + (v ?? 0), 0);
-  const main = mainLatency(Object.keys(series.latency));
+export function formatFinal(region: RegionLive): string {
+  const rows = periodRows([region]);
+  const sum = (name: string) => rows.reduce((total, row) => total + (row.counters[name] ?? 0), 0);
+  const main = regionLatency(region);
   let latency = "";
   if (main) {
-    const sketches = tasks.flatMap((t) => t.periods.map((p) => periodSketches(p)[main]).filter((s) => s !== undefined));
+    const sketches = region.periods().flatMap((fold) => fold.sketches[main] ?? []);
     if (sketches.length > 0) {
       const merged = mergeSketches(sketches);
       if (merged.count > 0) latency = ` · ${main.replace(/^cable\./, "")} p95 ${n(Math.min(merged.max, merged.getValueAtQuantile(0.95)), " ms")}`;
     }
   }
-  const peak = series.connections.filter((v): v is number => v !== null);
+  const peak = rows.filter((row) => METRICS.connectionsOpenPeriodPeak in row.counters).map((row) => row.counters[METRICS.connectionsOpenPeriodPeak]);
   return (
-    `${region} ended · ${n(sum(series.users.created))} users (${n(sum(series.users.completed))} completed, ${n(sum(series.users.failed))} failed)` +
-    ` · peak ${n(peak.length > 0 ? Math.max(...peak) : null)} connections${latency} · ${n(sum(series.errors.total ?? []))} errors (from the live periods; report.md has the exact figures)`
+    `${region.region} ended · ${n(sum("vusers.created"))} users (${n(sum("vusers.completed"))} completed, ${n(sum("vusers.failed"))} failed)` +
+    ` · peak ${n(peak.length > 0 ? Math.max(...peak) : null)} connections${latency} · ${n(rows.reduce((total, row) => total + errorsOf(row.counters), 0))} errors (from the live periods; report.md has the exact figures)`
   );
 }
 
-/** Remembers which periods each region has printed; `lines` gives the new ones of a snapshot. */
+/** Remembers which periods each region has printed; `lines` gives the new ones of a poll. */
 export class LiveView {
   private readonly printed = new Map<string, number>();
 
@@ -104,16 +107,16 @@ export class LiveView {
 
   lines(snapshot: LiveSnapshot, now: number): string[] {
     const out: Array<{ period: number; line: string }> = [];
-    for (const [region, tasks] of snapshot) {
-      if (tasks.length === 0) continue;
-      const series = mergeSeries(asTasks(tasks), []);
-      const last = this.printed.get(region) ?? -Infinity;
-      series.periods.forEach((period, i) => {
-        if (period <= last || series.users.created[i] === null) return;
-        if (!periodComplete(tasks, this.expectedPerRegion, period, now)) return;
-        out.push({ period, line: formatPeriod(region, figuresAt(series, i, tasks, this.expectedPerRegion)) });
-        this.printed.set(region, period);
-      });
+    for (const [name, region] of snapshot) {
+      if (region.tasks.size === 0) continue;
+      const last = this.printed.get(name) ?? -Infinity;
+      const main = regionLatency(region);
+      for (const row of periodRows([region])) {
+        if (row.period <= last) continue;
+        if (!periodComplete(region, this.expectedPerRegion, row.period, now)) break;
+        out.push({ period: row.period, line: formatPeriod(name, figuresAt(row, main, this.expectedPerRegion)) });
+        this.printed.set(name, row.period);
+      }
     }
     // Period by period, the regions in their order within each.
     return out.sort((a, b) => a.period - b.period).map((o) => o.line);
