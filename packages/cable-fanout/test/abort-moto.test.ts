@@ -145,20 +145,21 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
     const runnerCalls = s3.filter((r) => r.signer === RUNNER_KEY);
     expect(taskCalls.length + runnerCalls.length).toBe(s3.length);
     for (const region of REGIONS) {
-      const live = new RegExp(`^arn:aws:s3:::[^/]+/runs/${runId}/${region}/[^/]+/live/`);
-      // The tasks wrote their periods and phases into their own region's bucket…
-      expect(taskCalls.some((r) => r.region === region && r.action === "s3:PutObject" && live.test(r.resource) && /\/period-\d+\.live$/.test(r.resource)), region).toBe(true);
-      expect(taskCalls.some((r) => r.region === region && r.action === "s3:PutObject" && live.test(r.resource) && r.resource.endsWith("/phases.live")), region).toBe(true);
-      // …and the runner listed them and read them there.
-      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:ListBucket" && r.context["s3:prefix"] === `runs/${runId}/${region}/`), region).toBe(true);
-      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:GetObject" && live.test(r.resource) && /\/period-\d+\.live$/.test(r.resource)), region).toBe(true);
-      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:GetObject" && live.test(r.resource) && r.resource.endsWith("/phases.live")), region).toBe(true);
+      const period = new RegExp(`^arn:aws:s3:::[^/]+/runs/${runId}/${region}/live/\\d+/[^/]+\\.live$`);
+      const phases = new RegExp(`^arn:aws:s3:::[^/]+/runs/${runId}/${region}/live/phases/[^/]+\\.live$`);
+      // The tasks wrote their periods and phases into their own region's live folder…
+      expect(taskCalls.some((r) => r.region === region && r.action === "s3:PutObject" && period.test(r.resource)), region).toBe(true);
+      expect(taskCalls.some((r) => r.region === region && r.action === "s3:PutObject" && phases.test(r.resource)), region).toBe(true);
+      // …and the runner listed its period folders (one delimited listing, not the whole region) and read them there.
+      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:ListBucket" && r.context["s3:prefix"] === `runs/${runId}/${region}/live/`), region).toBe(true);
+      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:GetObject" && period.test(r.resource)), region).toBe(true);
+      expect(runnerCalls.some((r) => r.region === region && r.action === "s3:GetObject" && phases.test(r.resource)), region).toBe(true);
     }
     // The runner read the live periods of both regions while the tasks ran: before either stopped and wrote its status.json.
     const firstStatus = s3.findIndex((r) => r.signer === TASK_KEY && r.action === "s3:PutObject" && r.resource.endsWith("/status.json"));
     expect(firstStatus).toBeGreaterThan(0);
     for (const region of REGIONS) {
-      const firstRead = s3.findIndex((r) => r.signer === RUNNER_KEY && r.region === region && r.action === "s3:GetObject" && /\/live\/period-\d+\.live$/.test(r.resource));
+      const firstRead = s3.findIndex((r) => r.signer === RUNNER_KEY && r.region === region && r.action === "s3:GetObject" && /\/live\/\d+\/[^/]+\.live$/.test(r.resource));
       expect(firstRead, region).toBeGreaterThanOrEqual(0);
       expect(firstRead, region).toBeLessThan(firstStatus);
     }

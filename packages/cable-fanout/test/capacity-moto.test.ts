@@ -9,6 +9,7 @@
 // call); the runner's S3 calls likewise under the operator policy.
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./cli";
@@ -103,7 +104,7 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     for (const region of REGIONS) expect(md).toContain(`### ${region}`);
 
     // The probe's CPU beside the report plugin's, from the same periods of the same task.
-    const cpu = probeBesideSidecar(path.dirname(markdownFile));
+    const cpu = await probeBesideSidecar(path.dirname(markdownFile), stacks);
     expect(cpu.length).toBeGreaterThan(0);
     for (const { probePeak, sidecarPeak } of cpu) expect(Math.abs(probePeak - sidecarPeak)).toBeLessThanOrEqual(Math.max(2, sidecarPeak * 0.2));
 
@@ -112,7 +113,7 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     const taskCalls = s3.filter((r) => r.signer === TASK_KEY);
     const runnerCalls = s3.filter((r) => r.signer === RUNNER_KEY);
     // The probe's own calls are among them: its live periods, and looks for the region's stop marker (a LIST of that one key).
-    expect(taskCalls.some((r) => r.action === "s3:PutObject" && /\/live\/period-\d+\.live$/.test(r.resource))).toBe(true);
+    expect(taskCalls.some((r) => r.action === "s3:PutObject" && /\/live\/\d+\/[^/]+\.live$/.test(r.resource))).toBe(true);
     expect(taskCalls.some((r) => r.action === "s3:ListBucket" && r.context["s3:prefix"]?.endsWith("/capacity-stop.live"))).toBe(true);
     expect(runnerCalls.some((r) => r.action === "s3:PutObject" && r.resource.endsWith("/capacity-stop.live"))).toBe(true);
     const { denied } = await deniedCalls([...taskCalls, ...runnerCalls], aws);
@@ -124,10 +125,11 @@ describe("cable-fanout capacity on the AWS backend (moto)", () => {
     const outside: Array<[string, string, Record<string, string>?]> = [
       ["s3:GetObject", "/runs/r1/eu-west-2/capacity-stop.live"],
       ["s3:GetObject", "/runs/r1/us-east-1/capacity-stop.live"],
-      ["s3:GetObject", "/runs/r1/eu-west-2/other-task/live/period-1.live"],
+      ["s3:GetObject", "/runs/r1/eu-west-2/live/1/other-task.live"],
+      ["s3:GetObject", "/runs/r1/eu-west-2/live/phases/other-task.live"],
       ["s3:GetObject", "/runs/r1/eu-west-2/other-task/report.json"],
       ["s3:PutObject", "/runs/r1/eu-west-2/capacity-stop.live"],
-      ["s3:PutObject", "/runs/r1/us-east-1/t1/live/period-1.live"],
+      ["s3:PutObject", "/runs/r1/us-east-1/live/1/t1.live"],
       ["s3:ListBucket", "", { "s3:prefix": "runs/r1/eu-west-2/" }],
       ["s3:ListBucket", "", { "s3:prefix": "runs/r1/us-east-1/capacity-stop.live" }],
     ];
@@ -193,19 +195,30 @@ function loadStarted(out: string): boolean {
   return false;
 }
 
-/** Per task of the search: the highest period CPU its probe wrote and the one cable-report's sidecar kept. */
-function probeBesideSidecar(searchDir: string): Array<{ task: string; probePeak: number; sidecarPeak: number }> {
+/**
+ * Per task of the search: the highest period CPU its probe wrote and the one cable-report's sidecar
+ * kept. The probe's periods are read from the task's region's bucket: collect downloads no live
+ * file of a task that left its report.
+ */
+async function probeBesideSidecar(searchDir: string, stacks: Array<{ region: string; bucketName: string }>): Promise<Array<{ task: string; probePeak: number; sidecarPeak: number }>> {
   const out: Array<{ task: string; probePeak: number; sidecarPeak: number }> = [];
   const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
   for (const sidecarFile of walk(searchDir).filter((f) => f.endsWith("report.json.sketches.json"))) {
+    // <search>/<runId>/<region>/<taskId>/report.json.sketches.json
     const taskDir = path.dirname(sidecarFile);
-    const liveDir = path.join(taskDir, "live");
-    if (!existsSync(liveDir)) continue;
+    const [runId, region, taskId] = taskDir.split(path.sep).slice(-3);
+    const stack = stacks.find((s) => s.region === region);
+    if (!stack) continue;
+    const s3 = new S3Client({ region });
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: stack.bucketName, Prefix: `runs/${runId}/${region}/live/` }));
+    const keys = (listed.Contents ?? []).map((o) => o.Key!).filter((k) => new RegExp(`/live/\\d+/${taskId}\\.live$`).test(k));
+    const probe: number[] = [];
+    for (const key of keys) {
+      const { Body } = await s3.send(new GetObjectCommand({ Bucket: stack.bucketName, Key: key }));
+      const cpu = (JSON.parse(await Body!.transformToString()) as { cpuPercent?: number }).cpuPercent;
+      if (cpu !== undefined) probe.push(cpu);
+    }
     const sidecar = JSON.parse(readFileSync(sidecarFile, "utf8")) as { generator?: { cpuPeak: number | null } };
-    const probe = readdirSync(liveDir)
-      .filter((f) => f.startsWith("period-"))
-      .map((f) => (JSON.parse(readFileSync(path.join(liveDir, f), "utf8")) as { cpuPercent?: number }).cpuPercent)
-      .filter((c): c is number => c !== undefined);
     if (probe.length === 0 || sidecar.generator?.cpuPeak == null) continue;
     out.push({ task: taskDir, probePeak: Math.max(...probe), sidecarPeak: sidecar.generator.cpuPeak });
   }

@@ -72,7 +72,7 @@ export async function deniedCalls(calls: S3Call[], fixture: Pick<MotoRegions, "t
   const denied: string[] = [];
   const seen = new Set<string>();
   for (const r of calls) {
-    const key = `${r.signer} ${r.action} ${r.resource.replace(/period-\d+/, "period-N")} ${JSON.stringify(r.context)}`;
+    const key = `${r.signer} ${r.action} ${r.resource.replace(/\/live\/\d+\//, "/live/N/")} ${JSON.stringify(r.context)}`;
     if (seen.has(key)) continue;
     seen.add(key);
     const outcome =

@@ -145,7 +145,7 @@ describe("cable-fanout run against moto", () => {
     for (const region of REGIONS) {
       const tasks = readdirSync(path.join(runDir, region));
       expect(tasks).toHaveLength(12);
-      for (const task of tasks) expect(readdirSync(path.join(runDir, region, task)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json"]);
+      for (const task of tasks) expect(readdirSync(path.join(runDir, region, task)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json"]);
     }
     const record = JSON.parse(readFileSync(path.join(runDir, "fanout.json"), "utf8"));
     expect(record.tasks).toHaveLength(24);

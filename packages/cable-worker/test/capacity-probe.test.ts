@@ -3,17 +3,23 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { cpuPercent } from "artillery-plugin-cable-report";
-import { resultKeyPattern, resultPrefix } from "../src/layout";
-import { capacityStopKeyPattern, endedKey, periodKey, phasesKey, stopKey } from "../src/live-keys";
+import { regionResultsPrefix, resultKeyPattern } from "../src/layout";
+import { capacityStopKeyPattern, endedKey, periodKey, periodOfFolder, phasesKey, stopKey, taskOfLiveKey } from "../src/live-keys";
 import { LocalStore } from "../src/local-store";
 import { artilleryTaskEnv } from "../src/run-task";
 
 const asRegex = (pattern: string) => new RegExp(`^${pattern.replace(/[.]/g, "\\.").replace(/\*/g, ".*")}$`);
 
 describe("the capacity probe's live keys", () => {
-  it("sit inside the task's results, where the task role may write them", () => {
+  it("sit in the region's results, in region-level folders the runner lists a period at a time, where the task role may write them", () => {
+    expect(periodKey("r1", "eu-west-2", "t1", 1_700_000_000_000)).toBe("runs/r1/eu-west-2/live/1700000000000/t1.live");
+    expect(phasesKey("r1", "eu-west-2", "t1")).toBe("runs/r1/eu-west-2/live/phases/t1.live");
+    expect(endedKey("r1", "eu-west-2", "t1")).toBe("runs/r1/eu-west-2/live/ended/t1.live");
+    expect(periodOfFolder("runs/r1/eu-west-2/live/1700000000000/")).toBe(1_700_000_000_000);
+    expect(periodOfFolder("runs/r1/eu-west-2/live/phases/")).toBeUndefined();
+    expect(taskOfLiveKey(periodKey("r1", "eu-west-2", "t1", 1))).toBe("t1");
     for (const key of [periodKey("r1", "eu-west-2", "t1", 1_700_000_000_000), phasesKey("r1", "eu-west-2", "t1"), endedKey("r1", "eu-west-2", "t1")]) {
-      expect(key.startsWith(resultPrefix("r1", "eu-west-2", "t1"))).toBe(true);
+      expect(key.startsWith(regionResultsPrefix("r1", "eu-west-2"))).toBe(true);
       expect(key).toMatch(asRegex(resultKeyPattern("eu-west-2")));
       // Not *.json: the report merger reads every *.json of a task folder as an Artillery report.
       expect(key.endsWith(".json")).toBe(false);
@@ -39,6 +45,10 @@ describe("the capacity probe's live keys", () => {
       expect(await store.list(marker)).toEqual([marker]);
       // A key below a file is no key at all.
       expect(await store.list(`${marker}/x`)).toEqual([]);
+      // The folders right below a prefix, as S3 lists them with the delimiter "/".
+      expect(await store.listFolders("runs/r1/eu-west-2/")).toEqual(["runs/r1/eu-west-2/live/"]);
+      expect(await store.listFolders("runs/r1/eu-west-2/live/")).toEqual(["runs/r1/eu-west-2/live/1/"]);
+      expect(await store.listFolders("runs/r2/")).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

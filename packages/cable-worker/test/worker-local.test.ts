@@ -36,7 +36,11 @@ describe("worker entrypoint against a local directory store", () => {
     expect(result.stderr).toContain("[cable-worker] done");
     expect(result.code).toBe(0);
     const results = path.join(store, "runs/r1/eu-west-2/task-1");
-    expect((await readdir(results)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json", "status.json"]);
+    expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
+    // The live plugin wrote into the region's live folder: its phases, and its periods a folder each.
+    const live = path.join(store, "runs/r1/eu-west-2/live");
+    expect(await readdir(path.join(live, "phases"))).toEqual(["task-1.live"]);
+    expect((await readdir(live)).some((name) => /^\d+$/.test(name))).toBe(true);
     const report = JSON.parse(await readFile(path.join(results, "report.json"), "utf8"));
     expect(report.aggregate.counters["http.codes.200"]).toBe(3);
     // The worker switched the report plugin on although the scenario does not list it.
@@ -68,7 +72,7 @@ describe("worker entrypoint against a local directory store", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/\[cable-worker\] FAILED \(exit 1\): artillery exited with code 1 \(see artillery.log\)\n/);
     const results = path.join(store, "runs/r2/eu-west-2/task-1");
-    expect((await readdir(results)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json", "status.json"]);
+    expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
     const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
     expect(status).toMatchObject({ exitCode: 1, artilleryExitCode: 1, reason: "artillery exited with code 1 (see artillery.log)" });
   });

@@ -68,7 +68,12 @@ export class RegionReader {
       options.limit(() => store.list(endedPrefix(runId, region))),
     ]);
     const open = folders.map(periodOfFolder).filter((p): p is number => p !== undefined && !this.finished.has(p));
-    await Promise.all([...open.map((period) => this.readPeriod(period)), ...phaseKeys.map((key) => this.readPhases(key)), ...endedKeys.map((key) => this.readEnded(key))]);
+    // The ended markers before the phases: a task's phases are read one last time once it has ended.
+    const markers = async () => {
+      await Promise.all(endedKeys.map((key) => this.readEnded(key)));
+      await Promise.all(phaseKeys.map((key) => this.readPhases(key)));
+    };
+    await Promise.all([...open.map((period) => this.readPeriod(period)), markers()]);
     for (const period of open) if (this.isFinished(period)) this.finished.add(period);
   }
 
