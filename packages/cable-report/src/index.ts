@@ -17,7 +17,7 @@ export { gridPeriod, isLatencyMetric, mainLatency, mergeSeries } from "./series.
 export { describeRecovery, describeSpikes, describeVerdicts, findSpikes } from "./recovery.js";
 export { phaseRate } from "./phases.js";
 export { describeStorm, judgeStorm } from "./storms.js";
-export { buildTimeline, readServerSeries, SERVER_METRICS_FILE } from "./results.js";
+export { readServerSeries, SERVER_METRICS_FILE } from "./results.js";
 export { serverSeriesSchema, type Series, type ServerSeries, type Timeline } from "./model.js";
 export { renderHtml, renderReportPage, type HtmlOptions } from "./html.js";
 export { evaluateVerdictCheck, judgeVerdictChecks, parseVerdictCheck, verdictCheckProblems, VerdictCheckError, type VerdictCheck } from "./verdict-checks.js";

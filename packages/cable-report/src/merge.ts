@@ -1,11 +1,12 @@
-// Merge math, pure: tasks in, one column of the comparison out.
+// Distribution math, pure: sketches merged, summaries interpolated, a task's generator health; the
+// column itself is folded task by task in fold.ts.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
-import type { CheckTally, Column, Distribution, GeneratorTask } from "./model.js";
+import { foldTasks } from "./fold.js";
+import type { Column, Distribution, GeneratorTask } from "./model.js";
 import { detectSaturation } from "./saturation.js";
-import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
+import { RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
-import { byName } from "./task-file.js";
 
 /** Per-period, per-process peak of open connections; its sum over periods means nothing. */
 export const OPEN_PEAK_COUNTER = METRICS.connectionsOpenPeriodPeak;
@@ -13,33 +14,9 @@ export const OPEN_PEAK_COUNTER = METRICS.connectionsOpenPeriodPeak;
 /** The engine's per-second worst event-loop delay (artillery-engine-cable lag.ts): the generator's, not the server's. */
 export const EVENT_LOOP_LAG = METRICS.eventLoopLag;
 
+/** The column of tasks held in memory (fold.ts folds them one at a time). */
 export function mergeColumn(name: string, tasks: TaskResult[], files: string[]): Column {
-  const histogramNames = new Set(tasks.flatMap((t) => Object.keys(t.summaries)));
-  const histograms = byName<Distribution>();
-  for (const metric of [...histogramNames].sort()) {
-    histograms[metric] = mergeDistribution(tasks.filter((t) => t.summaries[metric]), metric);
-  }
-  const counters = sumCounters(tasks.map((t) => t.counters));
-  delete counters[OPEN_PEAK_COUNTER];
-  const aligned = alignPeriods(tasks);
-  const checks = tallyChecks(tasks);
-
-  return {
-    name,
-    tasks: tasks.length,
-    files,
-    counters,
-    histograms,
-    rates: rateStats(aligned),
-    peakOpenConnections: peakOfCounter(aligned, OPEN_PEAK_COUNTER),
-    checks,
-    tasksWithChecks: tasks.filter((t) => t.checks !== null).length,
-    firstMetricAt: extreme(tasks.map((t) => t.firstMetricAt), Math.min),
-    lastMetricAt: extreme(tasks.map((t) => t.lastMetricAt), Math.max),
-    generator: tasks.map((t, i) => generatorHealth(t, files[i] ?? t.reportFile)),
-    rejected: [],
-    partialTasks: tasks.filter((t) => t.partial).length,
-  };
+  return foldTasks(tasks, files).column(name);
 }
 
 /** One task's generator health: its own lag p99 (a merged p99 would hide one saturated task among idle ones) and CPU. */
@@ -57,14 +34,9 @@ export function generatorHealth(task: TaskResult, file: string): GeneratorTask {
  * count, min, max and mean stay exact and the percentiles are interpolated.
  */
 export function mergeDistribution(tasks: TaskResult[], metric: string): Distribution {
-  if (tasks.length === 0) throw new Error(`no task recorded histogram "${metric}"`);
-  if (tasks.every((t) => t.sketches?.[metric])) {
-    const sketch = mergeSketches(tasks.map((t) => t.sketches![metric]));
-    return { ...summarizeSketch(sketch), approximate: false, sketch: encodeSketch(sketch) };
-  }
-  const summaries = tasks.map((t) => t.summaries[metric]);
-  if (summaries.length === 1) return { ...clampPercentiles(withoutMedian(summaries[0])), approximate: false };
-  return approximateDistribution(summaries);
+  const merged = foldTasks(tasks, []).column("").histograms[metric];
+  if (!merged) throw new Error(`no task recorded histogram "${metric}"`);
+  return merged;
 }
 
 export function mergeSketches(sketches: DDSketch[]): DDSketch {
@@ -188,80 +160,6 @@ function invert(points: Knot[], q: number): number {
     if (b.q >= q) return a.x + ((b.x - a.x) * (q - a.q)) / (b.q - a.q);
   }
   return points[points.length - 1].x;
-}
-
-function withoutMedian(s: HistogramSummary): Omit<Distribution, "approximate" | "sketch"> {
-  const { median: _median, ...rest } = s;
-  return rest;
-}
-
-function sumCounters(all: Array<Record<string, number>>): Record<string, number> {
-  const sum = byName<number>();
-  for (const counters of all) {
-    for (const [name, value] of Object.entries(counters)) sum[name] = (sum[name] ?? 0) + value;
-  }
-  return sum;
-}
-
-interface AlignedPeriod {
-  counters: Record<string, number>;
-  rates: Record<string, number>;
-}
-
-/** Artillery cuts periods at 10 s wall-clock boundaries (ssms.ts normalizeTs), so tasks' periods line up by timestamp. */
-function alignPeriods(tasks: TaskResult[]): AlignedPeriod[] {
-  const byPeriod = new Map<number, { counters: Array<Record<string, number>>; rates: Array<Record<string, number>> }>();
-  for (const task of tasks) {
-    for (const p of task.periods) {
-      const slot = byPeriod.get(p.period) ?? { counters: [], rates: [] };
-      slot.counters.push(p.counters);
-      slot.rates.push(p.rates);
-      byPeriod.set(p.period, slot);
-    }
-  }
-  return [...byPeriod.values()].map((slot) => ({ counters: sumCounters(slot.counters), rates: sumCounters(slot.rates) }));
-}
-
-/**
- * Mean over every aligned period of the column (periods where a rate is absent
- * count as 0, as in Artillery's own aggregate rate) and peak of the summed rate.
- */
-function rateStats(aligned: AlignedPeriod[]): Column["rates"] {
-  const names = new Set(aligned.flatMap((p) => Object.keys(p.rates)));
-  const stats: Column["rates"] = byName();
-  for (const name of [...names].sort()) {
-    const values = aligned.map((p) => p.rates[name] ?? 0);
-    stats[name] = {
-      mean: round1(values.reduce((a, b) => a + b, 0) / values.length),
-      peak: values.reduce((m, v) => Math.max(m, v), -Infinity),
-    };
-  }
-  return stats;
-}
-
-function peakOfCounter(aligned: AlignedPeriod[], name: string): number | null {
-  let peak: number | null = null;
-  for (const p of aligned) if (p.counters[name] !== undefined) peak = Math.max(peak ?? -Infinity, p.counters[name]);
-  return peak;
-}
-
-function tallyChecks(tasks: TaskResult[]): CheckTally[] {
-  const tallies = new Map<string, CheckTally>();
-  for (const task of tasks) {
-    for (const c of task.checks ?? []) {
-      const tally = tallies.get(c.check) ?? { check: c.check, strict: c.strict, passed: 0, failed: 0 };
-      if (c.passed) tally.passed++;
-      else tally.failed++;
-      tallies.set(c.check, tally);
-    }
-  }
-  return [...tallies.values()];
-}
-
-function extreme(values: Array<number | undefined>, pick: (a: number, b: number) => number): number | null {
-  let out: number | null = null;
-  for (const v of values) if (v !== undefined) out = out === null ? v : pick(out, v);
-  return out;
 }
 
 function round1(x: number): number {

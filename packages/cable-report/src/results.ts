@@ -3,12 +3,11 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { LIVE_DIR, livePeriodFiles, loadLiveTask } from "./live-task.js";
-import { mergeColumn } from "./merge.js";
+import { ColumnFold, foldTasks, RunFold } from "./fold.js";
 import { findSpikes } from "./recovery.js";
 import { soakDrift } from "./soak.js";
 import { judgeVerdictChecks } from "./verdict-checks.js";
 import { judgeConnectStorm, judgeStorm } from "./storms.js";
-import { mergeSeries } from "./series.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type ConnectStormColumn, type StormColumn, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
@@ -36,9 +35,28 @@ export interface RegionTasks {
   rejected?: RejectedFile[];
 }
 
+/**
+ * The results directory merged as it is read: each task file is folded into its region's column
+ * (fold.ts) and dropped, so memory grows with regions × periods, never with tasks. A task that
+ * turns out, once every start is known, not to belong to the run costs a second reading.
+ */
 export function mergeResults(dir: string, expectations: Expectations = {}): MergedResults {
-  const { regions, notes } = loadResultsDir(dir);
-  return mergeRegions(regions, { server: readServerSeries(dir), ...expectations }, notes);
+  const fold = (skip: ReadonlyMap<string, string>) => {
+    const run = new RunFold(expectations.redact);
+    const columns = new Map<string, ColumnFold>();
+    const scan = scanResultsDir(dir, skip, (region, task, file) => {
+      let column = columns.get(region);
+      if (!column) columns.set(region, (column = new ColumnFold()));
+      column.add(task, file);
+      run.add(task);
+    });
+    return { scan, run, columns };
+  };
+  let pass = fold(new Map());
+  if (pass.scan.outside.size > 0) pass = fold(pass.scan.outside);
+  const { scan, run, columns } = pass;
+  const regions = scan.regions.map((r) => ({ name: r.name, fold: columns.get(r.name) ?? new ColumnFold(), rejected: r.rejected }));
+  return mergeFolds(regions, run, { server: readServerSeries(dir), ...expectations }, scan.notes);
 }
 
 /** The runner's scrape of the server's own metrics (`cable-fanout --server-metrics`), beside the region folders. */
@@ -51,14 +69,8 @@ export function readServerSeries(dir: string): ServerSeries | null {
 }
 
 /** The run's time axis: its first period, and each phase from its earliest start over the tasks to the next one's. */
-export function buildTimeline(tasks: TaskResult[], periods: number[], server: ServerSeries | null): Timeline {
-  const starts = new Map<number, { name: string; startTime: number }>();
-  for (const task of tasks) {
-    for (const p of task.phaseStarts) {
-      const known = starts.get(p.index);
-      if (!known || p.startTime < known.startTime) starts.set(p.index, { name: p.name, startTime: p.startTime });
-    }
-  }
+function timelineOf(run: RunFold, periods: number[], server: ServerSeries | null): Timeline {
+  const starts = run.phaseStarts;
   const end = periods.length > 0 ? periods[periods.length - 1] + PERIOD_MS : null;
   const ordered = [...starts].sort(([a], [b]) => a - b);
   return {
@@ -70,7 +82,27 @@ export function buildTimeline(tasks: TaskResult[], periods: number[], server: Se
   };
 }
 
-export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: string[] } {
+/** What a reading of the results directory keeps of each task it took: enough to check the run as a whole. */
+type TaskMark = Pick<TaskResult, "reportFile" | "sidecarFile" | "test" | "scenariosRun"> & { file: string; start?: number };
+
+interface ScannedRegion {
+  name: string;
+  rejected: RejectedFile[];
+}
+
+interface Scan {
+  regions: ScannedRegion[];
+  notes: string[];
+  /** Tasks (by file) that did not start with the others, and why: left out by a second reading. */
+  outside: Map<string, string>;
+}
+
+/**
+ * Reads every task of every region folder once, in order, handing each usable one to `visit` (which
+ * may keep it or fold it); files in `skip` are marked as not belonging to the run, for its reason. Corrupt
+ * files and copies are marked rejected; the tasks taken are then checked as one run.
+ */
+function scanResultsDir(dir: string, skip: ReadonlyMap<string, string>, visit: (region: string, task: TaskResult, file: string) => void): Scan {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new ResultsInputError(dir, "is not a directory");
   }
@@ -80,8 +112,18 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
   }
   const notes: string[] = [];
   const seen = new Map<string, string>();
+  const marks: TaskMark[] = [];
   const now = Date.now();
-  const regions = regionNames.map((name): RegionTasks => {
+  const take = (region: ScannedRegion, task: TaskResult, file: string): boolean => {
+    if (skip.has(file)) {
+      region.rejected.push({ file, kind: "corrupt", reason: skip.get(file)! });
+      return false;
+    }
+    marks.push({ file, reportFile: task.reportFile, sidecarFile: task.sidecarFile, test: task.test, scenariosRun: task.scenariosRun, start: taskStart(task) });
+    visit(region.name, task, file);
+    return true;
+  };
+  const regions = regionNames.map((name): ScannedRegion => {
     const jsonFiles = listJsonFiles(join(dir, name));
     const reports = jsonFiles.filter((f) => !isSidecarPath(f));
     const expectedSidecars = new Set(reports.map(sidecarPathFor));
@@ -90,7 +132,7 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
         notes.push(`${relative(dir, sidecar)} has no report beside it; that task is not counted.`);
       }
     }
-    const region: RegionTasks = { name, tasks: [], files: [], rejected: [] };
+    const region: ScannedRegion = { name, rejected: [] };
     // Task folders without a report whose live periods say what they did before they were stopped.
     const withReport = new Set(reports.map((r) => dirname(r)));
     for (const taskDir of liveTaskDirs(join(dir, name)).filter((d) => !withReport.has(d))) {
@@ -99,12 +141,10 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
       if (!task) continue;
       const problem = taskTimesProblem({ ...task, periods: task.periods.map((p) => p.period), phaseStarts: task.phaseStarts.map((p) => p.startTime) }, PERIOD_MS, now);
       if (problem) {
-        region.rejected!.push({ file, kind: "corrupt", reason: `its live periods: ${problem}` });
+        region.rejected.push({ file, kind: "corrupt", reason: `its live periods: ${problem}` });
         continue;
       }
-      notes.push(`${file}: stopped before Artillery wrote its report; its figures come from the ${task.periods.length} period(s) it streamed (the one it was stopped in is missing).`);
-      region.tasks.push(task);
-      region.files.push(file);
+      if (take(region, task, file)) notes.push(`${file}: stopped before Artillery wrote its report; its figures come from the ${task.periods.length} period(s) it streamed (the one it was stopped in is missing).`);
     }
     for (const report of reports) {
       const file = relative(dir, report);
@@ -114,49 +154,49 @@ export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: st
       } catch (err) {
         // One bad task file must not cost the other tasks and regions their report.
         if (!(err instanceof ResultsInputError)) throw err;
-        region.rejected!.push({ file, kind: "corrupt", reason: err.message.slice(report.length + 2) });
+        region.rejected.push({ file, kind: "corrupt", reason: err.message.slice(report.length + 2) });
         continue;
       }
       const identity = taskIdentity(task);
       const original = seen.get(identity);
       if (original !== undefined) {
-        region.rejected!.push({ file, kind: "duplicate", reason: `a copy of ${original} (same test run), counted once` });
+        region.rejected.push({ file, kind: "duplicate", reason: `a copy of ${original} (same test run), counted once` });
         continue;
       }
       seen.set(identity, file);
-      if (task.sidecarProblem) notes.push(`${file}: its sidecar was not used (${task.sidecarProblem}); percentiles from its report only.`);
-      region.tasks.push(task);
-      region.files.push(file);
+      if (take(region, task, file) && task.sidecarProblem) notes.push(`${file}: its sidecar was not used (${task.sidecarProblem}); percentiles from its report only.`);
     }
     return region;
   });
-  leaveOutOtherRuns(regions);
-  if (regions.every((r) => r.tasks.length === 0)) {
-    const rejected = regions.flatMap((r) => r.rejected ?? []);
+  // A task that did not start with the others (task-file.ts outsideTheRun) is left out, marked.
+  const outsideByIndex = outsideTheRun(marks.map((m) => m.start));
+  const outside = new Map([...outsideByIndex].map(([i, why]) => [marks[i].file, why]));
+  const kept = marks.filter((_, i) => !outsideByIndex.has(i));
+  if (kept.length === 0) {
+    const rejected = regions.flatMap((r) => r.rejected);
     const why = rejected.length > 0 ? ` that could be read (${rejected.map((r) => `${r.file}: ${r.reason}`).join("; ")})` : " (*.json)";
     throw new ResultsInputError(dir, `holds no Artillery reports${why} in its region folders`);
   }
-  checkSameTest(regions.flatMap((r) => r.tasks));
-  return { regions, notes };
+  checkSameTest(kept);
+  return { regions, notes, outside };
 }
 
-/** A task that did not start with the others (task-file.ts outsideTheRun) is left out, marked. */
-function leaveOutOtherRuns(regions: RegionTasks[]): void {
-  const outside = outsideTheRun(regions.flatMap((r) => r.tasks.map(taskStart)));
-  if (outside.size === 0) return;
-  let i = 0;
-  for (const region of regions) {
-    const kept: Pick<RegionTasks, "tasks" | "files"> = { tasks: [], files: [] };
-    region.tasks.forEach((task, k) => {
-      const why = outside.get(i++);
-      if (why) region.rejected!.push({ file: region.files[k], kind: "corrupt", reason: why });
-      else {
-        kept.tasks.push(task);
-        kept.files.push(region.files[k]);
-      }
+/** The results directory's tasks, held in memory (the servers comparison reads them as columns). */
+export function loadResultsDir(dir: string): { regions: RegionTasks[]; notes: string[] } {
+  const read = (skip: ReadonlyMap<string, string>) => {
+    const tasks = new Map<string, RegionTasks>();
+    const scan = scanResultsDir(dir, skip, (region, task, file) => {
+      let r = tasks.get(region);
+      if (!r) tasks.set(region, (r = { name: region, tasks: [], files: [] }));
+      r.tasks.push(task);
+      r.files.push(file);
     });
-    Object.assign(region, kept);
-  }
+    return { scan, tasks };
+  };
+  let pass = read(new Map());
+  if (pass.scan.outside.size > 0) pass = read(pass.scan.outside);
+  const { scan, tasks } = pass;
+  return { regions: scan.regions.map((r) => ({ name: r.name, tasks: [], files: [], ...tasks.get(r.name), rejected: r.rejected })), notes: scan.notes };
 }
 
 function taskStart(task: TaskResult): number | undefined {
@@ -190,38 +230,53 @@ export function loadBaseline(path: string): MergedResults {
 
 /** Pure: tasks grouped by region in, the comparison model out. */
 export function mergeRegions(regions: RegionTasks[], expectations: Expectations = {}, notes: string[] = []): MergedResults {
+  const run = new RunFold(expectations.redact);
+  const folded = [...regions].sort((a, b) => a.name.localeCompare(b.name)).map((r) => {
+    for (const task of r.tasks) run.add(task);
+    return { name: r.name, fold: foldTasks(r.tasks, r.files), rejected: r.rejected ?? [] };
+  });
+  return mergeFolds(folded, run, expectations, notes);
+}
+
+interface RegionFold {
+  name: string;
+  fold: ColumnFold;
+  rejected: RejectedFile[];
+}
+
+/** The regions' folded columns and the run's own facts in, the comparison model out. */
+function mergeFolds(regions: RegionFold[], run: RunFold, expectations: Expectations, notes: string[]): MergedResults {
   const regionsByName = new Map(regions.map((r) => [r.name, r]));
   for (const name of expectations.regions ?? []) {
-    if (!regionsByName.has(name)) regionsByName.set(name, { name, tasks: [], files: [] });
+    if (!regionsByName.has(name)) regionsByName.set(name, { name, fold: new ColumnFold(), rejected: [] });
   }
   const ordered = [...regionsByName.values()].sort((a, b) => a.name.localeCompare(b.name));
   // A corrupt task file still stands for a task that ran.
-  const corrupt = (r: RegionTasks) => (r.rejected ?? []).filter((f) => f.kind === "corrupt").length;
-  const expectedTasks = expectations.tasksPerRegion ?? ordered.reduce((most, r) => Math.max(most, r.tasks.length + corrupt(r)), 0);
+  const corrupt = (r: RegionFold) => r.rejected.filter((f) => f.kind === "corrupt").length;
+  const expectedTasks = expectations.tasksPerRegion ?? ordered.reduce((most, r) => Math.max(most, r.fold.tasks + corrupt(r)), 0);
 
   const columns: RegionColumn[] = ordered.map((r) => ({
-    ...mergeColumn(r.name, r.tasks, r.files),
-    rejected: r.rejected ?? [],
+    ...r.fold.column(r.name),
+    rejected: r.rejected,
     expectedTasks,
-    series: mergeSeries(r.tasks, r.files),
+    series: r.fold.series(),
   }));
-  const allTasks = ordered.flatMap((r) => r.tasks);
-  const allFiles = ordered.flatMap((r) => r.files);
-  const all = { ...mergeColumn(ALL_REGIONS, allTasks, allFiles), rejected: ordered.flatMap((r) => r.rejected ?? []), series: mergeSeries(allTasks, allFiles) };
-  const described = allTasks.find((t) => t.test)?.test;
+  const allFold = new ColumnFold();
+  for (const r of ordered) allFold.absorb(r.fold);
+  const all = { ...allFold.column(ALL_REGIONS), rejected: ordered.flatMap((r) => r.rejected), series: allFold.series() };
 
   const merged: MergedResults = {
     format: MERGED_FORMAT,
     version: MERGED_VERSION,
     test: {
-      name: described?.name ?? "",
-      scenarios: described?.scenarios ?? [...new Set(allTasks.flatMap((t) => t.scenariosRun))].sort(),
-      phases: described?.phases ?? [],
+      name: run.test?.name ?? "",
+      scenarios: run.test?.scenarios ?? [...run.scenariosRun].sort(),
+      phases: run.test?.phases ?? [],
     },
     regions: columns,
     all,
     notes: [...notes],
-    timeline: buildTimeline(allTasks, all.series?.periods ?? [], expectations.server ?? null),
+    timeline: timelineOf(run, all.series.periods, expectations.server ?? null),
   };
   const storms = byName<StormColumn>();
   const connects = byName<ConnectStormColumn>();
@@ -231,17 +286,12 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
     const connect = column.tasks > 0 ? judgeConnectStorm(column, merged) : null;
     if (connect) connects[column.name] = connect;
   }
-  const soakMinimums = allTasks.flatMap((t) => (t.test?.soakMinimumMs ? [t.test.soakMinimumMs] : []));
-  const soakMinimumMs = soakMinimums.length > 0 ? soakMinimums.reduce((a, b) => Math.max(a, b)) : undefined;
-  merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, soakMinimumMs), checks: [] };
-  const verdictChecks = [...new Set(allTasks.flatMap((t) => t.test?.verdictChecks ?? []))];
-  merged.verdicts.checks = judgeVerdictChecks(verdictChecks, merged);
-  const words = mergeServerWords(allTasks.map((t) => (t.serverWords ?? []).map((w) => ({ ...w, text: expectations.redact?.(w.text) ?? w.text }))));
-  if (words.length > 0) merged.serverWords = words;
-  const withoutSidecar = allTasks.filter((t) => !t.sketches).length;
-  if (withoutSidecar > 0) {
+  merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, run.soakMinimumMs), checks: [] };
+  merged.verdicts.checks = judgeVerdictChecks([...run.verdictChecks], merged);
+  if (run.serverWords.length > 0) merged.serverWords = run.serverWords;
+  if (run.withoutSidecar > 0) {
     merged.notes.push(
-      `${withoutSidecar} of ${allTasks.length} reports have no sketches sidecar (enable the cable-report plugin); ` +
+      `${run.withoutSidecar} of ${run.tasks} reports have no sketches sidecar (enable the cable-report plugin); ` +
         "percentiles marked ≈ are interpolated from Artillery's summaries, not merged exactly.",
     );
   }
@@ -253,7 +303,7 @@ export function mergeRegions(regions: RegionTasks[], expectations: Expectations 
  * its scenarios; a bare report only shows which scenarios created users, so
  * two bare reports conflict only when they share no scenario at all.
  */
-function checkSameTest(tasks: TaskResult[]): void {
+function checkSameTest(tasks: TaskMark[]): void {
   const reference = tasks.find((t) => t.test);
   for (const task of tasks) {
     if (reference?.test && task.test) {
@@ -318,14 +368,4 @@ function listJsonFiles(dir: string): string[] {
     if (statSync(path).isDirectory()) return listJsonFiles(path);
     return name.endsWith(".json") && !TASK_METADATA.has(name) ? [path] : [];
   });
-}
-
-/** Every task's sample of the server's words, each distinct text once, three per error key and cause. */
-export function mergeServerWords(perTask: { error: string; cause: string; text: string }[][]): { error: string; cause: string; text: string }[] {
-  const out: { error: string; cause: string; text: string }[] = [];
-  for (const w of perTask.flat()) {
-    const same = out.filter((x) => x.error === w.error && x.cause === w.cause);
-    if (same.length < 3 && !same.some((x) => x.text === w.text)) out.push(w);
-  }
-  return out;
 }
