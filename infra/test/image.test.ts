@@ -110,10 +110,11 @@ scenarios:
       await runStagedWorker("cable1");
 
       const results = path.join(store, "runs/cable1/local/t0");
-      expect((await readdir(results)).sort()).toEqual(["artillery.log", "live", "report.json", "report.json.sketches.json", "status.json"]);
-      // The live plugin, loaded by name from the staged worker, streamed the periods and phases.
-      expect((await readdir(path.join(results, "live"))).some((f) => /^period-\d+\.live$/.test(f))).toBe(true);
-      expect(await readdir(path.join(results, "live"))).toContain("phases.live");
+      expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
+      // The live plugin, loaded by name from the staged worker, streamed the periods and phases into the region's live folder.
+      const live = path.join(store, "runs/cable1/local/live");
+      expect((await readdir(live)).some((f) => /^\d+$/.test(f))).toBe(true);
+      expect(await readdir(path.join(live, "phases"))).toEqual(["t0.live"]);
       const report = JSON.parse(await readFile(path.join(results, "report.json"), "utf8"));
       expect(report.aggregate.counters["vusers.completed"]).toBe(2);
       expect(report.aggregate.summaries["cable.rtt"].count).toBe(2);
@@ -146,18 +147,18 @@ scenarios:
 `,
       });
       await runStagedWorker("probe1");
-      const live = path.join(store, "runs/probe1/local/t0/live");
-      const files = (await readdir(live)).sort();
-      expect(files).toEqual(expect.arrayContaining(["ended.live", "phases.live"]));
-      const phases = JSON.parse(await readFile(path.join(live, "phases.live"), "utf8"));
+      const live = path.join(store, "runs/probe1/local/live");
+      const folders = (await readdir(live)).sort();
+      expect(folders).toEqual(expect.arrayContaining(["ended", "phases"]));
+      const phases = JSON.parse(await readFile(path.join(live, "phases", "t0.live"), "utf8"));
       expect(phases.map((p: { name: string }) => p.name)).toEqual(["climb", "hold"]);
-      const periods = await Promise.all(files.filter((f) => f.startsWith("period-")).map(async (f) => JSON.parse(await readFile(path.join(live, f), "utf8"))));
+      const periods = await Promise.all(folders.filter((f) => /^\d+$/.test(f)).map(async (f) => JSON.parse(await readFile(path.join(live, f, "t0.live"), "utf8"))));
       expect(periods.reduce((sum, p) => sum + (p.counters["vusers.completed"] ?? 0), 0), JSON.stringify(periods)).toBe(2);
       // Every period a second or longer carries the generator's CPU: a share of its worker cores, as the report's sidecar counts it.
       const cpu = periods.map((p) => p.cpuPercent).filter((c) => c !== undefined);
       expect(cpu.length).toBeGreaterThan(0);
       for (const c of cpu) expect(c).toBeGreaterThanOrEqual(0);
-      expect(JSON.parse(await readFile(path.join(live, "ended.live"), "utf8"))).toMatchObject({ created: 2, completed: 2, failed: 0 });
+      expect(JSON.parse(await readFile(path.join(live, "ended", "t0.live"), "utf8"))).toMatchObject({ created: 2, completed: 2, failed: 0 });
     });
   });
 });
