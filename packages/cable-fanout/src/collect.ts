@@ -105,10 +105,29 @@ function runNotes(record: RunRecord, regionFailures: Map<string, string[]>, task
   return [
     ...Object.entries(record.notices ?? {}).flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
     ...[...regionFailures].flatMap(([region, lines]) => lines.map((l) => `${region}: ${l}`)),
-    ...tasks
-      .filter((t) => t.state !== "ok")
-      .map((t) => `${t.region} ${t.taskId}: ${t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.state === "aborted" ? "stopped by --abort-on" : t.reason ?? "failed"}${t.log ? ` (log: ${t.log})` : ""}`),
+    ...taskNotes(tasks),
   ];
+}
+
+/** The tasks that were not ok, a note each; a region's tasks that ended alike are one note when there are many (an --abort-on of 500 tasks is one line, not 500). */
+export function taskNotes(tasks: TaskOutcome[]): string[] {
+  const alike = new Map<string, TaskOutcome[]>();
+  for (const t of tasks.filter((t) => t.state !== "ok")) {
+    const key = `${t.region}\n${taskNote(t)}`;
+    alike.set(key, [...(alike.get(key) ?? []), t]);
+  }
+  return [...alike.values()].flatMap((group) => {
+    if (group.length <= TASK_NOTES_LISTED) return group.map((t) => `${t.region} ${t.taskId}: ${taskNote(t)}${t.log ? ` (log: ${t.log})` : ""}`);
+    const ids = group.slice(0, TASK_NOTES_LISTED).map((t) => t.taskId);
+    return [`${group[0].region}: ${group.length} tasks: ${taskNote(group[0])} (${ids.join(", ")}, …; fanout.json lists every task and its log)`];
+  });
+}
+
+/** Tasks of a region that ended alike and are still listed one by one. */
+const TASK_NOTES_LISTED = 5;
+
+function taskNote(t: TaskOutcome): string {
+  return t.state === "ensure-failed" ? "ensure checks failed" : t.state === "missed-barrier" ? "missed the ready barrier: ran no load" : t.state === "aborted" ? "stopped by --abort-on" : (t.reason ?? "failed");
 }
 
 /** cable-report's merge of every task's results; undefined when there is nothing to merge. */

@@ -45,6 +45,13 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<Re
   return watch.outcome();
 }
 
+/** Stops the runner asked for that are listed task by task in one poll; more are summed up in one line. */
+const STOPS_LISTED = 5;
+
+function describeStop(task: TaskSnapshot): string {
+  return `task ${task.taskId} stopped: ${[task.stopCode, task.stoppedReason, task.exitCode !== undefined ? `exit code ${task.exitCode}` : undefined].filter(Boolean).join("; ")}${task.log ? ` (log: ${task.log})` : ""}`;
+}
+
 /** A task that stopped for any reason other than its worker finishing cleanly. */
 export function isFailedStop(task: TaskSnapshot): boolean {
   return (task.exitCode !== undefined && task.exitCode !== 0) || (task.stopCode !== undefined && task.stopCode !== "EssentialContainerExited");
@@ -193,13 +200,18 @@ class RegionWatch {
     try {
       const fresh = new Map((await this.region.describeTasks(this.tasks.map((t) => t.ref))).map((t) => [t.ref, t]));
       this.pollErrors = 0;
+      const asked: TaskSnapshot[] = [];
       this.tasks = this.tasks.map((before) => {
         const now = fresh.get(before.ref) ?? before;
         if (before.phase !== "stopped" && now.phase === "stopped" && isFailedStop(now)) {
-          this.event(`task ${now.taskId} stopped: ${[now.stopCode, now.stoppedReason, now.exitCode !== undefined ? `exit code ${now.exitCode}` : undefined].filter(Boolean).join("; ")}${now.log ? ` (log: ${now.log})` : ""}`);
+          if (this.stopRequested.has(now.ref)) asked.push(now);
+          else this.event(describeStop(now));
         }
         return now;
       });
+      // Tasks the runner stopped itself (--abort-on, Ctrl-C, the barrier): a line each only for a few; 500 of them are one line.
+      if (asked.length <= STOPS_LISTED) for (const task of asked) this.event(describeStop(task));
+      else this.event(`${asked.length} tasks stopped as asked (${describeStop(asked[0]).replace(/^task \S+ stopped: /, "")}, …)`);
       return timing.pollMs;
     } catch (err) {
       this.pollErrors++;

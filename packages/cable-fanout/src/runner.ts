@@ -264,20 +264,22 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
  * the merged figures. `stop` prints the whole run per region, from the last of the live files.
  */
 function followLive(run: RunInProgress, options: RunOptions, deps: RunDeps, progress: Progress): { stop: () => Promise<void> } {
+  // Once the barrier has gone, a region's tasks that missed it send nothing: they hold no line back.
+  const expected = (region: string) => options.count - (run.record.barrier?.missed?.[region]?.length ?? 0);
   const feed = new LiveFeed(
     run.runId,
     new Map(run.regions.map((r) => [r.name, r.store])),
     { now: deps.now, sleep: deps.sleep, warn: (line) => progress.event(line) },
-    { expected: options.count, phaseCount: run.scenario.phaseCount, pollMs: LIVE_POLL_MS },
+    { expected, phaseCount: run.scenario.phaseCount, pollMs: LIVE_POLL_MS },
   ).start();
   deps.onFeed?.(feed);
-  const view = options.liveLines === false ? undefined : new LiveView(options.count);
+  const view = options.liveLines === false ? undefined : new LiveView(expected);
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
     if (!options.abortOn?.length || run.record.aborted || run.stopped) return;
     const firstPeriod = Math.min(...[...snapshot.values()].map((region) => region.periods()[0]?.period ?? Infinity));
-    const verdict = judgeAbort(options.abortOn, snapshot, options.count, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
+    const verdict = judgeAbort(options.abortOn, snapshot, expected, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
     if (!verdict) return;
     run.record.aborted = verdict;
     run.save();

@@ -25,8 +25,15 @@ import {
 } from "cable-worker/contract";
 import type { DownloadedResults } from "./backend.js";
 import type { DownloadProgress } from "./download-progress.js";
-import { limit, REGION_CONCURRENCY, type Limit } from "./pool.js";
+import pLimit, { type Limit } from "p-limit";
 import type { Bundle } from "./bundle.js";
+
+/**
+ * Store requests in flight per region, for the live feed and collect alike: one at a time, 500
+ * tasks' round trips add up (25 s at 50 ms); all at once, they meet S3's per-prefix rates and the
+ * machine's sockets.
+ */
+export const REGION_CONCURRENCY = 32;
 
 export async function uploadBundle(store: Store, runId: string, bundle: Bundle): Promise<void> {
   const prefix = bundlePrefix(runId);
@@ -45,7 +52,7 @@ export async function uploadBundle(store: Store, runId: string, bundle: Bundle):
  * Up to REGION_CONCURRENCY requests at once.
  */
 export async function downloadRegionResults(store: Store, runId: string, region: string, dir: string, progress?: DownloadProgress): Promise<DownloadedResults> {
-  const request = limit(REGION_CONCURRENCY);
+  const request = pLimit(REGION_CONCURRENCY);
   const prefix = regionResultsPrefix(runId, region);
   const taskIds = (await request(() => store.listFolders(prefix))).map((folder) => folder.slice(prefix.length, -1)).filter((id) => id !== LIVE_DIR && SEGMENT_PATTERN.test(id));
   const taskKeys = await Promise.all(taskIds.map((taskId) => request(() => store.list(resultPrefix(runId, region, taskId)))));

@@ -10,7 +10,8 @@ import { encoded } from "cable-test-servers";
 import { endedKey, periodKey, phasesKey, resultPrefix, type LivePeriod, type Store } from "cable-worker/contract";
 import { DownloadProgress, PROGRESS_EVERY_MS } from "../src/download-progress";
 import { LiveFeed, RegionReader } from "../src/live/feed";
-import { limit, REGION_CONCURRENCY } from "../src/pool";
+import pLimit from "p-limit";
+import { REGION_CONCURRENCY } from "../src/store";
 import { downloadRegionResults } from "../src/store";
 
 const T0 = 1_700_000_000_000;
@@ -97,7 +98,7 @@ describe("the live feed's reads", () => {
   it("keep at most the bound in flight, read every period file once, and stop listing a period folder once every task sent it", async () => {
     const store = new SlowStore();
     streamed(store, 100, 3);
-    const reader = new RegionReader(store, "r1", "eu", { expected: 100, phaseCount: 1, limit: limit(REGION_CONCURRENCY), now: () => T0 + 35_000 });
+    const reader = new RegionReader(store, "r1", "eu", { expected: 100, phaseCount: 1, limit: pLimit(REGION_CONCURRENCY), now: () => T0 + 35_000 });
     const started = Date.now();
     await reader.poll();
     // 400 files and 6 listings at 20 ms: one at a time 8 s, 32 at a time well under one.
@@ -130,7 +131,7 @@ describe("the live feed's reads", () => {
     const store = new SlowStore();
     streamed(store, 2, 1);
     let now = T0 + 15_000;
-    const reader = new RegionReader(store, "r1", "eu", { expected: 3, limit: limit(4), now: () => now });
+    const reader = new RegionReader(store, "r1", "eu", { expected: 3, limit: pLimit(4), now: () => now });
     await reader.poll();
     store.lists.length = 0;
     await reader.poll();

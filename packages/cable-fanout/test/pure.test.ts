@@ -4,6 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TaskStatus } from "cable-worker/contract";
 import { decideBarrier, defaultMinReadyPct, goMarker, tasksNeeded } from "../src/barrier";
+import { taskNotes } from "../src/collect";
 import { parseMinReady, parseRunId } from "../src/options";
 import { renderStartSection, summarizeStart } from "../src/start-report";
 import { buildBundle, commonDirectory } from "../src/bundle";
@@ -251,5 +252,25 @@ describe("the start section of report.md", () => {
     );
     expect(text).toContain("**The run did not start:** only 0 of 1 task(s) were ready within --ready-timeout, 1 needed (--min-ready) (0 of 1 task(s) ready after 60 s");
     expect(text).toContain("| eu-west-2 | 0/1 | – | – | – | 1 task(s) did not start |");
+  });
+});
+
+describe("taskNotes", () => {
+  const task = (region: string, n: number, state: "aborted" | "failed", reason: string | null = null) => ({ region, taskId: `task-${n}`, state, reason, log: `log/${n}` });
+
+  it("lists a few tasks one by one, and sums up a region's many tasks that ended alike in one note", () => {
+    const tasks = [
+      ...Array.from({ length: 500 }, (_, i) => task("eu-west-2", i, "aborted")),
+      task("eu-west-2", 900, "failed", "CannotPullContainerError: pull failed"),
+      ...Array.from({ length: 3 }, (_, i) => task("us-east-1", i, "aborted")),
+      { region: "us-east-1", taskId: "task-9", state: "ok" as const, reason: null },
+    ];
+    expect(taskNotes(tasks)).toEqual([
+      "eu-west-2: 500 tasks: stopped by --abort-on (task-0, task-1, task-2, task-3, task-4, …; fanout.json lists every task and its log)",
+      "eu-west-2 task-900: CannotPullContainerError: pull failed (log: log/900)",
+      "us-east-1 task-0: stopped by --abort-on (log: log/0)",
+      "us-east-1 task-1: stopped by --abort-on (log: log/1)",
+      "us-east-1 task-2: stopped by --abort-on (log: log/2)",
+    ]);
   });
 });

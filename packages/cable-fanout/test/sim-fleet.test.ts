@@ -61,6 +61,10 @@ describe("cable-fanout run on a simulated fleet", () => {
     expect(notOk.map((t: { region: string; taskId: string; state: string; reason: string }) => `${t.region}/${t.taskId} ${t.state}: ${t.reason}`)).toEqual(["eu-west-2/task-30 missed-barrier: not ready when the run started"]);
     expect(run.lines.map((l) => l.line)).toContain("eu-west-2: task task-30 stopped: TaskFailedToStart; CannotPullContainerError: simulated pull failure; exit code null (log: simulated task eu-west-2/task-30)");
     expect(json(path.join(run.result.runDir, "merged.json")).all.tasks).toBe(59);
+    // The task that missed the barrier sends nothing, and holds no line of its region back.
+    const eu = run.live.filter((l) => l.region === "eu-west-2");
+    expect(eu.length).toBeGreaterThan(0);
+    expect(Math.max(...eu.map(lateness))).toBeLessThan(20_000);
   });
 
   it("stops every task within two periods of the one that trips --abort-on, and exits 7", async () => {
@@ -78,5 +82,7 @@ describe("cable-fanout run on a simulated fleet", () => {
     expect(Math.max(...run.live.map((l) => l.period))).toBeLessThanOrEqual(run.abortedAt!);
     expect(run.result.exitCode).toBe(EXIT.aborted);
     expect(json(path.join(run.result.runDir, "merged.json")).all.tasks).toBe(40);
+    // 40 tasks stopped alike: a few lines on the console, not one per task.
+    expect(run.lines.filter((l) => /task \S+ stopped: /.test(l.line)).length, run.lines.map((l) => l.line).join("\n")).toBeLessThanOrEqual(2 * 5);
   });
 });

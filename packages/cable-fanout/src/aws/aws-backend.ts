@@ -7,14 +7,14 @@ import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
-import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
-import { forEachInFlight } from "../in-flight.js";
+import pLimit from "p-limit";
 import { regionNameProblem } from "../region-names.js";
 import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
-import { downloadRegionResults, uploadBundle } from "../store.js";
+import { uploadBundle } from "../store.js";
 import { describeRegionStack, type RegionStack } from "./discovery.js";
 import { checkFargateQuota, checkSecrets } from "./preflight.js";
 
@@ -225,7 +225,8 @@ export class AwsRegion implements Region {
    */
   async stopTasks(refs: string[], reason: string): Promise<void> {
     const errors: string[] = [];
-    await forEachInFlight(refs, STOP_TASKS_IN_FLIGHT, async (ref) => {
+    const inFlight = pLimit(STOP_TASKS_IN_FLIGHT);
+    const stopOne = async (ref: string) => {
       for (let attempt = 1; ; attempt++) {
         try {
           await this.clients.ecs.send(new StopTaskCommand({ cluster: this.stack.clusterArn, task: ref, reason: reason.slice(0, 255) }));
@@ -239,7 +240,8 @@ export class AwsRegion implements Region {
           return;
         }
       }
-    });
+    };
+    await Promise.all(refs.map((ref) => inFlight(() => stopOne(ref))));
     if (errors.length > 0) throw new Error(`StopTask failed in ${this.name} for ${errors.join("; ")}`);
   }
 
@@ -256,9 +258,6 @@ export class AwsRegion implements Region {
     return arns;
   }
 
-  downloadResults(runId: string, dir: string): Promise<DownloadedResults> {
-    return downloadRegionResults(this.store, runId, this.name, dir);
-  }
 
   private snapshot(task: Task): TaskSnapshot {
     const ref = task.taskArn ?? "";

@@ -14,7 +14,7 @@ import { formatDuration } from "../progress.js";
 import { FanoutInputError } from "../errors.js";
 import { parseDuration } from "../options.js";
 import { compare, counterValue, parseSlo, statOf, type Slo } from "../slo.js";
-import { periodRows, rowSketch, type LiveSnapshot } from "./region-live.js";
+import { periodRows, rowSketch, tasksExpected, type LiveSnapshot, type TasksExpected } from "./region-live.js";
 import { periodComplete } from "./view.js";
 
 export interface AbortCondition {
@@ -54,11 +54,11 @@ interface PeriodFigure {
 }
 
 /** The condition's figure in each period that every task of every region has sent, from the regions' merged periods. */
-export function periodFigures(condition: AbortCondition, live: LiveSnapshot, expectedPerRegion: number, now: number): PeriodFigure[] {
+export function periodFigures(condition: AbortCondition, live: LiveSnapshot, expected: TasksExpected, now: number): PeriodFigure[] {
   const { slo } = condition;
   const regions = [...live.values()];
   return periodRows(regions).flatMap((row) => {
-    if (!regions.every((region) => periodComplete(region, expectedPerRegion, row.period, now))) return [];
+    if (!regions.every((region) => periodComplete(region, tasksExpected(expected, region.region), row.period, now))) return [];
     if (slo.kind === "histogram") {
       const merged = rowSketch(row, slo.metric);
       return [{ period: row.period, value: merged && merged.count > 0 ? Math.round(statOf(merged, slo.stat) * 10) / 10 : null }];
@@ -71,11 +71,11 @@ export function periodFigures(condition: AbortCondition, live: LiveSnapshot, exp
 }
 
 /** The first condition that holds over its stretch, judged on every task of every region together. */
-export function judgeAbort(conditions: AbortCondition[], live: LiveSnapshot, expectedPerRegion: number, now: number, start: number): AbortVerdict | null {
+export function judgeAbort(conditions: AbortCondition[], live: LiveSnapshot, expected: TasksExpected, now: number, start: number): AbortVerdict | null {
   for (const condition of conditions) {
     const { slo } = condition;
     let stretch: PeriodFigure[] = [];
-    for (const f of periodFigures(condition, live, expectedPerRegion, now)) {
+    for (const f of periodFigures(condition, live, expected, now)) {
       const contiguous = stretch.length === 0 || f.period === stretch[stretch.length - 1].period + PERIOD_MS;
       if (f.value === null || !compare(f.value, slo.op, slo.bound)) {
         stretch = [];

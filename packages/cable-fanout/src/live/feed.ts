@@ -24,8 +24,9 @@ import {
 } from "cable-worker/contract";
 import { PERIOD_MS } from "artillery-plugin-cable-report";
 import type { z } from "zod";
-import { limit, REGION_CONCURRENCY, type Limit } from "../pool.js";
-import { RegionLive, type LiveSnapshot } from "./region-live.js";
+import pLimit, { type Limit } from "p-limit";
+import { REGION_CONCURRENCY } from "../store.js";
+import { RegionLive, tasksExpected, type LiveSnapshot, type TasksExpected } from "./region-live.js";
 
 // The keys and file shapes are the runner-task contract's (cable-worker/contract): the worker's plugins write them.
 export { stopKey, type LiveEnded, type LivePeriod, type LivePhase } from "cable-worker/contract";
@@ -33,7 +34,7 @@ export { allTasks, RegionLive, type LiveSnapshot, type TaskLive } from "./region
 
 export interface RegionReaderOptions {
   /** The tasks the region runs: until that many have shown up, no period is finished early. */
-  expected: number;
+  expected: TasksExpected;
   /** The phases every task runs: a task's phases are read until that many have started (or it ended). Unknown: until it ended. */
   phaseCount?: number;
   limit: Limit;
@@ -121,7 +122,7 @@ export class RegionReader {
   private isFinished(period: number): boolean {
     if (this.options.now() > period + PERIOD_MS + FINISHED_AFTER_MS) return true;
     const tasks = [...this.live.tasks.values()];
-    return tasks.length >= this.options.expected && tasks.every((t) => t.ended !== undefined || this.live.has(t.taskId, period));
+    return tasks.length >= tasksExpected(this.options.expected, this.live.region) && tasks.every((t) => t.ended !== undefined || this.live.has(t.taskId, period));
   }
 }
 
@@ -134,7 +135,7 @@ export interface FeedDeps {
 
 export interface FeedOptions {
   /** Tasks per region. */
-  expected: number;
+  expected: TasksExpected;
   /** Phases per task (the scenario's), when known. */
   phaseCount?: number;
   pollMs?: number;
@@ -159,7 +160,7 @@ export class LiveFeed {
   ) {
     this.pollMs = options.pollMs ?? 2_000;
     // Each region its own bound: one slow bucket does not hold back the others' requests.
-    this.readers = [...stores].map(([region, store]) => new RegionReader(store, runId, region, { expected: options.expected, phaseCount: options.phaseCount, limit: limit(REGION_CONCURRENCY), now: deps.now }));
+    this.readers = [...stores].map(([region, store]) => new RegionReader(store, runId, region, { expected: options.expected, phaseCount: options.phaseCount, limit: pLimit(REGION_CONCURRENCY), now: deps.now }));
     this.live = new Map(this.readers.map((r) => [r.live.region, r.live]));
   }
 

@@ -41,6 +41,14 @@ export interface TaskLive {
 }
 
 /** The runner's state of one region's live files; the feed folds files into it, the view, --abort-on and the capacity search read it. */
+/**
+ * The tasks each region runs: one number for all, or per region (once the barrier has gone, the
+ * tasks that were ready: one that missed it sends nothing, and must not hold a line back).
+ */
+export type TasksExpected = number | ((region: string) => number);
+
+export const tasksExpected = (expected: TasksExpected, region: string): number => (typeof expected === "number" ? expected : expected(region));
+
 export class RegionLive {
   readonly tasks = new Map<string, TaskLive>();
   private readonly folds = new Map<number, PeriodFold>();

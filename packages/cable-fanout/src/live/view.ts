@@ -3,7 +3,7 @@
 // (region-live.ts), counted as the report's series counts them. Pure but for the clock.
 import { METRICS } from "artillery-engine-cable/metrics";
 import { mainLatency, mergeSketches, PERIOD_MS, summarizeSketch } from "artillery-plugin-cable-report";
-import { periodRows, type LiveSnapshot, type PeriodRow, type RegionLive } from "./region-live.js";
+import { periodRows, tasksExpected, type LiveSnapshot, type PeriodRow, type RegionLive, type TasksExpected } from "./region-live.js";
 
 /** How long after a period's end a missing task stops holding its line back (Artillery emits a period a few seconds after it ends). */
 export const LATE_MS = 20_000;
@@ -103,7 +103,7 @@ export function formatFinal(region: RegionLive): string {
 export class LiveView {
   private readonly printed = new Map<string, number>();
 
-  constructor(private readonly expectedPerRegion: number) {}
+  constructor(private readonly expected: TasksExpected) {}
 
   lines(snapshot: LiveSnapshot, now: number): string[] {
     const out: Array<{ period: number; line: string }> = [];
@@ -111,10 +111,11 @@ export class LiveView {
       if (region.tasks.size === 0) continue;
       const last = this.printed.get(name) ?? -Infinity;
       const main = regionLatency(region);
+      const expected = tasksExpected(this.expected, name);
       for (const row of periodRows([region])) {
         if (row.period <= last) continue;
-        if (!periodComplete(region, this.expectedPerRegion, row.period, now)) break;
-        out.push({ period: row.period, line: formatPeriod(name, figuresAt(row, main, this.expectedPerRegion)) });
+        if (!periodComplete(region, expected, row.period, now)) break;
+        out.push({ period: row.period, line: formatPeriod(name, figuresAt(row, main, expected)) });
         this.printed.set(name, row.period);
       }
     }

@@ -5,11 +5,11 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, 
 import path from "node:path";
 import { formatSlice, SECRET_ENV, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
-import { type Backend, type DownloadedResults, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { regionNameProblem } from "../region-names.js";
-import { downloadRegionResults, uploadBundle } from "../store.js";
+import { uploadBundle } from "../store.js";
 
 export const LOCAL_TIMING: Timing = {
   startDelayMs: 2_000,
@@ -166,9 +166,6 @@ class LocalRegion implements Region {
       .map((taskId) => `${runId}/${taskId}`);
   }
 
-  downloadResults(runId: string, dir: string): Promise<DownloadedResults> {
-    return downloadRegionResults(this.store, runId, this.name, dir);
-  }
 
   private pidDir(runId: string): string {
     return path.join(this.storeDir, "pids", runId, this.name);

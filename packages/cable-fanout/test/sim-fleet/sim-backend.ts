@@ -4,9 +4,9 @@
 // live files and collect all go through the real code; only the tasks are simulated.
 import path from "node:path";
 import { LocalStore } from "cable-worker/local-store";
-import type { Backend, DownloadedResults, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../../src/backend";
+import type { Backend, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../../src/backend";
 import type { Bundle } from "../../src/bundle";
-import { downloadRegionResults, uploadBundle } from "../../src/store";
+import { uploadBundle } from "../../src/store";
 import type { SimClock } from "./sim-clock";
 import { SimTask } from "./sim-task";
 import { slowStore, type StoreCalls } from "./slow-store";
@@ -142,9 +142,5 @@ export class SimRegion implements Region {
 
   async findRunningTasks(runId: string): Promise<string[]> {
     return [...this.tasks.values()].filter((t) => t.ref.startsWith(`${runId}/`) && t.snapshot.phase !== "stopped").map((t) => t.ref);
-  }
-
-  downloadResults(runId: string, dir: string): Promise<DownloadedResults> {
-    return downloadRegionResults(this.store, runId, this.name, dir);
   }
 }
