@@ -15,15 +15,11 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createRequire } from "node:module";
 import { random } from "./lib/random.mjs";
+import { sidecarPathFor, sketchOf as drawSketch, taskFiles } from "./lib/task-files.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
-const require = createRequire(path.join(pkg, "package.json"));
-const { DDSketch } = require("@artilleryio/sketches-js");
-const { encodeSketch, sidecarPathFor, SIDECAR_FORMAT, RELATIVE_ACCURACY } = await import(path.join(pkg, "dist", "sidecar.js"));
-const { summarizeSketch } = await import(path.join(pkg, "dist", "merge.js"));
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,23 +40,12 @@ const START = Date.UTC(2026, 0, 5, 12, 0, 0);
 const GOAL = { seconds: 60, bytes: 1024 ** 3 };
 const REGION_NAMES = ["eu-west-2", "us-east-1", "ap-southeast-1", "sa-east-1", "ap-northeast-1", "eu-central-1", "us-west-2"];
 
-function sketchOf(median, n, next) {
-  const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
-  for (let i = 0; i < n; i++) sketch.accept(median * Math.exp(0.6 * (next() + next() + next() - 1.5)));
-  return sketch;
-}
-
-const summary = (sketch) => {
-  const s = summarizeSketch(sketch);
-  return { ...s, median: s.p50 };
-};
+const sketchOf = (median, n, next) => drawSketch(median, n, next, { spread: 0.6 });
 
 /** A chat test of 4,000 users a task: connects in the first minute, then broadcasts; latency drifts by region. */
-function taskFiles(regionIndex) {
+function regionTask(regionIndex) {
   const next = random(11 + regionIndex);
   const periods = [];
-  const whole = {};
-  const totals = {};
   const base = 20 + 15 * regionIndex;
   for (let p = 0; p < PERIODS; p++) {
     const connecting = p < 6;
@@ -82,41 +67,19 @@ function taskFiles(regionIndex) {
       "cable.connections_open_period_peak": Math.min(4_000, 660 * (p + 1)),
     };
     if (next() < 0.05) counters["errors.cable.timeout"] = 1;
-    for (const [name, sketch] of Object.entries(histograms)) (whole[name] ??= new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY })).merge(sketch);
-    for (const [name, value] of Object.entries(counters)) totals[name] = (totals[name] ?? 0) + value;
     periods.push({ period: START + p * PERIOD_MS, counters, rates: { "cable.send_rate": 40 }, histograms, cpuPercent: Math.round(40 + 20 * next()) });
   }
-  const summaries = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, summary(s)]));
-  const report = {
-    aggregate: {
-      period: START + (PERIODS - 1) * PERIOD_MS,
-      counters: totals,
-      rates: {},
-      firstMetricAt: START,
-      lastMetricAt: START + PERIODS * PERIOD_MS - 1,
-      summaries: summaries(whole),
-      histograms: summaries(whole),
-    },
-    intermediate: periods.map((p) => ({ period: String(p.period), counters: p.counters, rates: p.rates, summaries: summaries(p.histograms), histograms: {} })),
-  };
-  const encode = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, encodeSketch(s)]));
-  const sidecar = {
-    format: SIDECAR_FORMAT,
-    version: 2,
-    artilleryVersion: "2.0.34",
+  return taskFiles({
+    periods,
+    periodSummaries: true,
     testRunId: "TEST_RUN_ID",
     test: { name: "chat.yml", scenarios: ["chat"], phases: [{ name: "connect", duration: 60, arrivalRate: 66 }, { name: "hold", duration: PERIODS * 10 - 60, arrivalRate: 0.5 }] },
-    relativeAccuracy: RELATIVE_ACCURACY,
-    aggregate: { counters: totals, rates: {}, histograms: encode(whole) },
-    periods: periods.map((p) => ({ ...p, histograms: encode(p.histograms) })),
     phaseStarts: [
       { index: 0, name: "connect", startTime: START + 100 },
       { index: 1, name: "hold", startTime: START + 60_100 },
     ],
-    checks: null,
     generator: { workers: 1, cpuMean: 50, cpuPeak: 60 },
-  };
-  return { report: JSON.stringify(report), sidecar: JSON.stringify(sidecar) };
+  });
 }
 
 const work = mkdtempSync(path.join(tmpdir(), "cable-report-fleet-bench-"));
@@ -124,7 +87,7 @@ const results = path.join(work, "results");
 const t0 = performance.now();
 let bytes = 0;
 for (let r = 0; r < REGIONS; r++) {
-  const { report, sidecar } = taskFiles(r);
+  const { report, sidecar } = regionTask(r);
   const [head, tail] = sidecar.split("TEST_RUN_ID");
   for (let t = 0; t < TASKS; t++) {
     const file = path.join(results, REGION_NAMES[r % REGION_NAMES.length] + (r >= REGION_NAMES.length ? `-${r}` : ""), `task-${t}`, "report.json");

@@ -13,15 +13,11 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createRequire } from "node:module";
 import { random } from "./lib/random.mjs";
+import { sidecarPathFor, sketchOf as drawSketch, taskFiles } from "./lib/task-files.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
-const require = createRequire(path.join(pkg, "package.json"));
-const { DDSketch } = require("@artilleryio/sketches-js");
-const { encodeSketch, sidecarPathFor, SIDECAR_FORMAT, RELATIVE_ACCURACY } = await import(path.join(pkg, "dist", "sidecar.js"));
-const { summarizeSketch } = await import(path.join(pkg, "dist", "merge.js"));
 
 const { values: flags } = parseArgs({ options: { keep: { type: "boolean", default: false } } });
 
@@ -33,17 +29,8 @@ const START = Date.UTC(2026, 10, 24, 12, 0, 0);
 const RUNS = 3;
 const GOALS = { htmlBytes: 2 * 1024 * 1024, seconds: 5 };
 
-/** n samples with a long tail around `median`. */
-function sketchOf(median, n, next) {
-  const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
-  for (let i = 0; i < n; i++) sketch.accept(median * Math.exp(0.5 * (next() + next() + next() - 1.5)) * (next() < 0.02 ? 4 : 1));
-  return sketch;
-}
-
-const summary = (sketch) => {
-  const s = summarizeSketch(sketch);
-  return { ...s, median: s.p50 };
-};
+/** n samples with a long tail around `median`, 2% of them 4× slower. */
+const sketchOf = (median, n, next) => drawSketch(median, n, next, { tail: 0.02 });
 
 const phases = [
   { name: "ramp", duration: 300, arrivalRate: 1, rampTo: 20 },
@@ -56,8 +43,6 @@ const TEST = { name: "chat.yml", scenarios: ["chat"], phases };
 function writeTask(file, region, task) {
   const next = random(1 + region * 1000 + task * 37);
   const periods = [];
-  const whole = {};
-  const totals = {};
   let open = 0;
   for (let p = 0; p < PERIODS; p++) {
     const elapsed = p * 10;
@@ -87,47 +72,23 @@ function writeTask(file, region, task) {
     };
     if (phase === 2 && next() < 0.6) counters["errors.ETIMEDOUT"] = 1 + Math.floor(next() * 5);
     if (next() < 0.05) counters["errors.ECONNRESET"] = 1;
-    for (const [name, sketch] of Object.entries(histograms)) {
-      if (sketch.count === 0) delete histograms[name];
-      else (whole[name] ??= new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY })).merge(sketch);
-    }
-    for (const [name, value] of Object.entries(counters)) totals[name] = (totals[name] ?? 0) + value;
     periods.push({ period: START + p * PERIOD_MS, counters, rates: { "cable.send_rate": counters["cable.messages_sent"] / 10 }, histograms, cpuPercent: Math.round(20 * load + 10 * next()) });
   }
-  const summaries = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, summary(s)]));
-  const report = {
-    aggregate: {
-      period: START + (PERIODS - 1) * PERIOD_MS,
-      counters: totals,
-      rates: {},
-      firstMetricAt: START,
-      lastMetricAt: START + PERIODS * PERIOD_MS - 1,
-      summaries: summaries(whole),
-      histograms: summaries(whole),
-    },
-    intermediate: periods.map((p) => ({ period: String(p.period), counters: p.counters, rates: p.rates, summaries: summaries(p.histograms), histograms: summaries(p.histograms) })),
-  };
-  const encode = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, encodeSketch(s)]));
-  const sidecar = {
-    format: SIDECAR_FORMAT,
-    version: 2,
-    artilleryVersion: "2.0.34",
+  const { report, sidecar } = taskFiles({
+    periods,
+    periodSummaries: true,
     testRunId: `bench-${region}-${task}`,
     test: TEST,
-    relativeAccuracy: RELATIVE_ACCURACY,
-    aggregate: { counters: totals, rates: {}, histograms: encode(whole) },
-    periods: periods.map((p) => ({ ...p, histograms: encode(p.histograms) })),
     phaseStarts: [
       { index: 0, name: "ramp", startTime: START + 200 },
       { index: 1, name: "sustain", startTime: START + 300_000 + 150 },
       { index: 2, name: "spike", startTime: START + 1_500_000 + 120 },
     ],
-    checks: null,
     generator: { workers: 1, cpuMean: 30, cpuPeak: 70 },
-  };
+  });
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(report));
-  writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
+  writeFileSync(file, report);
+  writeFileSync(sidecarPathFor(file), sidecar);
 }
 
 function writeServerMetrics(dir) {

@@ -15,15 +15,11 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createRequire } from "node:module";
 import { random } from "./lib/random.mjs";
+import { sidecarPathFor, sketchOf, taskFiles } from "./lib/task-files.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
-const require = createRequire(path.join(pkg, "package.json"));
-const { DDSketch } = require("@artilleryio/sketches-js");
-const { encodeSketch, sidecarPathFor, SIDECAR_FORMAT, RELATIVE_ACCURACY } = await import(path.join(pkg, "dist", "sidecar.js"));
-const { summarizeSketch } = await import(path.join(pkg, "dist", "merge.js"));
 const report = await import(path.join(pkg, "dist", "index.js"));
 
 const { values: flags } = parseArgs({
@@ -36,23 +32,10 @@ const RUNS = Number(flags.runs);
 const START = Date.UTC(2026, 0, 5, 12, 0, 0);
 const GOAL_SECONDS = 10;
 
-function sketchOf(median, n, next) {
-  const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
-  for (let i = 0; i < n; i++) sketch.accept(median * Math.exp(0.5 * (next() + next() + next() - 1.5)));
-  return sketch;
-}
-
-const summary = (sketch) => {
-  const s = summarizeSketch(sketch);
-  return { ...s, median: s.p50 };
-};
-
 /** A steady soak: 200 users held, one arriving and one leaving per period; latency with a slow daily wave. */
 function writeTask(file) {
   const next = random(7);
   const periods = [];
-  const whole = {};
-  const totals = {};
   for (let p = 0; p < PERIODS; p++) {
     const wave = 1 + 0.3 * Math.sin((2 * Math.PI * p) / 8_640);
     const histograms = {
@@ -70,40 +53,18 @@ function writeTask(file) {
       "cable.connections_open_period_peak": 200,
     };
     if (next() < 0.01) counters["errors.ECONNRESET"] = 1;
-    for (const [name, sketch] of Object.entries(histograms)) (whole[name] ??= new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY })).merge(sketch);
-    for (const [name, value] of Object.entries(counters)) totals[name] = (totals[name] ?? 0) + value;
     periods.push({ period: START + p * PERIOD_MS, counters, rates: { "cable.send_rate": 40 }, histograms, cpuPercent: Math.round(20 + 10 * next()) });
   }
-  const summaries = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, summary(s)]));
-  const report = {
-    aggregate: {
-      period: START + (PERIODS - 1) * PERIOD_MS,
-      counters: totals,
-      rates: {},
-      firstMetricAt: START,
-      lastMetricAt: START + PERIODS * PERIOD_MS - 1,
-      summaries: summaries(whole),
-      histograms: summaries(whole),
-    },
-    intermediate: periods.map((p) => ({ period: String(p.period), counters: p.counters, rates: p.rates, summaries: {}, histograms: {} })),
-  };
-  const encode = (h) => Object.fromEntries(Object.entries(h).map(([n, s]) => [n, encodeSketch(s)]));
-  const sidecar = {
-    format: SIDECAR_FORMAT,
-    version: 2,
-    artilleryVersion: "2.0.34",
+  const { report, sidecar } = taskFiles({
+    periods,
     testRunId: "bench-week",
     test: { name: "soak.yml", scenarios: ["soak"], phases: [{ name: "soak", duration: PERIODS * 10, arrivalRate: 0.1 }] },
-    relativeAccuracy: RELATIVE_ACCURACY,
-    aggregate: { counters: totals, rates: {}, histograms: encode(whole) },
-    periods: periods.map((p) => ({ ...p, histograms: encode(p.histograms) })),
     phaseStarts: [{ index: 0, name: "soak", startTime: START + 100 }],
-    checks: null,
     generator: { workers: 1, cpuMean: 25, cpuPeak: 30 },
-  };
+  });
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(report));
-  writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
+  writeFileSync(file, report);
+  writeFileSync(sidecarPathFor(file), sidecar);
 }
 
 function writeServerMetrics(dir) {
