@@ -33,6 +33,8 @@ export const barrierRecordSchema = z.object({
   reason: z.string().optional(),
   /** Per region, the task ids that were not ready at the go: they ran no load. */
   missed: z.record(z.string(), z.array(z.string())).default({}),
+  /** Per region, the tasks that were ready at the go: those that run the load (absent in records before it). */
+  readyByRegion: z.record(z.string(), z.number().int()).optional(),
 });
 export type BarrierRecord = z.infer<typeof barrierRecordSchema>;
 

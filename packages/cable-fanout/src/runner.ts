@@ -264,8 +264,9 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
  * the merged figures. `stop` prints the whole run per region, from the last of the live files.
  */
 function followLive(run: RunInProgress, options: RunOptions, deps: RunDeps, progress: Progress): { stop: () => Promise<void> } {
-  // Once the barrier has gone, a region's tasks that missed it send nothing: they hold no line back.
-  const expected = (region: string) => options.count - (run.record.barrier?.missed?.[region]?.length ?? 0);
+  // Once the barrier has gone, only a region's ready tasks send periods: one that missed it, or never
+  // started, holds no line back.
+  const expected = (region: string) => run.record.barrier?.readyByRegion?.[region] ?? options.count;
   const feed = new LiveFeed(
     run.runId,
     new Map(run.regions.map((r) => [r.name, r.store])),
@@ -434,7 +435,8 @@ export async function runBarrier(input: BarrierInput): Promise<BarrierRecord> {
           await control.stop(late.map((t) => t.ref), "missed the ready barrier");
         }),
       );
-      return { ...base, outcome: "go", ready: count(), waitedMs: deps.now() - began, missed };
+      const readyByRegion = Object.fromEntries(regions.map((r) => [r.name, ready.get(r.name)?.length ?? 0]));
+      return { ...base, outcome: "go", ready: count(), waitedMs: deps.now() - began, missed, readyByRegion };
     }
     await deps.sleep(Math.min(2 * timing.goPollMs, Math.max(0, deadline - deps.now()) || timing.goPollMs), deps.abort.signal);
   }

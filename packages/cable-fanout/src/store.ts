@@ -81,26 +81,35 @@ export async function downloadRegionResults(store: Store, runId: string, region:
     await download(key, rel);
   });
   const reported = new Set(taskIds.filter((_, i) => taskKeys[i].includes(`${resultPrefix(runId, region, taskIds[i])}${REPORT_FILE}`)));
-  await Promise.all([...copies, downloadUnreportedLive(store, runId, region, reported, request, download)]);
+  const unreportedTasks = taskIds.some((id) => !reported.has(id));
+  // Settled, not all: on a failed download the others still write, and the merge must not read them half-written.
+  const failed = (await Promise.allSettled([...copies, downloadUnreportedLive(store, runId, region, reported, unreportedTasks, request, download)])).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   files.sort();
   return { files, statuses };
 }
 
-/** The live files of the tasks not in `reported`; nothing is listed past the phases when every task that streamed left a report. */
-async function downloadUnreportedLive(store: Store, runId: string, region: string, reported: Set<string>, request: Limit, download: (key: string, rel: string) => Promise<void>): Promise<void> {
+/**
+ * The live files of the tasks not in `reported`; nothing is listed past the phases when every task
+ * folder holds a report and no phases file names another task (a task whose phases upload failed
+ * still has its folder: its ready marker).
+ */
+async function downloadUnreportedLive(store: Store, runId: string, region: string, reported: Set<string>, unreportedTasks: boolean, request: Limit, download: (key: string, rel: string) => Promise<void>): Promise<void> {
   const unreported = (key: string) => {
     const taskId = taskOfLiveKey(key);
     return taskId !== undefined && SEGMENT_PATTERN.test(taskId) && !reported.has(taskId) ? taskId : undefined;
   };
   const phases = (await request(() => store.list(phasesPrefix(runId, region)))).filter((key) => unreported(key) !== undefined);
-  if (phases.length === 0) return;
+  if (phases.length === 0 && !unreportedTasks) return;
   const periods = (await request(() => store.listFolders(liveRegionPrefix(runId, region)))).map(periodOfFolder).filter((p) => p !== undefined);
   const periodKeys = await Promise.all(periods.map(async (period) => ({ period, keys: await request(() => store.list(periodPrefix(runId, region, period))) })));
-  await Promise.all([
+  const settled = await Promise.allSettled([
     ...phases.map((key) => download(key, `${unreported(key)}/${LIVE_DIR}/${PHASES_FILE}`)),
     ...periodKeys.flatMap(({ period, keys }) => keys.flatMap((key) => {
       const taskId = unreported(key);
       return taskId === undefined ? [] : [download(key, `${taskId}/${LIVE_DIR}/${PERIOD_FILE_PREFIX}${period}${LIVE_SUFFIX}`)];
     })),
   ]);
+  const failed = settled.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
 }

@@ -148,6 +148,23 @@ describe("the live feed's reads", () => {
     expect(store.reads.get(phasesKey("r1", "eu", "t0"))).toBe(3);
   });
 
+  it("read a task's last period that lands after its ended marker, and leave alone a folder no period is spelt as", async () => {
+    const store = new SlowStore();
+    streamed(store, 2, 1);
+    // t1 ended (the probe's marker) before its last period's file (the live plugin's) landed.
+    store.objects.set(endedKey("r1", "eu", "t1"), JSON.stringify({ at: T0, created: 1, completed: 1, failed: 0 }));
+    store.objects.delete(periodKey("r1", "eu", "t1", T0));
+    store.objects.set(`runs/r1/eu/live/000${T0}/t0.live`, JSON.stringify(period(0)));
+    let now = T0 + 15_000;
+    const reader = new RegionReader(store, "r1", "eu", { expected: 2, phaseCount: 1, limit: pLimit(4), now: () => now });
+    await reader.poll();
+    store.objects.set(periodKey("r1", "eu", "t1", T0), JSON.stringify(period(0, 5)));
+    now = T0 + 20_000;
+    await reader.poll();
+    expect(reader.live.periods().map((f) => [f.period - T0, f.tasks.size, f.counters["vusers.created"]])).toEqual([[0, 2, 6]]);
+    expect(store.lists.filter((p) => p.includes("/000"))).toEqual([]);
+  });
+
   it("polls every region at once, each with its own bound", async () => {
     const eu = new SlowStore();
     const us = new SlowStore();

@@ -106,7 +106,10 @@ function scanResultsDir(dir: string, skip: ReadonlyMap<string, string>, visit: (
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new ResultsInputError(dir, "is not a directory");
   }
-  const regionNames = visibleEntries(dir).filter((name) => statSync(join(dir, name)).isDirectory());
+  // In the columns' order (mergeFolds), so the run's facts come from the same first task whichever way it is merged.
+  const regionNames = visibleEntries(dir)
+    .filter((name) => statSync(join(dir, name)).isDirectory())
+    .sort((a, b) => a.localeCompare(b));
   if (regionNames.length === 0) {
     throw new ResultsInputError(dir, "holds no region folders (expected <results-dir>/<region>/<report>.json)");
   }

@@ -16,9 +16,9 @@
  * 1,000 tasks), the region's periods one delimited listing of `live/`, and the phases and ended
  * markers one listing each, however long the run; a task-level layout made every poll page
  * through the region's whole prefix. The runner calls a period folder finished (never listed again)
- * once every task it expects has its file in it or has ended, or once the period is over by more
- * than two periods and a grace (FINISHED_AFTER_MS): Artillery sends a period a few seconds after its
- * end, and a task idle in it sends none. `collect` copies a stopped task's files back into the
+ * once every task it expects has its file in it, or once the period is over by more than two
+ * periods and a grace (FINISHED_AFTER_MS) when the folder was listed: Artillery sends a period a few
+ * seconds after its end, and a task idle in it, or ended, sends none. `collect` copies a stopped task's files back into the
  * task's own folder (`<taskId>/live/period-<period>.live`, `phases.live`), where the report reads
  * them. `live` is therefore no task id (ECS task ids are hex, local ones `task-<n>`).
  *
@@ -79,10 +79,14 @@ export const periodKey = (runId: string, region: string, taskId: string, period:
 export const phasesKey = (runId: string, region: string, taskId: string): string => `${phasesPrefix(runId, region)}${taskFile(taskId)}`;
 export const endedKey = (runId: string, region: string, taskId: string): string => `${endedPrefix(runId, region)}${taskFile(taskId)}`;
 
-/** The period of a folder of the region's live folder (`<prefix><period>/`); undefined for phases/ and ended/. */
+/**
+ * The period of a folder of the region's live folder (`<prefix><period>/`); undefined for phases/,
+ * ended/ and any name a period is not spelt as (epoch ms, no leading zero, at most 13 digits): the
+ * folders are written by tasks, and one the runner cannot finish would be listed at every poll.
+ */
 export function periodOfFolder(folder: string): number | undefined {
   const name = folder.split("/").at(-2) ?? "";
-  return /^\d+$/.test(name) ? Number(name) : undefined;
+  return /^[1-9]\d{0,12}$/.test(name) ? Number(name) : undefined;
 }
 
 /** The task of a key in one of the region's live folders (`…/<taskId>.live`); undefined for anything else. */

@@ -17,6 +17,7 @@ describe("the capacity probe's live keys", () => {
     expect(endedKey("r1", "eu-west-2", "t1")).toBe("runs/r1/eu-west-2/live/ended/t1.live");
     expect(periodOfFolder("runs/r1/eu-west-2/live/1700000000000/")).toBe(1_700_000_000_000);
     expect(periodOfFolder("runs/r1/eu-west-2/live/phases/")).toBeUndefined();
+    for (const name of ["000", "01700000000000", "17000000000000000000", "1e12"]) expect(periodOfFolder(`runs/r1/eu-west-2/live/${name}/`), name).toBeUndefined();
     expect(taskOfLiveKey(periodKey("r1", "eu-west-2", "t1", 1))).toBe("t1");
     for (const key of [periodKey("r1", "eu-west-2", "t1", 1_700_000_000_000), phasesKey("r1", "eu-west-2", "t1"), endedKey("r1", "eu-west-2", "t1")]) {
       expect(key.startsWith(regionResultsPrefix("r1", "eu-west-2"))).toBe(true);

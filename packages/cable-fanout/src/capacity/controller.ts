@@ -257,6 +257,8 @@ async function runSegment(search: Search, segment: Segment): Promise<SegmentOutc
     overrides: segmentOverrides(options.overrides, plan.phases, plan.totalS, plan.variables),
     // The search prints its own progress line; the run's live feed serves its verdicts.
     liveLines: false,
+    // Every step is judged on every task it planned for: a task left out at the barrier would leave its steps unjudged.
+    minReadyPct: options.minReadyPct ?? 100,
     // Start delay, the stair, the users' last listen and the upload, with room to spare.
     maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
   });

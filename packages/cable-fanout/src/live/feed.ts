@@ -63,19 +63,22 @@ export class RegionReader {
   async poll(): Promise<void> {
     const { store, runId, options } = this;
     const region = this.live.region;
+    // The time rule judges by when the folders were listed: a file landing during a slow poll is read at the next.
+    const listedAt = options.now();
     const [folders, phaseKeys, endedKeys] = await Promise.all([
       options.limit(() => store.listFolders(liveRegionPrefix(runId, region))),
       options.limit(() => store.list(phasesPrefix(runId, region))),
       options.limit(() => store.list(endedPrefix(runId, region))),
     ]);
-    const open = folders.map(periodOfFolder).filter((p): p is number => p !== undefined && !this.finished.has(p));
+    // A folder far in the future is no period of this run (it could never be finished by time).
+    const open = folders.map(periodOfFolder).filter((p): p is number => p !== undefined && !this.finished.has(p) && p <= listedAt + FUTURE_PERIOD_MS);
     // The ended markers before the phases: a task's phases are read one last time once it has ended.
     const markers = async () => {
       await Promise.all(endedKeys.map((key) => this.readEnded(key)));
       await Promise.all(phaseKeys.map((key) => this.readPhases(key)));
     };
     await Promise.all([...open.map((period) => this.readPeriod(period)), markers()]);
-    for (const period of open) if (this.isFinished(period)) this.finished.add(period);
+    for (const period of open) if (this.isFinished(period, listedAt)) this.finished.add(period);
   }
 
   private async readPeriod(period: number): Promise<void> {
@@ -118,13 +121,20 @@ export class RegionReader {
     }
   }
 
-  /** Every expected task has sent the period or ended, or the period is long over (live-keys.ts). */
-  private isFinished(period: number): boolean {
-    if (this.options.now() > period + PERIOD_MS + FINISHED_AFTER_MS) return true;
+  /**
+   * Every expected task has sent the period, or the period was long over when its folder was listed
+   * (live-keys.ts). A task that has ended still holds the folder open until then: its ended marker
+   * and its last period file are written by two plugins and may land in either order.
+   */
+  private isFinished(period: number, listedAt: number): boolean {
+    if (listedAt > period + PERIOD_MS + FINISHED_AFTER_MS) return true;
     const tasks = [...this.live.tasks.values()];
-    return tasks.length >= tasksExpected(this.options.expected, this.live.region) && tasks.every((t) => t.ended !== undefined || this.live.has(t.taskId, period));
+    return tasks.length >= tasksExpected(this.options.expected, this.live.region) && tasks.every((t) => this.live.has(t.taskId, period));
   }
 }
+
+/** How far ahead of the runner's clock a task's period may start: clocks differ by far less. */
+const FUTURE_PERIOD_MS = 3_600_000;
 
 export interface FeedDeps {
   now: () => number;
