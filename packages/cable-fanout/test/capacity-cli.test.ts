@@ -69,7 +69,11 @@ describe("cable-fanout capacity --local", () => {
     expect(a.breached.map((b: Capacity) => b.slo)).toEqual(["cable.broadcast_latency.p95<250", "cable.broadcast_latency.p95<250"]);
     expect(a.breached.map((b: Capacity) => b.region).sort()).toEqual(["local-east", "local-west"]);
     // A hold that Artillery left without a whole period is run again ("incomplete"): not a verdict.
-    const judged = a.steps.filter((s: Capacity) => s.verdict !== "incomplete");
+    // Nor is a breach its repeat did not confirm: the search repeats every breach so that one noisy
+    // hold (a generator starved by the machine's other work) does not set the answer, and it did not.
+    const next = (i: number) => a.steps.slice(i + 1).find((s: Capacity) => s.verdict !== "incomplete");
+    const unconfirmed = new Set(a.steps.flatMap((s: Capacity, i: number) => (s.verdict === "breached" && next(i)?.level === s.level && next(i)?.verdict === "held" ? [i] : [])));
+    const judged = a.steps.filter((s: Capacity, i: number) => s.verdict !== "incomplete" && !unconfirmed.has(i));
     expect(judged.map((s: Capacity) => `${s.level} ${s.verdict}`)).toEqual(["20 held", "40 held", "60 breached", "60 breached"]);
     expect(judged.slice(-1)[0].attempt).toBe("repeat");
     // Early stop, far from --max 200: a hold is judged once Artillery has closed its last period
@@ -80,7 +84,7 @@ describe("cable-fanout capacity --local", () => {
     expect(stair.stoppedEarly).toBe(true);
     expect(stair.users.created).toBeLessThan(100);
     // Each region added its share of every step; the server saw the sum.
-    expect(a.regions["local-east"].steps.filter((s: Capacity) => s.verdict !== "incomplete").map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
+    expect(a.regions["local-east"].steps.filter((s: Capacity, i: number) => s.verdict !== "incomplete" && !unconfirmed.has(i)).map((s: Capacity) => s.users)).toEqual([10, 20, 30, 30]);
     expect(a.regions["local-west"].held).toBe(40);
     everyUserEndedOnce(a);
     const md = readFileSync(r.markdown, "utf8");
