@@ -58,7 +58,10 @@ describe("cable-fanout capacity --local", () => {
     expect(target.counters().connectionsOpen).toBe(0);
   };
 
-  it("finds the known capacity within one step from two regions in one stair, stops early, confirms the breach, and fails --min-capacity", async () => {
+  // One retry, whole: since the live feed's rewrite (issue 39) the repeat from zero has twice in a
+  // row come out "incomplete" (no whole hold period in its live files) on a loaded machine, about
+  // one run in three; the search then gives no verdict at 60. A known flaw, to be found and fixed.
+  it("finds the known capacity within one step from two regions in one stair, stops early, confirms the breach, and fails --min-capacity", { timeout: 360_000, retry: 1 }, async () => {
     const r = await search([RAILS, "--target", target.cableUrl, "--regions", "local-east,local-west", ...SLOS, ...STAIR, "--max", "200", "--min-capacity", "60"]);
     expect(r.code, r.stderr).toBe(1);
     const a = r.answer!;
@@ -93,10 +96,7 @@ describe("cable-fanout capacity --local", () => {
     expect(md).toContain("xychart-beta");
     expect(r.stderr).toMatch(/capacity: level 40, hold \d+\/20 s/);
     expect(r.stderr).toContain("capacity: 60 users breached (repeat)");
-    // One retry, whole: since the live feed's rewrite (issue 39) the repeat from zero has twice in a
-    // row come out "incomplete" (no whole hold period in its live files) on a loaded machine, about
-    // one run in three; the search then gives no verdict at 60. A known flaw, to be found and fixed.
-  }, { timeout: 360_000, retry: 1 });
+  });
 
   it("says so when the SLO holds up to --max (no false alarm), and passes --min-capacity", async () => {
     const r = await search([RAILS, "--target", target.cableUrl, "--regions", "local", ...SLOS, ...STAIR, "--max", "40", "--min-capacity", "40"]);
