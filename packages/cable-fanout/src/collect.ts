@@ -114,7 +114,9 @@ export function taskNotes(tasks: TaskOutcome[]): string[] {
   const alike = new Map<string, TaskOutcome[]>();
   for (const t of tasks.filter((t) => t.state !== "ok")) {
     const key = `${t.region}\n${taskNote(t)}`;
-    alike.set(key, [...(alike.get(key) ?? []), t]);
+    const group = alike.get(key);
+    if (group) group.push(t);
+    else alike.set(key, [t]);
   }
   return [...alike.values()].flatMap((group) => {
     if (group.length <= TASK_NOTES_LISTED) return group.map((t) => `${t.region} ${t.taskId}: ${taskNote(t)}${t.log ? ` (log: ${t.log})` : ""}`);

@@ -48,8 +48,12 @@ export async function watchRegion(region: Region, input: WatchInput): Promise<Re
 /** Stops the runner asked for that are listed task by task in one poll; more are summed up in one line. */
 const STOPS_LISTED = 5;
 
+function stopCause(task: TaskSnapshot): string {
+  return [task.stopCode, task.stoppedReason, task.exitCode !== undefined ? `exit code ${task.exitCode}` : undefined].filter(Boolean).join("; ");
+}
+
 function describeStop(task: TaskSnapshot): string {
-  return `task ${task.taskId} stopped: ${[task.stopCode, task.stoppedReason, task.exitCode !== undefined ? `exit code ${task.exitCode}` : undefined].filter(Boolean).join("; ")}${task.log ? ` (log: ${task.log})` : ""}`;
+  return `task ${task.taskId} stopped: ${stopCause(task)}${task.log ? ` (log: ${task.log})` : ""}`;
 }
 
 /** A task that stopped for any reason other than its worker finishing cleanly. */
@@ -211,7 +215,7 @@ class RegionWatch {
       });
       // Tasks the runner stopped itself (--abort-on, Ctrl-C, the barrier): a line each only for a few; 500 of them are one line.
       if (asked.length <= STOPS_LISTED) for (const task of asked) this.event(describeStop(task));
-      else this.event(`${asked.length} tasks stopped as asked (${describeStop(asked[0]).replace(/^task \S+ stopped: /, "")}, …)`);
+      else this.event(`${asked.length} tasks stopped as asked (${stopCause(asked[0])}, …)`);
       return timing.pollMs;
     } catch (err) {
       this.pollErrors++;
