@@ -31,6 +31,10 @@ const API = {
   describeSecret: "https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DescribeSecret.html",
   describeStacks: "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStacks.html",
   getServiceQuota: "https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/API_GetServiceQuota.html",
+  getDefaultServiceQuota: "https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/API_GetAWSDefaultServiceQuota.html",
+  getMetricData: "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricData.html",
+  metricDataQuery: "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataQuery.html",
+  describeSubnets: "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeSubnets.html",
 };
 
 const utf8 = (s: string) => Buffer.byteLength(s, "utf8");
@@ -185,15 +189,60 @@ export const CONSTRAINTS: Constraint[] = [
     source: API.describeStacks,
     check: (i) => (present(i.StackName) && !String(i.StackName).startsWith("arn:") && !/^[a-zA-Z][-a-zA-Z0-9]{0,127}$/.test(i.StackName) ? `StackName "${i.StackName}"` : undefined),
   },
+  ...([
+    ["GetServiceQuotaCommand", API.getServiceQuota],
+    ["GetAWSDefaultServiceQuotaCommand", API.getDefaultServiceQuota],
+  ] as const).map(
+    ([command, source]): Constraint => ({
+      call: `ServiceQuotasClient.${command}`,
+      error: "ValidationException",
+      rule: "ServiceCode and QuotaCode match the documented patterns",
+      source,
+      check: (i) => {
+        if (!/^[a-zA-Z][a-zA-Z0-9-]{1,63}$/.test(String(i.ServiceCode))) return `ServiceCode "${i.ServiceCode}"`;
+        if (!/^[a-zA-Z][a-zA-Z0-9-]{1,128}$/.test(String(i.QuotaCode))) return `QuotaCode "${i.QuotaCode}"`;
+        return undefined;
+      },
+    }),
+  ),
   {
-    call: "ServiceQuotasClient.GetServiceQuotaCommand",
-    error: "ValidationException",
-    rule: "ServiceCode and QuotaCode match the documented patterns",
-    source: API.getServiceQuota,
+    call: "CloudWatchClient.GetMetricDataCommand",
+    error: "ValidationError",
+    rule: "1–500 queries, each Id a lowercase letter then letters, digits and underscores; StartTime before EndTime",
+    source: API.getMetricData,
     check: (i) => {
-      if (!/^[a-zA-Z][a-zA-Z0-9-]{1,63}$/.test(String(i.ServiceCode))) return `ServiceCode "${i.ServiceCode}"`;
-      if (!/^[a-zA-Z][a-zA-Z0-9-]{1,128}$/.test(String(i.QuotaCode))) return `QuotaCode "${i.QuotaCode}"`;
+      const queries = (i.MetricDataQueries ?? []) as Array<{ Id?: string }>;
+      if (queries.length < 1 || queries.length > 500) return `${queries.length} queries`;
+      const bad = queries.find((q) => !/^[a-z][a-zA-Z0-9_]{0,254}$/.test(String(q.Id)));
+      if (bad) return `query Id "${bad.Id}"`;
+      if (!(i.StartTime instanceof Date) || !(i.EndTime instanceof Date) || i.StartTime >= i.EndTime) return "StartTime is not before EndTime";
       return undefined;
+    },
+  },
+  {
+    call: "CloudWatchClient.GetMetricDataCommand",
+    error: "ValidationError",
+    rule: "a query has exactly one of MetricStat and Expression; a MetricStat's Period is at least 1 s, a multiple of 60 from 60 s on, and it has a Stat",
+    source: API.metricDataQuery,
+    check: (i) => {
+      for (const q of (i.MetricDataQueries ?? []) as Array<{ Id?: string; MetricStat?: { Period?: number; Stat?: string }; Expression?: string }>) {
+        if (Boolean(q.MetricStat) === Boolean(q.Expression)) return `query ${q.Id} has ${q.MetricStat ? "both" : "neither"} MetricStat and Expression`;
+        const period = q.MetricStat?.Period;
+        if (q.MetricStat && (period === undefined || period < 1 || (period >= 60 && period % 60 !== 0))) return `query ${q.Id} has Period ${period}`;
+        if (q.MetricStat && !q.MetricStat.Stat) return `query ${q.Id} has no Stat`;
+      }
+      return undefined;
+    },
+  },
+  {
+    call: "EC2Client.DescribeSubnetsCommand",
+    error: "InvalidParameterValue",
+    rule: "MaxResults is 5–1000; SubnetIds are subnet ids",
+    source: API.describeSubnets,
+    check: (i) => {
+      if (i.MaxResults !== undefined && (i.MaxResults < 5 || i.MaxResults > 1000)) return `MaxResults ${i.MaxResults}`;
+      const bad = ((i.SubnetIds ?? []) as string[]).find((id) => !/^subnet-[0-9a-f]{8,17}$/.test(id));
+      return bad === undefined ? undefined : `SubnetIds has "${bad}"`;
     },
   },
 ];

@@ -25,7 +25,17 @@ const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> =
   ["SecretsManagerClient.GetSecretValueCommand", { SecretId: "" }, { SecretId: "arn:aws:secretsmanager:eu-west-2:123456789012:secret:cable-loadtest/cookie-AbCdEf" }],
   ["CloudFormationClient.DescribeStacksCommand", { StackName: "CableLoadtest_eu-west-2" }, { StackName: "CableLoadtest-eu-west-2" }],
   ["ServiceQuotasClient.GetServiceQuotaCommand", { ServiceCode: "fargate", QuotaCode: "L 3032A538" }, { ServiceCode: "fargate", QuotaCode: "L-3032A538" }],
+  ["ServiceQuotasClient.GetAWSDefaultServiceQuotaCommand", { ServiceCode: "", QuotaCode: "L-36FBB829" }, { ServiceCode: "fargate", QuotaCode: "L-36FBB829" }],
+  ["CloudWatchClient.GetMetricDataCommand", { MetricDataQueries: [{ Id: "OnDemand", Expression: "m" }], StartTime: new Date(0), EndTime: new Date(1) }, usage({})],
+  ["CloudWatchClient.GetMetricDataCommand", usage({ Period: 90 }), usage({ Period: 60 })],
+  ["EC2Client.DescribeSubnetsCommand", { SubnetIds: ["subnet-1"], MaxResults: 2 }, { SubnetIds: ["subnet-0a1b2c3d4e5f60789"] }],
 ];
+
+/** A GetMetricData call for Fargate's vCPU usage, with its MetricStat changed by `stat`. */
+function usage(stat: Record<string, unknown>): Record<string, unknown> {
+  const metric = { Namespace: "AWS/Usage", MetricName: "ResourceCount", Dimensions: [{ Name: "Service", Value: "Fargate" }] };
+  return { MetricDataQueries: [{ Id: "ondemand", MetricStat: { Metric: metric, Period: 60, Stat: "Maximum", ...stat } }], StartTime: new Date(0), EndTime: new Date(600_000) };
+}
 
 describe("the strict AWS double's rules", () => {
   test.each(cases)("%s: refused and accepted as AWS documents", (call, refused, accepted) => {
