@@ -34,6 +34,12 @@ export const OUTPUT_KEYS = [
 ] as const;
 export type OutputKey = (typeof OUTPUT_KEYS)[number];
 
+/**
+ * The task's memory in MiB (the task definition's), for cost estimates. Optional, not in OUTPUT_KEYS:
+ * stacks deployed before it was added lack it, and the runner must still drive them.
+ */
+export const TASK_MEMORY_OUTPUT = "TaskMemory";
+
 /** Where task secrets live; the task role may read nothing else from SSM or Secrets Manager. */
 export const SECRETS_PATH = "cable-loadtest";
 

@@ -6,7 +6,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/cdk/app";
 import type { LoadtestStack } from "../src/cdk/loadtest-stack";
-import { OUTPUT_KEYS } from "../src/contract";
+import { OUTPUT_KEYS, TASK_MEMORY_OUTPUT } from "../src/contract";
 import { stageImage } from "../src/image/stage";
 import { EVERY_OPTION_CONTEXT } from "./helpers";
 
@@ -42,11 +42,35 @@ describe("a region's stack", () => {
   it("has a VPC of public subnets and no NAT gateway", () => {
     london.resourceCountIs("AWS::EC2::VPC", 1);
     london.resourceCountIs("AWS::EC2::NatGateway", 0);
-    london.resourceCountIs("AWS::EC2::Subnet", 2);
+    london.resourceCountIs("AWS::EC2::Subnet", 3);
     london.allResourcesProperties("AWS::EC2::Subnet", { MapPublicIpOnLaunch: true });
     // Room for thousands of tasks (one address each), not the ~500 of two /24s.
     for (const subnet of Object.values(london.findResources("AWS::EC2::Subnet"))) expect(subnet.Properties.CidrBlock).toMatch(/\/20$/);
     london.hasOutput("AssignPublicIp", { Value: "ENABLED" });
+  });
+
+  it("places one subnet in each of up to three zones where Fargate runs, by zone ID, its CIDR following the zone", () => {
+    const placement = (t: Template) =>
+      Object.entries(t.findResources("AWS::EC2::Subnet")).map(([id, r]) => [id.replace(/Subnet[0-9A-F]{8}$/, ""), r.Properties.AvailabilityZoneId, r.Properties.AvailabilityZone, r.Properties.CidrBlock]);
+    // The first two keep the logical ids they had when CDK placed them by Fn::GetAZs.
+    expect(placement(london)).toEqual([
+      ["VpcpublicSubnet1", "euw2-az1", undefined, "10.0.32.0/20"],
+      ["VpcpublicSubnet2", "euw2-az2", undefined, "10.0.48.0/20"],
+      ["VpcpublicSubnet3", "euw2-az3", undefined, "10.0.64.0/20"],
+    ]);
+    london.hasOutput("SubnetIds", { Value: { "Fn::Join": ["", [{ Ref: Match.stringLikeRegexp("Subnet1") }, ",", { Ref: Match.stringLikeRegexp("Subnet2") }, ",", { Ref: Match.stringLikeRegexp("Subnet3") }]] } });
+    // Fargate runs in two of us-west-1's zones and three of ap-northeast-1's (not apne1-az3).
+    const [california, tokyo, unknown] = ["us-west-1", "ap-northeast-1", "eu-nowhere-1"].map((r) => Template.fromStack(synth({ regions: r })[0]));
+    expect(placement(california)).toEqual([
+      ["VpcpublicSubnet1", "usw1-az1", undefined, "10.0.32.0/20"],
+      ["VpcpublicSubnet2", "usw1-az3", undefined, "10.0.64.0/20"],
+    ]);
+    expect(placement(tokyo).map(([, zone]) => zone)).toEqual(["apne1-az1", "apne1-az2", "apne1-az4"]);
+    // A region the table does not know keeps CDK's placement: two zones by Fn::GetAZs, the original CIDRs.
+    expect(placement(unknown)).toEqual([
+      ["VpcpublicSubnet1", undefined, { "Fn::Select": [0, { "Fn::GetAZs": "" }] }, "10.0.0.0/20"],
+      ["VpcpublicSubnet2", undefined, { "Fn::Select": [1, { "Fn::GetAZs": "" }] }, "10.0.16.0/20"],
+    ]);
   });
 
   it("has a cluster with FARGATE and FARGATE_SPOT and Container Insights off", () => {
@@ -142,14 +166,15 @@ describe("a region's stack", () => {
 
   it("outputs what the runner needs, under stable keys and without exports", () => {
     const outputs = london.findOutputs("*");
-    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, "OperatorPolicyArn"].sort());
+    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, TASK_MEMORY_OUTPUT, "OperatorPolicyArn"].sort());
+    expect(OUTPUT_KEYS).not.toContain(TASK_MEMORY_OUTPUT); // optional to the runner: older stacks lack it
     for (const output of Object.values(outputs)) expect(output.Export).toBeUndefined();
     london.hasOutput("ContainerName", { Value: "loadgen" });
-    london.hasOutput("SubnetIds", { Value: { "Fn::Join": ["", [{ Ref: Match.stringLikeRegexp("Subnet1") }, ",", { Ref: Match.stringLikeRegexp("Subnet2") }]] } });
     london.hasOutput("BucketName", { Value: { Ref: Match.stringLikeRegexp("^Bucket") } });
     london.hasOutput("LogGroupName", { Value: { Ref: Match.stringLikeRegexp("^Logs") } });
     london.hasOutput("LogStreamPrefix", { Value: "loadgen" });
     london.hasOutput("TaskCpu", { Value: "4096" });
+    london.hasOutput("TaskMemory", { Value: "8192" });
   });
 
   it("tags every taggable resource with the project", () => {
@@ -166,6 +191,8 @@ describe("context options", () => {
     const [stack] = synth(EVERY_OPTION_CONTEXT);
     const t = Template.fromStack(stack);
     t.hasResourceProperties("AWS::ECS::TaskDefinition", { Cpu: "2048", Memory: "4096", ContainerDefinitions: [Match.objectLike({ Memory: 4096 })] });
+    t.hasOutput("TaskCpu", { Value: "2048" });
+    t.hasOutput("TaskMemory", { Value: "4096" });
     t.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 7 });
     t.hasResource("AWS::S3::Bucket", { DeletionPolicy: "Delete", Properties: Match.objectLike({ LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ ExpirationInDays: 3 })]) } }) });
     t.resourceCountIs("Custom::S3AutoDeleteObjects", 1);
@@ -220,12 +247,19 @@ describe("the operator policy and the GitHub Actions role", () => {
       ["CheckSecrets", "secretsmanager:DescribeSecret"],
       ["ReadTaskLogs", ["logs:GetLogEvents", "logs:FilterLogEvents"]],
       ["CheckFargateQuota", "servicequotas:GetServiceQuota"],
+      ["ReadFargateDefaultQuota", "servicequotas:GetAWSDefaultServiceQuota"],
+      ["ReadFargateUsage", "cloudwatch:GetMetricData"],
+      ["CheckSubnetAddresses", "ec2:DescribeSubnets"],
     ]);
+    // The applied quota is read for the two Fargate vCPU quotas only.
+    const quota = (code: string) => ({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":servicequotas:eu-west-2:", { Ref: "AWS::AccountId" }, `:fargate/${code}`]] });
+    expect(statements.find((s) => s.Sid === "CheckFargateQuota")!.Resource).toEqual([quota("L-3032A538"), quota("L-36FBB829")]);
     // "*" only where the action has no resource-level permissions and reads no secret, or a condition
     // scopes it to the cluster. Not DescribeTaskDefinition: on "*" it reads every task definition in
     // the region, other applications' plaintext environments included (the stack outputs what the runner needs).
+    // The preflight's three reads have no resource-level permissions at all (Service Authorization Reference).
     const star = statements.filter((s) => s.Resource === "*").map((s) => s.Sid);
-    expect(star).toEqual(["FindRunTasks", "CheckSecretParameters"]);
+    expect(star).toEqual(["FindRunTasks", "CheckSecretParameters", "ReadFargateDefaultQuota", "ReadFargateUsage", "CheckSubnetAddresses"]);
     expect(statements.flatMap((s) => [s.Action].flat())).not.toContain("ecs:DescribeTaskDefinition");
     const passRole = statements.find((s) => s.Sid === "PassTaskRoles")!;
     expect(passRole.Resource).toEqual([{ "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionTaskRole/), "Arn"] }, { "Fn::GetAtt": [expect.stringMatching(/^TaskDefinitionExecutionRole/), "Arn"] }]);

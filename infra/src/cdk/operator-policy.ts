@@ -3,8 +3,12 @@
  * the person or CI role running `cable-fanout` attaches (README: "The operator policy"). It allows
  * what `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
  * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket,
- * check secrets and the Fargate quota, read its tasks' logs. Every statement is proven against the calls the runner makes
- * (cable-fanout's moto tests, moto-first-run.test.ts among them, with an IAM policy simulator).
+ * check secrets, read its tasks' logs, and what the runner's preflight (`cable-fanout plan`, and
+ * `run` before any task starts) reads to know before a launch whether the run fits: the Fargate vCPU
+ * quotas (applied, or AWS's default when the quota was never adjusted), the vCPUs Fargate already
+ * uses (CloudWatch's AWS/Usage metrics) and the free addresses in the task subnets. Every statement
+ * is proven against the calls the runner makes (cable-fanout's moto tests, moto-first-run.test.ts
+ * among them, with an IAM policy simulator).
  */
 import { ArnFormat, Stack } from "aws-cdk-lib";
 import type * as ecs from "aws-cdk-lib/aws-ecs";
@@ -98,5 +102,17 @@ export function operatorStatements(stack: Stack, r: OperatorPolicyProps): iam.Po
       actions: ["servicequotas:GetServiceQuota"],
       resources: Object.values(FARGATE_VCPU_QUOTA).map((code) => stack.formatArn({ service: "servicequotas", resource: "fargate", resourceName: code, arnFormat: ArnFormat.SLASH_RESOURCE_NAME })),
     }),
+    // A quota never adjusted has no applied value (GetServiceQuota answers NoSuchResourceException):
+    // its default is what holds. GetAWSDefaultServiceQuota has no resource-level permissions and no
+    // condition keys (Service Authorization Reference, Service Quotas), so "*"; it reads AWS's
+    // published defaults, nothing of the account's.
+    new iam.PolicyStatement({ sid: "ReadFargateDefaultQuota", actions: ["servicequotas:GetAWSDefaultServiceQuota"], resources: ["*"] }),
+    // The vCPUs Fargate already runs in the region (AWS/Usage, ResourceCount of the Fargate OnDemand
+    // and Spot resources), which the quota must also hold. GetMetricData has no resource-level
+    // permissions for CloudWatch metrics ("*"); it reads metric values, never logs or secrets.
+    new iam.PolicyStatement({ sid: "ReadFargateUsage", actions: ["cloudwatch:GetMetricData"], resources: ["*"] }),
+    // Free addresses in the task subnets (AvailableIpAddressCount): each task takes one. DescribeSubnets
+    // has no resource-level permissions ("*"); it reads network metadata only.
+    new iam.PolicyStatement({ sid: "CheckSubnetAddresses", actions: ["ec2:DescribeSubnets"], resources: ["*"] }),
   ];
 }
