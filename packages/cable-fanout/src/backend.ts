@@ -20,6 +20,8 @@ export interface TaskSnapshot {
   stoppedReason?: string;
   /** Where its output is: a CloudWatch log group and stream, or a local file. */
   log?: string;
+  /** Fargate bills from the image pull to the stop (epoch ms of each), on the capacity the task ran on; absent locally. */
+  billing?: { pullStartedAt?: number; stoppedAt?: number; capacity: "FARGATE" | "FARGATE_SPOT" };
 }
 
 export interface StartOptions {
@@ -49,10 +51,51 @@ export function taskSlice(slices: NonNullable<StartOptions["slices"]>, slot: num
 export interface Preflight {
   count: number;
   spot: boolean;
-  /** Task CPU units, when overridden (else the task definition's). */
+  spotOnly?: boolean;
+  /** Task CPU units and memory (MiB), when overridden (else the task definition's). */
   cpu?: number;
+  memory?: number;
   secretRefs: Record<string, string>;
 }
+
+/** One of a region's Fargate vCPU quotas: its value (applied, or AWS's default for one never adjusted) and the vCPUs in use now. */
+export interface QuotaFact {
+  kind: "on-demand" | "spot";
+  /** The Service Quotas code. */
+  code: string;
+  /** undefined when neither the applied nor the default value could be read. */
+  quota?: number;
+  from: "applied" | "default" | "unknown";
+  /** vCPUs running now, account-wide (CloudWatch AWS/Usage); undefined when it could not be read. */
+  inUse?: number;
+  /** Why a figure is missing. */
+  unread?: string;
+}
+
+/** What a region told the preflight, for the plan: the tasks' size, its quotas, its free addresses. */
+export interface RegionFacts {
+  /** Task CPU units and memory (MiB) the tasks take: the override, else the stack's; undefined when neither says. */
+  cpu?: number;
+  memoryMiB?: number;
+  quotas: QuotaFact[];
+  /** Free addresses in the task subnets (each task holds one). */
+  freeAddresses?: number;
+  /** Tasks take a public IPv4 address (billed by the hour). */
+  publicIp: boolean;
+  /** What could not be checked, one line each. */
+  unchecked: string[];
+}
+
+export interface PreflightResult {
+  /** Reasons not to start any task, one line each naming the region. */
+  problems: string[];
+  /** What the user should know before the tasks start (Spot quota short, the rest on-demand…). */
+  warnings: string[];
+  facts: RegionFacts;
+}
+
+/** Local processes: no quota, no address, no bill. */
+export const LOCAL_PREFLIGHT: PreflightResult = Object.freeze({ problems: [], warnings: [], facts: { quotas: [], publicIp: false, unchecked: [] } });
 
 export interface StartOutcome {
   started: TaskSnapshot[];
@@ -78,8 +121,8 @@ export interface Region {
   readonly store: Store;
   /** The store's clock (S3's Date header), epoch ms: the common start is set by it, not by this machine's. */
   serverTime(): Promise<number>;
-  /** Problems to fix before any task starts (missing secrets, too little Fargate quota), one line each naming the region. */
-  preflight(plan: Preflight): Promise<string[]>;
+  /** Problems to fix before any task starts (missing secrets, too little Fargate quota or addresses), and what the plan shows of the region. */
+  preflight(plan: Preflight): Promise<PreflightResult>;
   uploadBundle(runId: string, bundle: Bundle): Promise<void>;
   startTasks(runId: string, count: number, options: StartOptions): Promise<StartOutcome>;
   describeTasks(refs: string[]): Promise<TaskSnapshot[]>;

@@ -13,10 +13,14 @@ import { BUNDLE_ROOT_HELP } from "./bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
 import { parseAbortOn } from "./live/abort.js";
-import { parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets } from "./options.js";
+import { costFlags, parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets, type RawOptions } from "./options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import type { BackendKind } from "./region-names.js";
 import { runFanout } from "./runner.js";
+import { askAtTerminal } from "./plan/ask.js";
+import { planCommand } from "./plan/command.js";
+import { usd } from "./plan/estimate.js";
+import { ASK_ABOVE_USD } from "./plan/launch.js";
 import { registerCapacity } from "./capacity/command.js";
 import { COMPARE_HELP, parseCompareTargets } from "./compare/targets.js";
 import { runCompare } from "./compare/run.js";
@@ -39,6 +43,16 @@ stopped the run, when and with which figure; the tasks' figures up to the stop s
 
 --server-metrics URL scrapes the server's Prometheus endpoint every 5 s (process_cpu_seconds_total,
 resident memory, connections) and charts it beside the load in report.md and report.html.`;
+
+export const PLAN_HELP = `
+Every run prints this block before its first RunTask, and --max-cost refuses a run whose estimate is
+higher; above ${usd(ASK_ABOVE_USD)} a run asks at the terminal, or needs --yes where nobody can answer.
+Users per task come from the phases and the flow's thinks and listens (every task runs the whole
+script); what one task holds, from the capacities measured per workload at 1, 2 and 4 vCPU
+(docs/benchmarks.md, "What one task holds"); prices, from the table in src/plan/prices.ts (its
+sources and date are printed). Without credentials or a deployed stack, plan still prices the run
+from --cpu/--memory or the stack's default size (4 vCPU / 8 GiB) and says what it could not check.
+Exit status: 0 the run would start; 2 it would not (a quota, addresses, a secret, --max-cost).`;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -91,6 +105,7 @@ function scenarioRunInput(scenario: string, o: Record<string, unknown>, flags: B
     outDir: flags.out,
     ...parseScenarioRunFlags(o as Parameters<typeof parseScenarioRunFlags>[0], secrets),
     maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
+    ...costFlags(o as RawOptions),
     minReadyPct: o.minReady === undefined ? undefined : parseMinReady(o.minReady as string),
     readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
     heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
@@ -141,7 +156,9 @@ function program(exit: (code: number) => void): Command {
       .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
       .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")
       .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed (default: 600s on AWS, 60s locally)")
-      .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)");
+      .option("--heartbeat-timeout <duration>", "tasks stop themselves when this runner's heartbeat is this old (default: 90s on AWS, 30s locally)")
+      .option("--max-cost <usd>", "refuse to start when the cost estimate (printed before any task starts) is higher, e.g. --max-cost 40")
+      .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)} (needed where nobody can answer: CI, no terminal)`);
 
   reportOptions(
     backendOptions(
@@ -177,6 +194,7 @@ function program(exit: (code: number) => void): Command {
             sleep,
             log,
             abort,
+            ...askAtTerminal(),
             progress: (clock) => (process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now })),
           },
         );
@@ -219,7 +237,7 @@ function program(exit: (code: number) => void): Command {
             compareId: o.compareId === undefined ? undefined : parseRunId(o.compareId as string),
             regressionThreshold: o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string),
           },
-          { backend, now: Date.now, sleep, log, abort, progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
+          { backend, now: Date.now, sleep, log, abort, ...askAtTerminal(), progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
         );
         log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
         process.stdout.write(readFileSync(result.reportFile, "utf8"));
@@ -228,6 +246,23 @@ function program(exit: (code: number) => void): Command {
       } finally {
         signals.off();
       }
+    });
+
+  backendOptions(
+    scenarioRunOptions(
+      cmd
+        .command("plan <scenario>")
+        .description("print what `run` prints before its first task, and start nothing: users per task, what one task holds, quota headroom, free addresses, the cost estimate"),
+    ),
+  )
+    .option("--target <url>", "the server to load (Artillery's --target)")
+    .addHelpText("after", PLAN_HELP)
+    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
+      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+      const backend = makeBackend(flags);
+      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
+      const outcome = await planCommand({ ...scenarioRunInput(scenario, o, flags, secrets) }, { backend, log: (line) => process.stdout.write(`${line}\n`) });
+      exit(outcome.refusals.length > 0 ? EXIT.usage : EXIT.ok);
     });
 
   reportOptions(

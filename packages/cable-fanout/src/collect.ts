@@ -9,6 +9,7 @@ import { DownloadProgress } from "./download-progress.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
 import { toServerSeries, type ServerSample } from "./server-metrics.js";
 import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
+import { billedFromSnapshots, renderCostSection } from "./plan/cost-report.js";
 import { downloadRegionResults } from "./store.js";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
@@ -54,12 +55,13 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions: [] };
   if (input.serverSamples && input.serverSamples.length > 0) writeFileAtomic(path.join(runDir, SERVER_METRICS_FILE), `${JSON.stringify(toServerSeries(input.serverSamples))}\n`);
   const merged = mergeRun(input, tasks);
+  const billed = billedFromSnapshots(record, input.snapshots, Date.now()) ?? record.billed;
   if (merged) {
     merged.notes.push(...notes);
-    writeReports(input, merged, start, result);
+    writeReports(input, merged, `${renderStartSection(start)}${renderCostSection({ ...record, ...(billed ? { billed } : {}) })}`, result);
   }
 
-  const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start };
+  const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start, ...(billed ? { billed } : {}) };
   writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
   result.exitCode = exitCodeOf(result, record, merged);
   return result;
@@ -166,7 +168,7 @@ function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv)
 }
 
 /** merged.json, report.md (with the fan-out's start section) and report.html; the regressions against a baseline. */
-function writeReports(input: CollectInput, merged: MergedResults, start: StartSummary, result: CollectResult): void {
+function writeReports(input: CollectInput, merged: MergedResults, startSection: string, result: CollectResult): void {
   const { runDir, record } = input;
   const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
   const renderOptions: RenderOptions = {
@@ -176,8 +178,7 @@ function writeReports(input: CollectInput, merged: MergedResults, start: StartSu
     regressionThreshold: input.regressionThreshold,
   };
   const markdown = renderMarkdown(merged, renderOptions);
-  // The start section is the fan-out's own: report.md's tables come from cable-report.
-  const startSection = renderStartSection(start);
+  // The start and cost sections are the fan-out's own: report.md's tables come from cable-report.
   const page = renderReportPage(merged, renderOptions, startSection);
   result.mergedFile = path.join(runDir, "merged.json");
   result.reportFile = path.join(runDir, "report.md");

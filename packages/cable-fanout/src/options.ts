@@ -148,6 +148,18 @@ export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
   };
 }
 
+/** `--max-cost` and `--yes`, as `run`, `compare` and `capacity` take them. */
+export function costFlags(o: RawOptions): { maxCostUsd?: number; yes?: boolean } {
+  return { ...(o.maxCost === undefined ? {} : { maxCostUsd: parseMaxCost(o.maxCost as string) }), ...(o.yes ? { yes: true } : {}) };
+}
+
+/** `--max-cost`: dollars, e.g. 40 or $40. */
+export function parseMaxCost(text: string): number {
+  const match = /^\s*\$?(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!match) throw new FanoutInputError(`--max-cost wants an amount in US dollars such as 40 or 12.50, not "${text}"`);
+  return Number(match[1]);
+}
+
 export function parseHttpUrl(flag: string, text: string): string {
   let url: URL;
   try {

@@ -63,6 +63,33 @@ export const recordSchema = z.object({
   notices: z.record(z.string(), z.array(z.string())).default({}),
   /** What stopped the run early (--abort-on), when, with which figure. */
   aborted: z.object({ condition: z.string(), at: z.number(), figure: z.string() }).optional(),
+  /** The plan's cost estimate before the first RunTask (AWS runs; plan/launch.ts estimateRecord). */
+  estimate: z
+    .object({
+      usd: z.number(),
+      upToUsd: z.number(),
+      taskSeconds: z.number(),
+      cpu: z.number(),
+      memoryMiB: z.number(),
+      pricesAsOf: z.string(),
+      byRegion: z.record(z.string(), z.number()),
+      /** Tasks take a public IPv4 address (billed by the hour). */
+      publicIp: z.boolean().optional(),
+      peakUsersPerTask: z.number().optional(),
+      workload: z.string().optional(),
+      holdsPerTask: z.number().optional(),
+      suggestedCount: z.number().optional(),
+    })
+    .optional(),
+  /** Written when results are collected: what Fargate billed, from each task's pull start to its stop, at list prices (plan/estimate.ts billedCost). */
+  billed: z
+    .object({
+      taskSeconds: z.number(),
+      usd: z.number(),
+      pricesAsOf: z.string(),
+      byRegion: z.record(z.string(), z.object({ tasks: z.number(), taskSeconds: z.number(), usd: z.number() })),
+    })
+    .optional(),
   /** Written when results are collected: when each region's tasks really started (start-report.ts). */
   start: z.unknown().optional(),
 });

@@ -19,6 +19,7 @@ import { scrapeEvery, type ServerSample } from "./server-metrics.js";
 import { type RegionControl, watchRegion } from "./region-watch.js";
 import { checkSlicedPayloads, planPayloads } from "./payloads.js";
 import { loadScenario, type Scenario } from "./scenario.js";
+import { estimateRecord, guardCost, makePlan, planInput } from "./plan/launch.js";
 
 type Json = Record<string, unknown>;
 
@@ -65,6 +66,17 @@ export interface RunOptions {
   serverMetricsUrl?: string;
   /** false: no live line per region and period (the capacity search prints its own progress). */
   liveLines?: boolean;
+  /** --max-cost: refuse a run whose estimate is higher (dollars). */
+  maxCostUsd?: number;
+  /** --yes: start a run above the asking threshold without asking. */
+  yes?: boolean;
+  /**
+   * "block" (default): print the plan and guard the cost; "quiet": neither (a comparison's or a
+   * capacity search's later runs, once the first has been shown and allowed).
+   */
+  plan?: "block" | "quiet";
+  /** How many runs like this one the command makes (a comparison's servers): the guard judges them all. */
+  runsInAll?: number;
 }
 
 /** How often the live files are read, and the server scraped. */
@@ -84,6 +96,8 @@ export interface RunDeps {
   newRunId?: () => string;
   /** Handed the run's live feed once the run has an id (the capacity search judges its steps from it). */
   onFeed?: (feed: LiveFeed) => void;
+  /** Asks the person at the terminal a yes/no question; absent when nobody can answer (CI, no TTY). */
+  ask?: (question: string) => Promise<boolean>;
 }
 
 export interface RunResult extends CollectResult {
@@ -203,29 +217,47 @@ function bundledLine(scenario: Pick<Scenario, "root">, bundle: Pick<Bundle, "fil
   return `bundled ${bundle.files.length} file(s) from ${shown}: ${bundle.files.map((f) => path.relative(scenario.root.dir, f.source).split(path.sep).join("/")).join(", ")}`;
 }
 
-/** Everything before the first task: regions found, nothing missing in any, the bundle in every region, the record written. */
-async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProgress> {
-  const { backend } = deps;
-  const timing: Timing = {
+/** The backend's timing, with the run's flags over it. */
+export function runTiming(backend: Pick<Backend, "timing">, options: Pick<RunOptions, "startDelayMs" | "startTimeoutMs" | "readyTimeoutMs" | "heartbeatTimeoutMs">): Timing {
+  return {
     ...backend.timing,
     ...(options.startDelayMs !== undefined ? { startDelayMs: options.startDelayMs } : {}),
     ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
     ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
     ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatStaleMs: options.heartbeatTimeoutMs } : {}),
   };
+}
+
+/** --max-duration, or its default: the ready wait, the lead, the phases (an hour when unknown) and a margin. */
+export function defaultMaxDuration(options: Pick<RunOptions, "maxDurationMs">, timing: Timing, scenario: Pick<Scenario, "durationMs">): number {
+  return options.maxDurationMs ?? timing.readyTimeoutMs + timing.startDelayMs + (scenario.durationMs ?? 3_600_000) + timing.marginMs;
+}
+
+/** Everything before the first task: regions found, nothing missing in any, the bundle in every region, the record written. */
+async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProgress> {
+  const { backend } = deps;
+  const timing = runTiming(backend, options);
   const overrides = effectiveOverrides(options);
   const scenario = loadScenario(options.scenarioFile, overrides, options.bundleRoot);
   const payloads = planPayloads(scenario, options.environment);
   const payloadWarnings = [...payloads.notes, ...checkSlicedPayloads(payloads.sliced, { count: options.count, regions: options.regions.length })];
   const regions = await openRegions(backend, options.regions);
+  const maxDurationMs = defaultMaxDuration(options, timing, scenario);
 
-  // Nothing starts while a region lacks a secret or the quota for the run.
-  const plan = { count: options.count, spot: options.spot, cpu: options.cpu, secretRefs: options.secretRefs };
-  const problems = (await Promise.all(regions.map((r) => r.preflight(plan)))).flat();
+  // Nothing starts while a region lacks a secret, the quota or the addresses for the run, or before
+  // the run's cost has been said (and allowed, where it is high).
+  const preflight = { count: options.count, spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs };
+  const checked = await Promise.all(regions.map((r) => r.preflight(preflight)));
+  const facts = new Map(regions.map((r, i) => [r.name, checked[i].facts]));
+  const launch = makePlan(planInput(options, backend.kind, scenario, overrides, { maxDurationMs, startDelayMs: timing.startDelayMs }, facts));
+  const quiet = options.plan === "quiet";
+  if (!quiet) for (const line of launch.lines) deps.log(line);
+  for (const line of checked.flatMap((c) => c.warnings)) deps.log(`warning: ${line}`);
+  const problems = checked.flatMap((c) => c.problems);
   if (problems.length > 0) throw new FanoutInputError(`not starting any task:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  if (!quiet) await guardCost(launch, { maxCostUsd: options.maxCostUsd, yes: options.yes, ask: deps.ask });
 
   const runId = options.runId ?? (deps.newRunId ?? newRunId)();
-  const maxDurationMs = options.maxDurationMs ?? timing.readyTimeoutMs + timing.startDelayMs + (scenario.durationMs ?? 3_600_000) + timing.marginMs;
   const bundle = buildBundle(scenario, {
     overrides,
     environment: options.environment,
@@ -255,6 +287,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     tasks: [],
     regionFailures: {},
     notices: {},
+    ...(launch.cost ? { estimate: estimateRecord(launch) } : {}),
   };
   return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, maxDurationMs, payloads.sliced.length > 0, deps.abort);
 }

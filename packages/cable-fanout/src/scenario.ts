@@ -24,6 +24,8 @@ export interface Scenario {
   phaseCount: number | undefined;
   /** The script's `config` section as written (payloads.ts reads its payloads). */
   config: Record<string, unknown>;
+  /** The script's `scenarios` (the plan reads how long a user stays and whether it sends). */
+  scenarios: unknown[];
 }
 
 type Json = Record<string, unknown>;
@@ -87,7 +89,16 @@ export function loadScenario(file: string, overrides?: Json, bundleRoot?: string
   const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
   const phaseLists = [overridden, ...(isRecord(config.environments) ? Object.values(config.environments).map((env) => (isRecord(env) ? env.phases : undefined)) : [])].filter(Array.isArray);
   const phaseCount = phaseLists.length > 0 ? Math.max(...phaseLists.map((phases) => phases.length)) : undefined;
-  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), phaseCount, config };
+  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), phaseCount, config, scenarios: Array.isArray(script.scenarios) ? script.scenarios : [] };
+}
+
+/** The config a task's Artillery runs with: the script's, then `-e`'s environment, then --overrides' (Artillery's order). */
+export function effectiveConfig(scenario: Pick<Scenario, "config">, overrides?: Json, environment?: string): Json {
+  const env = environment && isRecord(scenario.config.environments) ? scenario.config.environments[environment] : undefined;
+  const over = isRecord(overrides?.config) ? overrides.config : {};
+  const merged: Json = { ...scenario.config, ...(isRecord(env) ? env : {}), ...over };
+  const variables = { ...(isRecord(scenario.config.variables) ? scenario.config.variables : {}), ...(isRecord(env) && isRecord(env.variables) ? env.variables : {}), ...(isRecord(over.variables) ? over.variables : {}) };
+  return { ...merged, variables };
 }
 
 /** Sum of the phases' `duration` and `pause`; undefined if any is not a number or a unit string. */

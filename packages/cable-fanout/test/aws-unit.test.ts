@@ -1,7 +1,9 @@
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
 import { DescribeSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { GetAWSDefaultServiceQuotaCommand, GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { CloudWatchClient, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
+import { DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { DescribeParametersCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
 import { violations } from "cable-test-servers";
@@ -19,7 +21,7 @@ const STACK: RegionStack = {
   clusterArn: "arn:aws:ecs:eu-west-2:123456789012:cluster/c",
   taskDefinitionArn: "arn:aws:ecs:eu-west-2:123456789012:task-definition/CableLoadtest-eu-west-2:1",
   containerName: "loadgen",
-  subnetIds: ["subnet-1", "subnet-2"],
+  subnetIds: ["subnet-0a1b2c3d", "subnet-0e1f2a3b"],
   securityGroupId: "sg-1",
   assignPublicIp: "ENABLED",
   bucketName: "bucket",
@@ -147,7 +149,7 @@ describe("RunTask", () => {
         },
       ],
     });
-    expect(input.networkConfiguration?.awsvpcConfiguration).toEqual({ subnets: ["subnet-1", "subnet-2"], securityGroups: ["sg-1"], assignPublicIp: "ENABLED" });
+    expect(input.networkConfiguration?.awsvpcConfiguration).toEqual({ subnets: ["subnet-0a1b2c3d", "subnet-0e1f2a3b"], securityGroups: ["sg-1"], assignPublicIp: "ENABLED" });
   });
 });
 
@@ -420,10 +422,44 @@ describe("preflight", () => {
   const ssm = mockClient(SSMClient);
   const sm = mockClient(SecretsManagerClient);
   const quotas = mockClient(ServiceQuotasClient);
+  const cloudWatch = mockClient(CloudWatchClient);
+  const ec2 = mockClient(EC2Client);
+  /** Fargate vCPUs in use, as CloudWatch's AWS/Usage metric answers for the last minutes. */
+  const inUse = (onDemand: number | undefined, spot: number | undefined) =>
+    cloudWatch.on(GetMetricDataCommand).resolves({
+      MetricDataResults: [
+        { Id: "ondemand", Values: onDemand === undefined ? [] : [onDemand, 0] },
+        { Id: "spot", Values: spot === undefined ? [] : [spot] },
+      ],
+    });
+  const quota = (code: string, value: number | "unset") =>
+    value === "unset"
+      ? quotas.on(GetServiceQuotaCommand, { QuotaCode: code }).rejects(Object.assign(new Error("The request failed because the specified quota has no value"), { name: "NoSuchResourceException" }))
+      : quotas.on(GetServiceQuotaCommand, { QuotaCode: code }).resolves({ Quota: { Value: value } });
+  const ON_DEMAND = "L-3032A538";
+  const SPOT = "L-36FBB829";
   beforeEach(() => {
-    ssm.reset();
-    sm.reset();
-    quotas.reset();
+    for (const m of [ssm, sm, quotas, cloudWatch, ec2]) m.reset();
+    quota(ON_DEMAND, 4000);
+    quota(SPOT, 4000);
+    inUse(0, 0);
+    ec2.on(DescribeSubnetsCommand).resolves({ Subnets: [{ SubnetId: "subnet-0a1b2c3d", AvailableIpAddressCount: 4000 }, { SubnetId: "subnet-0e1f2a3b", AvailableIpAddressCount: 4091 }] });
+  });
+  afterEach(() => {
+    // Every call the preflight made, held to AWS's documented limits (the strict double's rules).
+    const named = [
+      [quotas, "ServiceQuotasClient"],
+      [cloudWatch, "CloudWatchClient"],
+      [ec2, "EC2Client"],
+      [ssm, "SSMClient"],
+    ] as const;
+    const refused = named.flatMap(([mock, client]) =>
+      mock.calls().flatMap((call) => {
+        const command = call.args[0] as unknown as { constructor: { name: string }; input: Record<string, unknown> };
+        return violations(client, command.constructor.name, command.input).map((v) => `${client}.${command.constructor.name}: ${v.detail}`);
+      }),
+    );
+    expect(refused).toEqual([]);
   });
 
   it("names a secret missing in this region, refuses an ARN from another region, and warns about a customer KMS key", async () => {
@@ -431,8 +467,7 @@ describe("preflight", () => {
       input.ParameterFilters[0].Values[0] === "/cable-loadtest/there" ? { Parameters: [{ Name: "/cable-loadtest/there", Type: "SecureString", KeyId: "alias/team-key" }] } : { Parameters: [] },
     );
     sm.on(DescribeSecretCommand).rejects(Object.assign(new Error("Secrets Manager can't find the specified secret."), { name: "ResourceNotFoundException" }));
-    quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 4000 } });
-    const problems = await region().preflight({
+    const { problems } = await region().preflight({
       count: 2,
       spot: false,
       secretRefs: {
@@ -450,15 +485,68 @@ describe("preflight", () => {
     expect(logs).toEqual(['region eu-west-2: secret THERE (/cable-loadtest/there) is encrypted with KMS key alias/team-key: the task role needs kms:Decrypt on it (infra/README.md, "Secrets")']);
   });
 
-  it("refuses a run beyond the Fargate vCPU quota with the command that raises it, and only warns when the quota cannot be read", async () => {
-    quotas.on(GetServiceQuotaCommand, { QuotaCode: "L-3032A538" }).resolves({ Quota: { Value: 6 } });
-    expect(await region().preflight({ count: 2, spot: false, secretRefs: {} })).toEqual([
-      "region eu-west-2: 2 task(s) × 4 vCPU = 8 vCPU exceed the Fargate On-Demand vCPU quota of 6 (tasks already running count too); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-3032A538 --desired-value 8, or run fewer or smaller tasks (--count, --cpu/--memory)",
+  it("counts the vCPUs already running against the quota, and says how to raise it to what the run needs beside them", async () => {
+    quota(ON_DEMAND, 100);
+    inUse(92, 0);
+    // 8 free vCPUs hold two tasks of 4 exactly; a third does not fit.
+    expect((await region().preflight({ count: 2, spot: false, secretRefs: {} })).problems).toEqual([]);
+    const more = await region().preflight({ count: 3, spot: false, secretRefs: {} });
+    expect(more.problems).toEqual([
+      "region eu-west-2: 3 task(s) × 4 vCPU = 12 vCPU exceed the Fargate On-Demand vCPU quota's free 8 (92 in use of 100); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-3032A538 --desired-value 104, or run fewer or smaller tasks (--count, --cpu/--memory)",
     ]);
-    expect(await region().preflight({ count: 1, spot: false, secretRefs: {} })).toEqual([]);
-    quotas.on(GetServiceQuotaCommand, { QuotaCode: "L-36FBB829" }).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
-    expect(await region().preflight({ count: 100, spot: true, cpu: 1024, secretRefs: {} })).toEqual([]);
-    expect(logs).toEqual(["region eu-west-2: could not read the Fargate Spot vCPU quota (AccessDeniedException); RunTask will say if 100 vCPU is too much"]);
+    expect(more.facts).toMatchObject({ cpu: 4096, publicIp: true, freeAddresses: 8091, unchecked: [] });
+    expect(more.facts.quotas).toEqual([
+      { kind: "on-demand", code: ON_DEMAND, quota: 100, from: "applied", inUse: 92 },
+      { kind: "spot", code: SPOT, quota: 4000, from: "applied", inUse: 0 },
+    ]);
+  });
+
+  it("with --spot judges both quotas: Spot first, the on-demand fallback for the rest; --spot-only only Spot", async () => {
+    quota(SPOT, 20);
+    quota(ON_DEMAND, 40);
+    inUse(24, 4);
+    // 16 Spot vCPUs free hold 4 tasks of 4 vCPU; the 2 others fall back to 16 free on-demand vCPUs.
+    const fallback = await region().preflight({ count: 6, spot: true, secretRefs: {} });
+    expect(fallback.problems).toEqual([]);
+    expect(fallback.warnings).toEqual(["region eu-west-2: the Fargate Spot quota holds 4 of 6 task(s) (4 in use of 20); the rest would start on-demand (24 in use of 40)"]);
+    const tooMany = await region().preflight({ count: 9, spot: true, secretRefs: {} });
+    expect(tooMany.problems).toEqual([
+      "region eu-west-2: 9 task(s) × 4 vCPU = 36 vCPU exceed the free Fargate Spot vCPUs (16: 4 in use of 20) and the on-demand fallback's (16: 24 in use of 40); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-36FBB829 --desired-value 40, or run fewer or smaller tasks (--count, --cpu/--memory)",
+    ]);
+    const spotOnly = await region().preflight({ count: 6, spot: true, spotOnly: true, secretRefs: {} });
+    expect(spotOnly.problems).toEqual([
+      "region eu-west-2: 6 task(s) × 4 vCPU = 24 vCPU exceed the Fargate Spot vCPU quota's free 16 (4 in use of 20); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-36FBB829 --desired-value 28, or run fewer or smaller tasks (--count, --cpu/--memory)",
+    ]);
+  });
+
+  it("reads AWS's default for a quota that has no applied value, and only warns when neither can be read", async () => {
+    quota(ON_DEMAND, "unset");
+    quotas.on(GetAWSDefaultServiceQuotaCommand, { QuotaCode: ON_DEMAND }).resolves({ Quota: { Value: 6 } });
+    const fresh = await region().preflight({ count: 2, spot: false, secretRefs: {} });
+    expect(fresh.problems).toEqual([
+      "region eu-west-2: 2 task(s) × 4 vCPU = 8 vCPU exceed the Fargate On-Demand vCPU quota's free 6 (0 in use of 6 (the default: never adjusted)); ask for more: aws service-quotas request-service-quota-increase --region eu-west-2 --service-code fargate --quota-code L-3032A538 --desired-value 8, or run fewer or smaller tasks (--count, --cpu/--memory)",
+    ]);
+    expect(fresh.facts.quotas[0]).toEqual({ kind: "on-demand", code: ON_DEMAND, quota: 6, from: "default", inUse: 0 });
+    quotas.on(GetServiceQuotaCommand, { QuotaCode: SPOT }).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
+    quotas.on(GetAWSDefaultServiceQuotaCommand, { QuotaCode: SPOT }).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
+    cloudWatch.on(GetMetricDataCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException" }));
+    const unread = await region().preflight({ count: 100, spot: true, spotOnly: true, cpu: 1024, secretRefs: {} });
+    expect(unread.problems).toEqual([]);
+    expect(unread.warnings).toEqual([
+      "region eu-west-2: could not read the Fargate Spot vCPU quota (current use: AccessDeniedException; applied quota: AccessDeniedException; default quota: AccessDeniedException); RunTask will say if 100 vCPU is too much",
+    ]);
+    expect(unread.facts.unchecked).toEqual([
+      "Fargate On-Demand vCPU quota: current use: AccessDeniedException",
+      "Fargate Spot vCPU quota: current use: AccessDeniedException; applied quota: AccessDeniedException; default quota: AccessDeniedException",
+    ]);
+  });
+
+  it("refuses more tasks than the task subnets have free addresses", async () => {
+    ec2.on(DescribeSubnetsCommand).resolves({ Subnets: [{ SubnetId: "subnet-0a1b2c3d", AvailableIpAddressCount: 3 }, { SubnetId: "subnet-0e1f2a3b", AvailableIpAddressCount: 2 }] });
+    const { problems } = await region().preflight({ count: 6, spot: false, cpu: 1024, memory: 2048, secretRefs: {} });
+    expect(problems).toEqual([
+      "region eu-west-2: 6 task(s) need an address each, and the task subnets (subnet-0a1b2c3d, subnet-0e1f2a3b) have 5 free; run fewer tasks or give the stack larger subnets",
+    ]);
   });
 });
 

@@ -83,6 +83,13 @@ export function iamRequests(call: RecordedCall, deployment: Deployment): IamRequ
       return [req("secretsmanager:DescribeSecret", String(call.output?.ARN ?? `arn:aws:secretsmanager:${region}:${deployment.account}:secret:${input.SecretId}-AbCdEf`))];
     case "ServiceQuotasClient.GetServiceQuotaCommand":
       return [req("servicequotas:GetServiceQuota", `arn:aws:servicequotas:${region}:${deployment.account}:${input.ServiceCode}/${input.QuotaCode}`)];
+    // No resource-level permissions (Service Authorization Reference: Service Quotas, CloudWatch, EC2).
+    case "ServiceQuotasClient.GetAWSDefaultServiceQuotaCommand":
+      return [req("servicequotas:GetAWSDefaultServiceQuota", "*")];
+    case "CloudWatchClient.GetMetricDataCommand":
+      return [req("cloudwatch:GetMetricData", "*")];
+    case "EC2Client.DescribeSubnetsCommand":
+      return [req("ec2:DescribeSubnets", "*")];
     default:
       throw new Error(`no IAM mapping for ${name}: add it to test/iam-calls.ts and the operator policy (infra/src/cdk/operator-policy.ts)`);
   }

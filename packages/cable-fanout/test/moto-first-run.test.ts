@@ -142,6 +142,8 @@ describe("the first AWS run (moto)", () => {
     // Every command the runner sent, each mapped to what IAM authorizes.
     expect([...new Set(calls.map((c) => `${c.client}.${c.command}`))].sort()).toEqual([
       "CloudFormationClient.DescribeStacksCommand",
+      "CloudWatchClient.GetMetricDataCommand",
+      "EC2Client.DescribeSubnetsCommand",
       "ECSClient.DescribeTasksCommand",
       "ECSClient.ListTasksCommand",
       "ECSClient.RunTaskCommand",
@@ -151,6 +153,8 @@ describe("the first AWS run (moto)", () => {
       "S3Client.PutObjectCommand",
       "SSMClient.DescribeParametersCommand",
       "SecretsManagerClient.DescribeSecretCommand",
+      // moto has no applied Fargate quota (NoSuchResourceException): the preflight asks for AWS's default.
+      "ServiceQuotasClient.GetAWSDefaultServiceQuotaCommand",
       "ServiceQuotasClient.GetServiceQuotaCommand",
     ]);
     const requests = calls.flatMap((c) => iamRequests(c, deployment));

@@ -1,4 +1,4 @@
-import { type Dirent, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { type Dirent, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DescribeTasksCommand, ECSClient, StopTaskCommand, paginateListTasks } from "@aws-sdk/client-ecs";
@@ -126,7 +126,25 @@ describe("cable-fanout run against moto", () => {
     const workers = simulateWorkers(stacks, files);
     const out = path.join(work, "results");
     const result = await cli(
-      ["run", path.join(ROOT, "scenarios/pubsub-rooms.yml"), "--regions", REGIONS.join(","), "--count", "12", "--start-delay", "1", "--secret", "PUSHER_APP_SECRET=ssm:/cable-loadtest/pusher-secret", "--out", out, "--title", "moto run"],
+      [
+        "run",
+        path.join(ROOT, "scenarios/pubsub-rooms.yml"),
+        "--regions",
+        REGIONS.join(","),
+        "--count",
+        "12",
+        "--start-delay",
+        "1",
+        "--secret",
+        "PUSHER_APP_SECRET=ssm:/cable-loadtest/pusher-secret",
+        "--out",
+        out,
+        "--title",
+        "moto run",
+        // Above the estimate: the run goes on, and says what it cost.
+        "--max-cost",
+        "100",
+      ],
       moto.env,
       work,
     ).finally(() => workers.stop());
@@ -163,18 +181,75 @@ describe("cable-fanout run against moto", () => {
     // All 24 tasks passed the ready barrier; their first virtual users came 40 ms after the common start.
     expect(report).toContain("Ready barrier: 24 of 24 task(s) ready after");
     expect(report).toContain("| eu-west-2 | 12/12 | +40 ms | +40 ms | 0 ms | – |");
+    // The plan's estimate, before the first RunTask, kept in fanout.json and in report.md.
+    expect(result.stderr.indexOf("plan: 12 task(s) in each of eu-west-2, us-east-1 (24 in all)")).toBeGreaterThan(-1);
+    expect(result.stderr.indexOf("  cost: about $")).toBeLessThan(result.stderr.indexOf("run "));
+    expect(record.estimate).toMatchObject({ cpu: 4096, memoryMiB: 8192, peakUsersPerTask: 4000, workload: "chat", pricesAsOf: expect.stringMatching(/^\d{4}-\d\d-\d\d$/) });
+    expect(record.estimate.usd).toBeGreaterThan(0);
+    expect(report).toContain("### Cost");
+    expect(report).toMatch(new RegExp(`\\| Estimate before the run \\| 24 \\| 24 × [\\d.]+ min \\| \\$${record.estimate.usd.toFixed(2)} \\|`));
   }, 120_000);
 
+  const countTasks = async (region: string) => {
+    let n = 0;
+    const stack = stacks.find((s) => s.region === region)!;
+    for await (const page of paginateListTasks({ client: new ECSClient({ region }) }, { cluster: stack.clusterArn })) n += page.taskArns?.length ?? 0;
+    return n;
+  };
+
+  it("plan prints the block for two regions, from the stacks' size, quotas and subnets, and starts nothing", async () => {
+    const before = await Promise.all(REGIONS.map(countTasks));
+    const out = path.join(work, "planned");
+    const result = await cli(["plan", path.join(ROOT, "scenarios/pubsub-rooms.yml"), "--regions", REGIONS.join(","), "--count", "3", "--out", out], moto.env, work);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split("\n");
+    expect(lines[0]).toBe("plan: 3 task(s) in each of eu-west-2, us-east-1 (6 in all), 4 vCPU / 8 GiB each (stack), on-demand");
+    expect(result.stdout).toContain("users: about 4,000 at once per task at the peak (6,500 arrive over 90 s; a user stays about 40 s), 24,000 in all; workload: chat");
+    expect(result.stdout).toMatch(/one 4 vCPU task holds about [\d,]+ chat users/);
+    // moto serves no Fargate quota: said, not guessed; its subnets' free addresses are read.
+    expect(result.stdout).toMatch(/eu-west-2: 3 task\(s\), 12 vCPU; on-demand quota unknown; [\d,]+ addresses free; \$\d+\.\d\d/);
+    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d for about \d+ min a task/);
+    expect(result.stdout).toContain("not checked: eu-west-2: Fargate On-Demand vCPU quota:");
+    expect(result.stderr).toContain("warning: region eu-west-2: could not read the Fargate On-Demand vCPU quota");
+    expect(result.stdout.trim().split("\n").at(-1)).toBe("plan: nothing was started");
+    expect(await Promise.all(REGIONS.map(countTasks))).toEqual(before);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it("--max-cost below the estimate refuses with exit 2 before anything is uploaded or started", async () => {
+    const before = await Promise.all(REGIONS.map(countTasks));
+    const out = path.join(work, "too-dear");
+    const result = await cli(
+      ["run", path.join(ROOT, "scenarios/pubsub-rooms.yml"), "--regions", REGIONS.join(","), "--count", "50", "--secret", "PUSHER_APP_SECRET=ssm:/cable-loadtest/pusher-secret", "--out", out, "--max-cost", "0.50"],
+      moto.env,
+      work,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/cable-fanout: not starting any task: the estimate \$\d+\.\d\d is above --max-cost \$0\.50/);
+    expect(result.stderr).not.toContain("bundled ");
+    expect(await Promise.all(REGIONS.map(countTasks))).toEqual(before);
+    expect(existsSync(out)).toBe(false);
+    // Above the asking threshold, where nobody can answer (no terminal), a run needs --yes.
+    const unasked = await cli(["run", path.join(ROOT, "scenarios/soak.yml"), "--regions", REGIONS.join(","), "--count", "200", "--out", out], moto.env, work);
+    expect(unasked.code).toBe(2);
+    expect(unasked.stderr).toMatch(/not starting any task: the estimate \$[\d,]+\.\d\d is above \$25\.00; add --yes, or --max-cost <usd>, to start it without asking/);
+    expect(await Promise.all(REGIONS.map(countTasks))).toEqual(before);
+  });
+
+  it("plan without a reachable account still prices the run, and says what it could not check", async () => {
+    const result = await cli(["plan", path.join(ROOT, "scenarios/soak.yml"), "--regions", "eu-west-2", "--count", "2", "--cpu", "2048", "--memory", "4096"], { ...moto.env, AWS_ENDPOINT_URL: "http://127.0.0.1:9", AWS_MAX_ATTEMPTS: "1" }, work);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("plan: 2 task(s) in each of eu-west-2 (2 in all), 2 vCPU / 4 GiB each (flags), on-demand");
+    expect(result.stdout).toContain("eu-west-2: 2 task(s), 4 vCPU; quota not checked; addresses not checked;");
+    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d for about 33 min a task/);
+    expect(result.stdout).toMatch(/not checked: the regions could not be reached, so no quota, address or stack size was read \(region eu-west-2: DescribeStacks CableLoadtest-eu-west-2 failed: /);
+  });
+
   it("names a region that is not deployed and the command that fixes it, and starts nothing", async () => {
-    const countTasks = async () => {
-      let n = 0;
-      for await (const page of paginateListTasks({ client: new ECSClient({ region: "eu-west-2" }) }, { cluster: stacks[0].clusterArn })) n += page.taskArns?.length ?? 0;
-      return n;
-    };
-    const before = await countTasks();
+    const before = await countTasks("eu-west-2");
     const result = await cli(["run", path.join(ROOT, "scenarios/chat.yml"), "--regions", "eu-west-2,ap-south-1", "--out", path.join(work, "undeployed")], moto.env, work);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("cable-fanout: region ap-south-1 is not deployed (no CloudFormation stack CableLoadtest-ap-south-1); deploy it with: cd infra && npx cdk deploy -c regions=ap-south-1 CableLoadtest-ap-south-1");
-    expect(await countTasks()).toBe(before);
+    expect(await countTasks("eu-west-2")).toBe(before);
   });
 });

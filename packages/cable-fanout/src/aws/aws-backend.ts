@@ -1,5 +1,7 @@
 // Fargate tasks in each region's CableLoadtest-<region> stack; the bundle and results in its bucket.
 import { CloudFormationClient } from "@aws-sdk/client-cloudformation";
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { EC2Client } from "@aws-sdk/client-ec2";
 import { DescribeTasksCommand, ECSClient, type Task, RunTaskCommand, StopTaskCommand, paginateListTasks, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -7,7 +9,7 @@ import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
-import { type Backend, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import pLimit from "p-limit";
@@ -16,7 +18,7 @@ import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from 
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { uploadBundle } from "../store.js";
 import { describeRegionStack, type RegionStack } from "./discovery.js";
-import { checkFargateQuota, checkSecrets } from "./preflight.js";
+import { checkSecrets, judgeQuotas, readQuotaFacts, readFreeAddresses } from "./preflight.js";
 
 /**
  * Fargate needs a minute or two to pull a large image: the ready barrier waits up to 10 minutes for
@@ -53,6 +55,8 @@ export interface AwsClients {
   ssm: SSMClient;
   secretsManager: SecretsManagerClient;
   serviceQuotas: ServiceQuotasClient;
+  cloudWatch: CloudWatchClient;
+  ec2: EC2Client;
 }
 
 export interface AwsBackendOptions {
@@ -69,6 +73,8 @@ export const defaultClients = (region: string): AwsClients => ({
   ssm: new SSMClient({ region }),
   secretsManager: new SecretsManagerClient({ region }),
   serviceQuotas: new ServiceQuotasClient({ region }),
+  cloudWatch: new CloudWatchClient({ region }),
+  ec2: new EC2Client({ region }),
 });
 
 export class AwsBackend implements Backend {
@@ -119,12 +125,28 @@ export class AwsRegion implements Region {
     return ms;
   }
 
-  async preflight(plan: Preflight): Promise<string[]> {
-    const [secrets, quota] = await Promise.all([
+  async preflight(plan: Preflight): Promise<PreflightResult> {
+    const cpu = plan.cpu ?? this.stack.taskCpu;
+    const memoryMiB = plan.memory ?? this.stack.taskMemory;
+    const [secrets, quotas, addresses] = await Promise.all([
       checkSecrets(this.clients, this.name, plan.secretRefs, this.retry.log),
-      checkFargateQuota(this.clients.serviceQuotas, this.name, plan, this.stack.taskCpu, this.retry.log),
+      readQuotaFacts(this.clients),
+      readFreeAddresses(this.clients.ec2, this.stack.subnetIds),
     ]);
-    return [...secrets, ...quota];
+    const unchecked = quotas.flatMap((q) => (q.unread ? [`${q.kind === "spot" ? "Fargate Spot" : "Fargate On-Demand"} vCPU quota: ${q.unread}`] : []));
+    const capacity = plan.spotOnly ? "spot-only" : plan.spot ? "spot" : "on-demand";
+    const quota = cpu === undefined ? { problems: [], warnings: [] } : judgeQuotas(this.name, quotas, { tasks: plan.count, cpu, capacity });
+    if (cpu === undefined) unchecked.push("the task's CPU (the stack gives none, and no --cpu): the quota was not compared");
+    const problems = [...secrets, ...quota.problems];
+    if (addresses.free === undefined) unchecked.push(`free addresses in the task subnets: ${addresses.error}`);
+    else if (addresses.free < plan.count) {
+      problems.push(`region ${this.name}: ${plan.count} task(s) need an address each, and the task subnets (${this.stack.subnetIds.join(", ")}) have ${addresses.free} free; run fewer tasks or give the stack larger subnets`);
+    }
+    return {
+      problems,
+      warnings: quota.warnings,
+      facts: { cpu, memoryMiB, quotas, ...(addresses.free !== undefined ? { freeAddresses: addresses.free } : {}), publicIp: this.stack.assignPublicIp === "ENABLED", unchecked },
+    };
   }
 
   get name(): string {
@@ -264,7 +286,17 @@ export class AwsRegion implements Region {
     const taskId = taskIdOf(ref);
     const status = task.lastStatus ?? "PROVISIONING";
     const phase = status === "STOPPED" || status === "DELETED" ? "stopped" : ["PROVISIONING", "PENDING", "ACTIVATING"].includes(status) ? "pending" : "running";
-    const snapshot: TaskSnapshot = { ref, taskId, phase, log: this.logOf(taskId) };
+    const snapshot: TaskSnapshot = {
+      ref,
+      taskId,
+      phase,
+      log: this.logOf(taskId),
+      billing: {
+        capacity: task.capacityProviderName === "FARGATE_SPOT" ? "FARGATE_SPOT" : "FARGATE",
+        ...(task.pullStartedAt ? { pullStartedAt: task.pullStartedAt.getTime() } : {}),
+        ...(task.stoppedAt ? { stoppedAt: task.stoppedAt.getTime() } : {}),
+      },
+    };
     if (phase === "stopped") {
       const container = task.containers?.find((c) => c.name === this.stack.containerName);
       snapshot.exitCode = container?.exitCode ?? null;

@@ -1,6 +1,6 @@
 // A region's deployment, from the outputs of its CableLoadtest-<region> stack (cable-infra's contract).
 import { type CloudFormationClient, DescribeStacksCommand, type Stack } from "@aws-sdk/client-cloudformation";
-import { OUTPUT_KEYS, type OutputKey, stackNameFor } from "cable-infra/contract";
+import { OUTPUT_KEYS, type OutputKey, stackNameFor, TASK_MEMORY_OUTPUT } from "cable-infra/contract";
 import { FanoutInputError } from "../errors.js";
 
 export interface RegionStack {
@@ -15,8 +15,10 @@ export interface RegionStack {
   logGroupName: string;
   /** awslogs' stream prefix: a task's stream is `<prefix>/<container>/<task id>`. */
   logStreamPrefix: string;
-  /** Task CPU units, for the Fargate vCPU quota check. */
+  /** Task CPU units, for the Fargate vCPU quota check and the cost. */
   taskCpu?: number;
+  /** Task memory (MiB), for the cost; stacks deployed before it was an output lack it. */
+  taskMemory?: number;
 }
 
 /** Stack states in which its resources exist and match its outputs. */
@@ -43,6 +45,7 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
   if (missing.length > 0) throw new FanoutInputError(`region ${region}: stack ${name} lacks the outputs ${missing.join(", ")} (deployed by an older version?); redeploy it with: ${deployHint(region)}`);
   const get = (key: OutputKey) => outputs.get(key)!;
   const cpu = Number(get("TaskCpu"));
+  const memory = Number(outputs.get(TASK_MEMORY_OUTPUT));
   return {
     region,
     clusterArn: get("ClusterArn"),
@@ -55,5 +58,6 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
     logGroupName: get("LogGroupName"),
     logStreamPrefix: get("LogStreamPrefix"),
     ...(Number.isFinite(cpu) && cpu > 0 ? { taskCpu: cpu } : {}),
+    ...(Number.isFinite(memory) && memory > 0 ? { taskMemory: memory } : {}),
   };
 }

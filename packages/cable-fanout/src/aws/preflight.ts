@@ -1,16 +1,20 @@
 // Before any task starts: every named secret exists in this region (tasks read secrets by name in
-// their own region), and the run fits the region's Fargate vCPU quota. Each problem is one line
+// their own region), the run fits the region's Fargate vCPU quotas beside what already runs there,
+// and its subnets have an address for every task. Each problem is one line
 // naming the region and what to do; nothing here reads a secret's value.
 import { DescribeSecretCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { GetServiceQuotaCommand, type ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { type CloudWatchClient, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
+import { DescribeSubnetsCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { GetAWSDefaultServiceQuotaCommand, GetServiceQuotaCommand, type ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { DescribeParametersCommand, type SSMClient } from "@aws-sdk/client-ssm";
 import { FARGATE_VCPU_QUOTA, SECRETS_MANAGER_SCHEME } from "cable-infra/contract";
-import type { Preflight } from "../backend.js";
+import type { QuotaFact } from "../backend.js";
 
 export interface PreflightClients {
   ssm: SSMClient;
   secretsManager: SecretsManagerClient;
   serviceQuotas: ServiceQuotasClient;
+  cloudWatch: CloudWatchClient;
 }
 
 const ARN = /^arn:[^:]+:(ssm|secretsmanager):([^:]*):\d*:(?:parameter|secret:)(.+)$/;
@@ -67,23 +71,128 @@ export async function checkSecrets(clients: PreflightClients, region: string, re
   return problems;
 }
 
-/** The Fargate vCPU quota check: a problem line when the run asks for more vCPUs than the quota; unknown quotas only warn. */
-export async function checkFargateQuota(client: ServiceQuotasClient, region: string, plan: Preflight, taskCpu: number | undefined, warn: (line: string) => void): Promise<string[]> {
-  const cpu = plan.cpu ?? taskCpu;
-  if (cpu === undefined) return [];
-  const code = plan.spot ? FARGATE_VCPU_QUOTA.spot : FARGATE_VCPU_QUOTA.onDemand;
-  const kind = plan.spot ? "Fargate Spot" : "Fargate On-Demand";
-  const wanted = (plan.count * cpu) / 1024;
-  let quota: number | undefined;
+/** What the region says about its Fargate vCPUs: both quotas, each with its current use. */
+export async function readQuotaFacts(clients: Pick<PreflightClients, "serviceQuotas" | "cloudWatch">, now: number = Date.now()): Promise<QuotaFact[]> {
+  const usage = await readFargateUsage(clients.cloudWatch, now);
+  return Promise.all(
+    (["on-demand", "spot"] as const).map(async (kind): Promise<QuotaFact> => {
+      const code = kind === "spot" ? FARGATE_VCPU_QUOTA.spot : FARGATE_VCPU_QUOTA.onDemand;
+      const base = { kind, code, ...(usage.byKind ? { inUse: usage.byKind[kind] } : {}) };
+      const unread = usage.error ? [`current use: ${usage.error}`] : [];
+      try {
+        const value = (await clients.serviceQuotas.send(new GetServiceQuotaCommand({ ServiceCode: "fargate", QuotaCode: code }))).Quota?.Value;
+        if (value !== undefined) return { ...base, quota: value, from: "applied", ...(unread.length ? { unread: unread.join("; ") } : {}) };
+      } catch (err) {
+        // A quota never adjusted may have no applied value (NoSuchResourceException): its default is the quota.
+        if ((err as Error).name !== "NoSuchResourceException") unread.push(`applied quota: ${(err as Error).name}`);
+      }
+      try {
+        const value = (await clients.serviceQuotas.send(new GetAWSDefaultServiceQuotaCommand({ ServiceCode: "fargate", QuotaCode: code }))).Quota?.Value;
+        if (value !== undefined) return { ...base, quota: value, from: "default", ...(unread.length ? { unread: unread.join("; ") } : {}) };
+        unread.push("default quota: no value");
+      } catch (err) {
+        unread.push(`default quota: ${(err as Error).name}`);
+      }
+      return { ...base, from: "unknown", unread: unread.join("; ") };
+    }),
+  );
+}
+
+/** Fargate's usage metrics (Amazon ECS Developer Guide, "AWS Fargate usage metrics"): vCPUs running, by class. */
+const USAGE_CLASS = { "on-demand": "Standard/OnDemand", spot: "Standard/Spot" } as const;
+
+async function readFargateUsage(cloudWatch: CloudWatchClient, now: number): Promise<{ byKind?: Record<"on-demand" | "spot", number>; error?: string }> {
+  const query = (id: string, cls: string) => ({
+    Id: id,
+    MetricStat: {
+      Metric: {
+        Namespace: "AWS/Usage",
+        MetricName: "ResourceCount",
+        Dimensions: [
+          { Name: "Service", Value: "Fargate" },
+          { Name: "Type", Value: "Resource" },
+          { Name: "Resource", Value: "vCPU" },
+          { Name: "Class", Value: cls },
+        ],
+      },
+      Period: 60,
+      Stat: "Maximum",
+    },
+  });
   try {
-    quota = (await client.send(new GetServiceQuotaCommand({ ServiceCode: "fargate", QuotaCode: code }))).Quota?.Value;
+    const out = await cloudWatch.send(
+      new GetMetricDataCommand({
+        // The last ten minutes: the metric is published every minute, and a quiet account publishes nothing.
+        StartTime: new Date(now - 10 * 60_000),
+        EndTime: new Date(now),
+        ScanBy: "TimestampDescending",
+        MetricDataQueries: [query("ondemand", USAGE_CLASS["on-demand"]), query("spot", USAGE_CLASS.spot)],
+      }),
+    );
+    const latest = (id: string) => out.MetricDataResults?.find((r) => r.Id === id)?.Values?.[0] ?? 0;
+    return { byKind: { "on-demand": latest("ondemand"), spot: latest("spot") } };
   } catch (err) {
-    warn(`region ${region}: could not read the ${kind} vCPU quota (${(err as Error).name}); RunTask will say if ${wanted} vCPU is too much`);
-    return [];
+    return { error: (err as Error).name };
   }
-  if (quota === undefined || wanted <= quota) return [];
-  return [
-    `region ${region}: ${plan.count} task(s) × ${cpu / 1024} vCPU = ${wanted} vCPU exceed the ${kind} vCPU quota of ${quota} (tasks already running count too); ` +
-      `ask for more: aws service-quotas request-service-quota-increase --region ${region} --service-code fargate --quota-code ${code} --desired-value ${Math.ceil(wanted)}, or run fewer or smaller tasks (--count, --cpu/--memory)`,
-  ];
+}
+
+export interface QuotaWant {
+  tasks: number;
+  /** Task CPU units. */
+  cpu: number;
+  capacity: "on-demand" | "spot" | "spot-only";
+}
+
+const free = (q: QuotaFact | undefined) => (q?.quota === undefined ? undefined : Math.max(0, q.quota - (q.inUse ?? 0)));
+const kindName = (kind: QuotaFact["kind"]) => (kind === "spot" ? "Fargate Spot" : "Fargate On-Demand");
+const raise = (region: string, q: QuotaFact, wanted: number) =>
+  `aws service-quotas request-service-quota-increase --region ${region} --service-code fargate --quota-code ${q.code} --desired-value ${Math.ceil((q.inUse ?? 0) + wanted)}`;
+
+/**
+ * Whether the region's quotas hold the run: its vCPUs beside those already running. With --spot the
+ * tasks Spot cannot place start on-demand, so both quotas together must hold them.
+ */
+export function judgeQuotas(region: string, quotas: QuotaFact[], want: QuotaWant): { problems: string[]; warnings: string[] } {
+  const wanted = (want.tasks * want.cpu) / 1024;
+  const onDemand = quotas.find((q) => q.kind === "on-demand");
+  const spot = quotas.find((q) => q.kind === "spot");
+  const what = `${want.tasks} task(s) × ${want.cpu / 1024} vCPU = ${wanted} vCPU`;
+  const use = (q: QuotaFact) => `${q.inUse ?? 0} in use of ${q.quota}${q.from === "default" ? " (the default: never adjusted)" : ""}`;
+  const fewer = "or run fewer or smaller tasks (--count, --cpu/--memory)";
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const unknown = (q: QuotaFact | undefined, kind: QuotaFact["kind"]) =>
+    warnings.push(`region ${region}: could not read the ${kindName(kind)} vCPU quota (${q?.unread ?? "no answer"}); RunTask will say if ${wanted} vCPU is too much`);
+  const primary = want.capacity === "on-demand" ? onDemand : spot;
+  const primaryFree = free(primary);
+  if (primaryFree === undefined) {
+    unknown(primary, want.capacity === "on-demand" ? "on-demand" : "spot");
+    return { problems, warnings };
+  }
+  if (wanted <= primaryFree) return { problems, warnings };
+  const p = primary!;
+  if (want.capacity !== "spot") {
+    problems.push(`region ${region}: ${what} exceed the ${kindName(p.kind)} vCPU quota's free ${primaryFree} (${use(p)}); ask for more: ${raise(region, p, wanted)}, ${fewer}`);
+    return { problems, warnings };
+  }
+  const fallbackFree = free(onDemand);
+  if (fallbackFree !== undefined && primaryFree + fallbackFree >= wanted) {
+    warnings.push(`region ${region}: the Fargate Spot quota holds ${Math.floor(primaryFree / (want.cpu / 1024))} of ${want.tasks} task(s) (${use(p)}); the rest would start on-demand (${use(onDemand!)})`);
+    return { problems, warnings };
+  }
+  if (fallbackFree === undefined) unknown(onDemand, "on-demand");
+  problems.push(
+    `region ${region}: ${what} exceed the free Fargate Spot vCPUs (${primaryFree}: ${use(p)})${fallbackFree === undefined ? "" : ` and the on-demand fallback's (${fallbackFree}: ${use(onDemand!)})`}; ask for more: ${raise(region, p, wanted)}, ${fewer}`,
+  );
+  return { problems, warnings };
+}
+
+/** Free addresses in the subnets the tasks take: every Fargate task holds one (awsvpc). */
+export async function readFreeAddresses(ec2: EC2Client, subnetIds: string[]): Promise<{ free?: number; error?: string }> {
+  try {
+    const out = await ec2.send(new DescribeSubnetsCommand({ SubnetIds: subnetIds }));
+    return { free: (out.Subnets ?? []).reduce((n, s) => n + (s.AvailableIpAddressCount ?? 0), 0) };
+  } catch (err) {
+    return { error: (err as Error).name };
+  }
 }

@@ -5,7 +5,10 @@ import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
 import { BUNDLE_ROOT_HELP } from "../bundle-root.js";
 import { FanoutInputError } from "../errors.js";
-import { parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
+import { costFlags, parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
+import { askAtTerminal } from "../plan/ask.js";
+import { usd } from "../plan/estimate.js";
+import { ASK_ABOVE_USD } from "../plan/launch.js";
 import { LineProgress } from "../progress.js";
 import { CAPACITY_EXIT, runCapacity } from "./controller.js";
 import { checkRefine, checkStair } from "./plan.js";
@@ -92,6 +95,8 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario, as for `run`; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--start-delay <duration>", "how far ahead each run's common start is set")
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
+    .option("--max-cost <usd>", "refuse a segment whose cost estimate is higher (the first segment's plan is printed and guarded)")
+    .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`)
     .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = hooks.makeBackend(flags);
@@ -141,6 +146,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             vary,
             ...(users !== undefined ? { users } : {}),
             ...(refine !== undefined ? { refine } : {}),
+            ...costFlags(o),
             minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
             serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
           },
@@ -151,6 +157,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             sleep: hooks.sleep,
             log: hooks.log,
             abort,
+            ...askAtTerminal(),
             // Plain lines, not a spinner: the search prints its own progress line between the runs' ones.
             progress: (clock) => new LineProgress(hooks.log, { ...clock, now: Date.now }),
           },

@@ -52,6 +52,8 @@ export interface CapacityDeps {
   /** Ctrl-C: ends the search at once, with what was judged so far. */
   abort: AbortController;
   progress: RunDeps["progress"];
+  /** Asks before a costly first segment (RunDeps.ask). */
+  ask?: RunDeps["ask"];
 }
 
 export interface CapacityResult {
@@ -261,6 +263,8 @@ async function runSegment(search: Search, segment: Segment): Promise<SegmentOutc
     minReadyPct: options.minReadyPct ?? 100,
     // Start delay, the stair, the users' last listen and the upload, with room to spare.
     maxDurationMs: (deps.backend.timing.startDelayMs ?? 0) + (plan.totalS + 180) * 1000,
+    // The first segment shows the plan and is guarded; the search's later ones, allowed by then, only run.
+    plan: search.runs.length === 0 ? "block" : "quiet",
   });
   const watched = await watchSegment(search, run, plan.steps, segment);
   const unjudged = watched.judged < plan.steps.length;
@@ -411,6 +415,7 @@ class SegmentRun {
       progress: deps.progress,
       newRunId: () => (this.runId = newRunId(deps.now())),
       onFeed: (feed) => (this.feed = feed),
+      ...(deps.ask ? { ask: deps.ask } : {}),
     });
     this.settled = this.run.then(
       () => (this.finished = true),

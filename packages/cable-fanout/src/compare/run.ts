@@ -65,7 +65,17 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
     try {
       const { targets: _t, pauseMs: _p, compareId: _c, regressionThreshold: _r, ...runOptions } = options;
       const result = await runFanout(
-        { ...runOptions, outDir: dir, target: target.url, runId: target.name, serverMetricsUrl: target.serverMetricsUrl, title: `${options.title ?? "Servers compared"}: ${target.name}` },
+        {
+          ...runOptions,
+          outDir: dir,
+          target: target.url,
+          runId: target.name,
+          serverMetricsUrl: target.serverMetricsUrl,
+          title: `${options.title ?? "Servers compared"}: ${target.name}`,
+          // The first server's run shows the plan and guards the whole comparison's cost; the others only run.
+          runsInAll: options.targets.length,
+          plan: i === 0 ? "block" : "quiet",
+        },
         deps,
       );
       servers.push({ name: target.name, runDir: result.runDir, exitCode: result.exitCode });

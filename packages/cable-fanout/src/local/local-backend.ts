@@ -5,7 +5,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, 
 import path from "node:path";
 import { formatSlice, SECRET_ENV, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
-import { type Backend, type Preflight, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, LOCAL_PREFLIGHT, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { regionNameProblem } from "../region-names.js";
@@ -80,8 +80,8 @@ class LocalRegion implements Region {
   }
 
   /** Local secrets come from this environment (checked when parsed); there is no quota. */
-  async preflight(_plan: Preflight): Promise<string[]> {
-    return [];
+  async preflight(_plan: Preflight): Promise<PreflightResult> {
+    return LOCAL_PREFLIGHT;
   }
 
   uploadBundle(runId: string, bundle: Bundle): Promise<void> {

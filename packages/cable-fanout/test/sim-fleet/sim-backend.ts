@@ -4,7 +4,7 @@
 // live files and collect all go through the real code; only the tasks are simulated.
 import path from "node:path";
 import { LocalStore } from "cable-worker/local-store";
-import type { Backend, Preflight, Region, StartOptions, StartOutcome, TaskSnapshot, Timing } from "../../src/backend";
+import { type Backend, LOCAL_PREFLIGHT, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing } from "../../src/backend";
 import type { Bundle } from "../../src/bundle";
 import { uploadBundle } from "../../src/store";
 import type { SimClock } from "./sim-clock";
@@ -95,8 +95,8 @@ export class SimRegion implements Region {
     return this.options.clock.now();
   }
 
-  async preflight(_plan: Preflight): Promise<string[]> {
-    return [];
+  async preflight(_plan: Preflight): Promise<PreflightResult> {
+    return LOCAL_PREFLIGHT;
   }
 
   uploadBundle(runId: string, bundle: Bundle): Promise<void> {

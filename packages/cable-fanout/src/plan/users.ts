@@ -1,0 +1,174 @@
+// How many users a task carries at once, worked out from the script before anything runs: the
+// arrivals its phases make, second by second, each staying as long as its flow lasts (the sum of
+// its `think`s and `listen`s, loops multiplied out). Every task runs the whole script, so this is a
+// task's peak, and the report's "peak connections" of one task should read about the same.
+import { durationToMs } from "../scenario.js";
+import type { Workload } from "./task-capacity.js";
+
+type Json = Record<string, unknown>;
+const isRecord = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+
+export interface UsersEstimate {
+  /** Users at once in one task at the phases' peak; an upper bound when `flowSeconds` is unknown. */
+  peak: number;
+  /** Users the phases start in one task. */
+  arrivals: number;
+  /** How long a user's flow lasts (weighted over the scenarios); undefined when some step's length cannot be known. */
+  flowSeconds: number | undefined;
+  /** The phases' length. */
+  phasesSeconds: number;
+  /** "listen": users connect and listen; "chat": users also send, over and over (a send inside a loop). */
+  workload: Workload;
+  /** Messages a user sends a second over its flow (0 for listeners). */
+  sendsPerUserSecond: number;
+}
+
+/** Why the users of a script cannot be counted (a templated rate, no phases), as one line. */
+export class UsersUnknown extends Error {
+  override name = "UsersUnknown";
+}
+
+const SENDS = new Set(["perform", "publish", "whisper", "trigger"]);
+
+/**
+ * The script's config (after --overrides and -e) and its scenarios: peak users per task. Throws
+ * UsersUnknown when the phases cannot be read (a templated arrival rate).
+ */
+export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate {
+  const variables = isRecord(config.variables) ? config.variables : {};
+  const perSecond = arrivalsPerSecond(config.phases, variables);
+  const flows = scenarios.filter(isRecord).map((s) => ({ weight: typeof s.weight === "number" && s.weight > 0 ? s.weight : 1, steps: Array.isArray(s.flow) ? s.flow : [] }));
+  const totalWeight = flows.reduce((n, f) => n + f.weight, 0) || 1;
+  let flowSeconds: number | undefined = 0;
+  let sends = 0;
+  let looped = false;
+  for (const flow of flows) {
+    const walk = walkSteps(flow.steps, variables, 1);
+    flowSeconds = flowSeconds === undefined || walk.seconds === undefined ? undefined : flowSeconds + (walk.seconds * flow.weight) / totalWeight;
+    sends += (walk.sends * flow.weight) / totalWeight;
+    looped ||= walk.loopedSend;
+  }
+  const arrivals = perSecond.reduce((n, a) => n + a, 0);
+  const peak = flowSeconds === undefined ? arrivals : peakWithin(perSecond, Math.max(1, Math.ceil(flowSeconds)));
+  return {
+    peak: Math.round(peak),
+    arrivals: Math.round(arrivals),
+    flowSeconds,
+    phasesSeconds: perSecond.length,
+    workload: looped ? "chat" : "listen",
+    sendsPerUserSecond: flowSeconds ? sends / flowSeconds : 0,
+  };
+}
+
+/** Arrivals in each second of the phases (Artillery's arrivalRate, rampTo, arrivalCount and pause). */
+export function arrivalsPerSecond(phases: unknown, variables: Json = {}): number[] {
+  if (!Array.isArray(phases) || phases.length === 0) throw new UsersUnknown("the script has no config.phases");
+  const out: number[] = [];
+  phases.forEach((phase, i) => {
+    if (!isRecord(phase)) throw new UsersUnknown(`config.phases[${i}] is not a phase`);
+    const number = (field: string): number | undefined => {
+      const value = resolve(phase[field], variables);
+      if (value === undefined) return undefined;
+      const n = typeof value === "number" ? value : Number(value);
+      if (!Number.isFinite(n) || n < 0) throw new UsersUnknown(`config.phases[${i}].${field} is not a number ("${String(phase[field])}")`);
+      return n;
+    };
+    const seconds = (field: string) => {
+      const ms = durationToMs(resolve(phase[field], variables));
+      if (ms === undefined) throw new UsersUnknown(`config.phases[${i}].${field} is not a duration ("${String(phase[field])}")`);
+      return Math.round(ms / 1000);
+    };
+    if (phase.pause !== undefined) {
+      for (let s = seconds("pause"); s > 0; s--) out.push(0);
+      return;
+    }
+    const duration = seconds("duration");
+    const rate = number("arrivalRate");
+    const count = number("arrivalCount");
+    const rampTo = number("rampTo");
+    for (let s = 0; s < duration; s++) {
+      if (count !== undefined) out.push(count / Math.max(1, duration));
+      else if (rampTo !== undefined) out.push((rate ?? 0) + ((rampTo - (rate ?? 0)) * (s + 0.5)) / duration);
+      else out.push(rate ?? 0);
+    }
+  });
+  return out;
+}
+
+/** The most arrivals in any `window` seconds: users at once when each stays `window` seconds. */
+export function peakWithin(perSecond: number[], window: number): number {
+  let inWindow = 0;
+  let peak = 0;
+  for (let s = 0; s < perSecond.length; s++) {
+    inWindow += perSecond[s];
+    if (s >= window) inWindow -= perSecond[s - window];
+    peak = Math.max(peak, inWindow);
+  }
+  return peak;
+}
+
+/**
+ * A value as Artillery will see it: `{{ name }}` from config.variables (a list's largest number),
+ * `{{ $randomNumber(a, b) }}` as its mean, inside a string too ("{{ interval_ms }}ms"); undefined
+ * when some template cannot be known before the run.
+ */
+function resolve(value: unknown, variables: Json): unknown {
+  if (typeof value !== "string" || !value.includes("{{")) return value;
+  const one = (expr: string): unknown => {
+    const random = /^\$randomNumber\(\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\)$/.exec(expr);
+    if (random) return (Number(random[1]) + Number(random[2])) / 2;
+    if (!/^[A-Za-z_][\w]*$/.test(expr)) return undefined;
+    const found = variables[expr];
+    if (!Array.isArray(found)) return found;
+    const numbers = found.map(Number).filter(Number.isFinite);
+    return numbers.length > 0 ? Math.max(...numbers) : undefined;
+  };
+  const whole = /^\s*\{\{\s*(.+?)\s*\}\}\s*$/.exec(value);
+  if (whole) return one(whole[1]);
+  let unknown = false;
+  const text = value.replace(/\{\{\s*(.+?)\s*\}\}/g, (_m, expr: string) => {
+    const v = one(expr);
+    if (typeof v !== "number" && typeof v !== "string") unknown = true;
+    return String(v);
+  });
+  return unknown ? undefined : text;
+}
+
+interface Walk {
+  seconds: number | undefined;
+  sends: number;
+  loopedSend: boolean;
+}
+
+function walkSteps(steps: unknown[], variables: Json, times: number): Walk {
+  let seconds: number | undefined = 0;
+  let sends = 0;
+  let loopedSend = false;
+  const add = (s: number | undefined) => (seconds = seconds === undefined || s === undefined ? undefined : seconds + s);
+  for (const step of steps) {
+    if (!isRecord(step)) continue;
+    if (Array.isArray(step.loop)) {
+      const over = resolve(step.over, variables);
+      const count = Array.isArray(over) ? over.length : Number(resolve(step.count, variables));
+      if (!Number.isFinite(count) || count < 0 || step.whileTrue !== undefined) {
+        add(undefined);
+        continue;
+      }
+      const inner = walkSteps(step.loop, variables, times * count);
+      add(inner.seconds === undefined ? undefined : inner.seconds * count);
+      sends += inner.sends * count;
+      loopedSend ||= inner.loopedSend || (count > 1 && inner.sends > 0);
+      continue;
+    }
+    if (step.think !== undefined) add(stepSeconds(step.think, variables));
+    else if (isRecord(step.listen)) add(stepSeconds(step.listen.for, variables));
+    const kind = Object.keys(step).find((k) => SENDS.has(k));
+    if (kind) sends += 1;
+  }
+  return { seconds, sends, loopedSend: loopedSend || (times > 1 && sends > 0) };
+}
+
+function stepSeconds(value: unknown, variables: Json): number | undefined {
+  const ms = durationToMs(resolve(value, variables));
+  return ms === undefined ? undefined : ms / 1000;
+}
