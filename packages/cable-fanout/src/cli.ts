@@ -261,7 +261,7 @@ function program(exit: (code: number) => void): Command {
       const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
       const backend = makeBackend(flags);
       const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
-      const outcome = await planCommand({ ...scenarioRunInput(scenario, o, flags, secrets) }, { backend, log: (line) => process.stdout.write(`${line}\n`) });
+      const outcome = await planCommand({ ...scenarioRunInput(scenario, o, flags, secrets) }, { backend, log: (line) => process.stdout.write(`${line}\n`), warn: log });
       exit(outcome.refusals.length > 0 ? EXIT.usage : EXIT.ok);
     });
 

@@ -12,7 +12,7 @@ export interface PlanOutcome {
   refusals: string[];
 }
 
-export async function planCommand(options: RunOptions, deps: { backend: Backend; log: (line: string) => void }): Promise<PlanOutcome> {
+export async function planCommand(options: RunOptions, deps: { backend: Backend; log: (line: string) => void; warn: (line: string) => void }): Promise<PlanOutcome> {
   const { backend } = deps;
   const timing = runTiming(backend, options);
   const overrides = effectiveOverrides(options);
@@ -31,7 +31,7 @@ export async function planCommand(options: RunOptions, deps: { backend: Backend;
   const facts = new Map<string, RegionFacts>(regions.map((r, i) => [r.name, checked[i].facts]));
   const plan = makePlan(planInput(options, backend.kind, scenario, overrides, { maxDurationMs: defaultMaxDuration(options, timing, scenario), startDelayMs: timing.startDelayMs }, facts, unreached));
   for (const line of plan.lines) deps.log(line);
-  for (const line of checked.flatMap((c) => c.warnings)) deps.log(`warning: ${line}`);
+  for (const line of checked.flatMap((c) => c.warnings)) deps.warn(`warning: ${line}`);
   const refusals = checked.flatMap((c) => c.problems);
   if (options.maxCostUsd !== undefined) {
     await guardCost(plan, { maxCostUsd: options.maxCostUsd }).catch((err: Error) => refusals.push(err.message.replace(/^not starting any task: /, "")));

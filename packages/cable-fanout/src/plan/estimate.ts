@@ -38,7 +38,7 @@ export interface RegionTasks {
 }
 
 export interface EstimateInput {
-  regions: RegionTasks[];
+  regions: readonly RegionTasks[];
   /** Task CPU units and memory (MiB). */
   cpu: number;
   memoryMiB: number;

@@ -159,7 +159,7 @@ export function makePlan(input: PlanInput): LaunchPlan {
       lines.push(`  one ${size.cpu / 1024} vCPU task holds about ${fmt(holds)} ${users.workload} users (measured ${TASK_CAPACITY.measuredOn}: ${TASK_CAPACITY.criterion}; ${TASK_CAPACITY.doc}): ${verdict}`);
       if (plan.suggestedCount !== input.count) {
         const factor = input.count / plan.suggestedCount;
-        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${factor >= 10 ? fmt(factor) : factor.toFixed(2)} (--overrides on config.phases)`);
+        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(2)).toLocaleString("en-US")} (--overrides on config.phases)`);
       }
       const smaller = smallestHolding(users.workload, users.peak);
       if (input.backend === "aws" && smaller && smaller.cpu < size.cpu) plan.smaller = smaller;
@@ -174,7 +174,7 @@ export function makePlan(input: PlanInput): LaunchPlan {
     plan.cost = cost;
     if (plan.smaller) {
       plan.smaller.cost = scaleCost(estimateCost({ regions, cpu: plan.smaller.cpu, memoryMiB: plan.smaller.memoryMiB, capacity: input.capacity, taskSeconds }), runs).total;
-      lines.push(`  a ${plan.smaller.cpu / 1024} vCPU / ${gib(plan.smaller.memoryMiB)} task holds ${fmt(plan.smaller.holds)}: --cpu ${plan.smaller.cpu} --memory ${plan.smaller.memoryMiB} would cost about ${usd(plan.smaller.cost)} instead`);
+      lines.push(`  a ${plan.smaller.cpu / 1024} vCPU / ${gib(plan.smaller.memoryMiB)} task holds ${fmt(plan.smaller.holds)}: --cpu ${plan.smaller.cpu} --memory ${plan.smaller.memoryMiB} would cost about ${usd(plan.smaller.cost)} instead of ${usd(cost.total)}`);
     }
     for (const region of input.regions) lines.push(`  ${regionLine(region, input, size.cpu, cost)}`);
     const parts = (pick: (r: CostEstimate["regions"][number]) => number) => usd(cost.regions.reduce((n, r) => n + pick(r), 0));

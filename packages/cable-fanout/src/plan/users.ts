@@ -67,8 +67,8 @@ export function arrivalsPerSecond(phases: unknown, variables: Json = {}): number
   phases.forEach((phase, i) => {
     if (!isRecord(phase)) throw new UsersUnknown(`config.phases[${i}] is not a phase`);
     const number = (field: string): number | undefined => {
+      if (phase[field] === undefined) return undefined;
       const value = resolve(phase[field], variables);
-      if (value === undefined) return undefined;
       const n = typeof value === "number" ? value : Number(value);
       if (!Number.isFinite(n) || n < 0) throw new UsersUnknown(`config.phases[${i}].${field} is not a number ("${String(phase[field])}")`);
       return n;
