@@ -1,5 +1,6 @@
 // The plan's pure parts: users per task from a script, the cost against hand-computed figures, the
 // block's suggestions, and the guard.
+import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { LOCAL_PREFLIGHT, type RegionFacts } from "../src/backend";
@@ -212,6 +213,19 @@ describe("the plan block", () => {
   it("a comparison's cost covers every server's run", () => {
     const one = makePlan(planOf()).cost!.total;
     expect(makePlan(planOf({ runsInAll: 3 })).cost!.total).toBeCloseTo(3 * one, 10);
+  });
+});
+
+describe("every scenario in scenarios/", () => {
+  const files = readdirSync(path.join(repo, "scenarios")).filter((f) => f.endsWith(".yml"));
+
+  it.each(files)("%s: users per task, its workload, and a suggested count from the measured capacity", (file) => {
+    const scenario = loadScenario(path.join(repo, "scenarios", file));
+    const plan = makePlan(planOf({ config: effectiveConfig(scenario), scenarios: scenario.scenarios, phasesMs: scenario.durationMs, count: 1, regions: ["eu-west-2"] }));
+    expect(plan.users!.peak, plan.lines.join("\n")).toBeGreaterThan(0);
+    expect(plan.holds).toBe(holdsPerTask(plan.users!.workload, 4096, 8192));
+    expect(plan.suggestedCount).toBe(Math.max(1, Math.ceil(plan.users!.peak / plan.holds!)));
+    expect(plan.cost!.total).toBeGreaterThan(0);
   });
 });
 
