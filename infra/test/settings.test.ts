@@ -35,6 +35,12 @@ describe("readAppSettings", () => {
     expect(() => from({ regions: "eu-west-2", vpcId: "my-vpc" })).toThrow("vpcId: is not a VPC id");
     expect(() => from({ regions: "eu-west-2", cpu: "3000" })).toThrow("invalid CDK context: cpu: 3000 is not a Fargate CPU size");
     expect(() => from({ regions: "eu-west-2", cpu: "256", memoryMiB: "8192" })).toThrow("invalid CDK context: memoryMiB: 8192 does not fit cpu 256");
+    expect(() => from({ regions: "eu-west-2", imageCompression: "lz4" })).toThrow("invalid CDK context: imageCompression: must be zstd or gzip");
+  });
+
+  it("takes the image's layer compression, left to the builder's kind when unset", () => {
+    expect(from({ regions: "eu-west-2", imageCompression: "gzip" }).stack.imageCompression).toBe("gzip");
+    expect(from({ regions: "eu-west-2" }).stack).not.toHaveProperty("imageCompression");
   });
 });
 

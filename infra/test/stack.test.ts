@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { App } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { buildApp } from "../src/cdk/app";
 import type { LoadtestStack } from "../src/cdk/loadtest-stack";
 import { OUTPUT_KEYS, TASK_MEMORY_OUTPUT } from "../src/contract";
@@ -183,6 +183,29 @@ describe("a region's stack", () => {
     for (const type of taggable) {
       london.allResourcesProperties(type, { Tags: Match.arrayWith([{ Key: "cable-loadtest:region", Value: "eu-west-2" }, { Key: "project", Value: "cable-loadtest" }]) });
     }
+  });
+});
+
+describe("the image asset", () => {
+  const dockerSource = (app: App) => {
+    const assembly = app.synth();
+    const manifest = JSON.parse(readFileSync(path.join(assembly.directory, `${stacks[0].stackName}.assets.json`), "utf8"));
+    return (Object.values(manifest.dockerImages) as Array<{ source: Record<string, unknown> }>)[0].source;
+  };
+
+  it("is built for linux/amd64 with zstd layers (BuildKit's image exporter), or with the builder's default when asked for gzip", () => {
+    // The builder's kind decides the default (image-build.ts); this is Docker's.
+    const builder = process.env.CDK_DOCKER;
+    delete process.env.CDK_DOCKER;
+    onTestFinished(() => {
+      if (builder !== undefined) process.env.CDK_DOCKER = builder;
+    });
+    const app = new App({ context: { regions: "eu-west-2" } });
+    buildApp(app, imageDir);
+    expect(dockerSource(app)).toMatchObject({ platform: "linux/amd64", dockerOutputs: ["type=image,compression=zstd,force-compression=true,oci-mediatypes=true"] });
+    const gzip = new App({ context: { regions: "eu-west-2", imageCompression: "gzip" } });
+    buildApp(gzip, imageDir);
+    expect(dockerSource(gzip).dockerOutputs).toBeUndefined();
   });
 });
 

@@ -10,6 +10,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { CONTAINER_NAME, SECRETS_PATH } from "../contract.js";
+import { imageBuildOutputs } from "./image-build.js";
 import type { ResultsBucket } from "./results-bucket.js";
 import type { StackSettings } from "./settings.js";
 
@@ -19,7 +20,7 @@ export const SYSTEM_CONTROLS: ReadonlyArray<readonly [string, string]> = [
   ["net.ipv4.tcp_tw_reuse", "1"],
 ];
 
-export interface LoadGeneratorProps extends Pick<StackSettings, "cpu" | "memoryMiB" | "logRetention" | "containerInsights"> {
+export interface LoadGeneratorProps extends Pick<StackSettings, "cpu" | "memoryMiB" | "logRetention" | "containerInsights" | "imageCompression"> {
   vpc: ec2.IVpc;
   /** Where tasks read bundles and write results; they are granted exactly that (ResultsBucket.grantWorker). */
   results: ResultsBucket;
@@ -61,7 +62,8 @@ export class LoadGenerator extends Construct {
     this.grantReadSecrets(this.taskDefinition.taskRole);
 
     this.container = this.taskDefinition.addContainer(CONTAINER_NAME, {
-      image: ecs.ContainerImage.fromAsset(props.imageDirectory, { platform: Platform.LINUX_AMD64 }),
+      // zstd layers where the builder keeps them (image-build.ts): smaller, and faster for Fargate to unpack.
+      image: ecs.ContainerImage.fromAsset(props.imageDirectory, { platform: Platform.LINUX_AMD64, outputs: imageBuildOutputs(props.imageCompression) }),
       // Set explicitly: moto (and some tooling) rejects a container without a container-level memory value.
       memoryLimitMiB: props.memoryMiB,
       essential: true,

@@ -2,6 +2,7 @@ import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { z } from "zod";
 import { FargateSizeError, assertFargateSize } from "../contract.js";
 import { formatIssues } from "cable-worker/contract";
+import type { ImageCompression } from "./image-build.js";
 
 /**
  * Everything the app reads from CDK context (`-c key=value` or cdk.json "context"). CLI values arrive
@@ -19,6 +20,8 @@ export interface StackSettings {
   containerInsights: boolean;
   /** Extra tags on every resource. */
   tags: Record<string, string>;
+  /** The image's layer compression (image-build.ts); undefined: zstd, except with Podman. */
+  imageCompression?: ImageCompression;
 }
 
 export interface AppSettings {
@@ -72,6 +75,7 @@ const schema = z.object({
   destroyBucket: z.preprocess(bool, z.boolean().default(false)),
   containerInsights: z.preprocess(bool, z.boolean().default(false)),
   tags: z.preprocess(tagPairs, z.record(z.string().min(1, "tag keys must not be empty"), z.string()).default({})),
+  imageCompression: z.enum(["zstd", "gzip"], { errorMap: () => ({ message: "must be zstd or gzip" }) }).optional(),
   vpcId: z.string().regex(VPC_ID, "is not a VPC id").optional(),
   githubRepo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "must be owner/name, e.g. -c githubRepo=acme/chat").optional(),
   githubOidcProviderArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:oidc-provider\/token\.actions\.githubusercontent\.com$/, "is not the ARN of a token.actions.githubusercontent.com OIDC provider").optional(),
@@ -104,6 +108,7 @@ export function readAppSettings(context: ContextReader): AppSettings {
       destroyBucket: c.destroyBucket,
       containerInsights: c.containerInsights,
       tags: c.tags,
+      ...(c.imageCompression ? { imageCompression: c.imageCompression } : {}),
     },
     vpcIdFor,
     ...(c.githubRepo ? { github: { repository: c.githubRepo, oidcProviderArn: c.githubOidcProviderArn } } : {}),
