@@ -223,6 +223,15 @@ describe("context options", () => {
     t.hasResourceProperties("AWS::S3::Bucket", { Tags: Match.arrayWith([{ Key: "cost-center", Value: "42" }, { Key: "team", Value: "realtime" }]) });
   });
 
+  it("takes an account's own CDK bootstrap qualifier from the context (DefaultStackSynthesizer)", () => {
+    const [stack] = synth({ regions: "eu-west-2", "@aws-cdk/core:bootstrapQualifier": "acme1" });
+    const t = Template.fromStack(stack);
+    t.hasParameter("BootstrapVersion", { Default: "/cdk-bootstrap/acme1/version" });
+    t.hasResourceProperties("AWS::ECS::TaskDefinition", {
+      ContainerDefinitions: [Match.objectLike({ Image: Match.objectLike({ "Fn::Sub": Match.stringLikeRegexp("cdk-acme1-container-assets") }) })],
+    });
+  });
+
   it("uses an existing VPC (looked up) instead of creating one", () => {
     const previous = process.env.CDK_DEFAULT_ACCOUNT;
     process.env.CDK_DEFAULT_ACCOUNT = "123456789012";
