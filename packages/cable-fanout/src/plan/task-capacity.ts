@@ -1,0 +1,56 @@
+// What one load-generator task holds, by workload and Fargate size: measured with
+// `node bench/task-size.mjs` (docs/benchmarks.md, "What one task holds, at 1, 2 and 4 vCPU
+// (issue 40)"), read by `cable-fanout plan` to suggest how many tasks a test needs.
+//
+// Read the figures as lower bounds: they were measured on a 2-core machine shared with other work
+// (0.3–0.8 of a core taken by neighbours during the runs that held), where a Fargate vCPU is the
+// task's own. On a quiet day the same 1-core chat layout held about 2,400 users (2026-11-25,
+// `node bench/run.mjs --only replay --replay-rate 60`). Re-measure with the command below and
+// replace the entries; the test checks the table's consistency, not its figures.
+
+export type Workload = "listen" | "chat";
+
+export interface TaskCapacity {
+  workload: Workload;
+  vcpu: 1 | 2 | 4;
+  /** The Fargate memory (MiB) the figure assumes. */
+  memoryMiB: number;
+  /** Users one task of that size holds by the criterion below. */
+  users: number;
+  basis: "measured" | "extrapolated";
+  /** Memory per user measured (KiB), for smaller sizes. */
+  kibPerUser: number;
+}
+
+export const TASK_CAPACITY: {
+  measuredOn: string;
+  machine: string;
+  criterion: string;
+  command: string;
+  doc: string;
+  workloads: Record<Workload, string>;
+  entries: readonly TaskCapacity[];
+} = {
+  measuredOn: "2026-11-27",
+  machine: "2 cores (AMD EPYC), 24 GiB, Node 22.23.3, shared with other work (0.3–0.8 of a core taken by neighbours in the runs that held); Artillery 2.0.34, one worker thread",
+  criterion: "the generator's cable.event_loop_lag p99 under 50 ms, no errors, peak RSS under 80 % of the task's memory",
+  command: "node bench/task-size.mjs",
+  doc: 'docs/benchmarks.md, "What one task holds, at 1, 2 and 4 vCPU (issue 40)"',
+  workloads: {
+    listen: "users connect, subscribe to one stream and listen; one broadcast to all of them every 5 s (and the server's pings); arrivals at 250/s",
+    chat: "seed 004's RelayBox user: a private room of 100, 10 stamped publishes 2 s apart through the HTTP API, 20 s listening, leave (users = the most at once)",
+  },
+  entries: [
+    { workload: "listen", vcpu: 1, memoryMiB: 2048, users: 2_000, basis: "measured", kibPerUser: 26.3 },
+    { workload: "listen", vcpu: 2, memoryMiB: 4096, users: 2_000, basis: "measured", kibPerUser: 26.3 },
+    { workload: "listen", vcpu: 4, memoryMiB: 8192, users: 4_000, basis: "extrapolated", kibPerUser: 26.3 },
+    { workload: "chat", vcpu: 1, memoryMiB: 2048, users: 849, basis: "measured", kibPerUser: 93.2 },
+    { workload: "chat", vcpu: 2, memoryMiB: 4096, users: 1_603, basis: "measured", kibPerUser: 93.2 },
+    { workload: "chat", vcpu: 4, memoryMiB: 8192, users: 3_206, basis: "extrapolated", kibPerUser: 93.2 },
+  ],
+};
+
+/** The entry for a workload and a size, or undefined. */
+export function taskCapacity(workload: Workload, vcpu: number): TaskCapacity | undefined {
+  return TASK_CAPACITY.entries.find((e) => e.workload === workload && e.vcpu === vcpu);
+}
