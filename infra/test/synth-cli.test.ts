@@ -26,7 +26,7 @@ it("`npx cdk synth -c regions=eu-west-2,us-east-1` succeeds offline and writes b
     const file = path.join(outDir, `CableLoadtest-${region}.template.json`);
     expect(existsSync(file), file).toBe(true);
     const template = JSON.parse(readFileSync(file, "utf8"));
-    expect(Object.keys(template.Outputs).sort()).toEqual(["AssignPublicIp", "BucketName", "ClusterArn", "ContainerName", "LogGroupName", "LogStreamPrefix", "OperatorPolicyArn", "SecurityGroupId", "SubnetIds", "TaskCpu", "TaskDefinitionArn"]);
+    expect(Object.keys(template.Outputs).sort()).toEqual(["AssignPublicIp", "BucketName", "ClusterArn", "ContainerName", "LogGroupName", "LogStreamPrefix", "OperatorPolicyArn", "SecurityGroupId", "SubnetIds", "TaskCpu", "TaskDefinitionArn", "TaskMemory"]);
   }
   // The image asset was staged and copied into the cloud assembly.
   const assets = JSON.parse(readFileSync(path.join(outDir, "CableLoadtest-eu-west-2.assets.json"), "utf8"));
