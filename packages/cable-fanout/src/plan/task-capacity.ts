@@ -2,11 +2,10 @@
 // `node bench/task-size.mjs` (docs/benchmarks.md, "What one task holds, at 1, 2 and 4 vCPU
 // (issue 40)"), read by `cable-fanout plan` to suggest how many tasks a test needs.
 //
-// Read the figures as lower bounds: they were measured on a 2-core machine shared with other work
-// (0.3–0.8 of a core taken by neighbours during the runs that held), where a Fargate vCPU is the
-// task's own. On a quiet day the same 1-core chat layout held about 2,400 users (2026-11-25,
-// `node bench/run.mjs --only replay --replay-rate 60`). Re-measure with the command below and
-// replace the entries; the test checks the table's consistency, not its figures.
+// The listen figures were measured on a 2-core machine shared with other work (read them as lower
+// bounds); the chat ones again once it was quiet (other work 0–0.01 of a core in every run), which
+// left 1 core where it was (850) and raised 2 cores from 1,603 to 2,419. Re-measure with the
+// command below and replace the entries; the test checks the table's consistency, not its figures.
 
 export type Workload = "listen" | "chat";
 
@@ -32,7 +31,7 @@ export const TASK_CAPACITY: {
   entries: readonly TaskCapacity[];
 } = {
   measuredOn: "2026-11-27",
-  machine: "2 cores (AMD EPYC), 24 GiB, Node 22.23.3, shared with other work (0.3–0.8 of a core taken by neighbours in the runs that held); Artillery 2.0.34, one worker thread",
+  machine: "2 cores (AMD EPYC), 24 GiB, Node 22.23.3, Artillery 2.0.34, one worker thread; listen on a machine shared with other work (lower bounds), chat on a quiet one",
   criterion: "the generator's cable.event_loop_lag p99 under 50 ms, no errors, peak RSS under 80 % of the task's memory",
   command: "node bench/task-size.mjs",
   doc: 'docs/benchmarks.md, "What one task holds, at 1, 2 and 4 vCPU (issue 40)"',
@@ -44,9 +43,10 @@ export const TASK_CAPACITY: {
     { workload: "listen", vcpu: 1, memoryMiB: 2048, users: 2_000, basis: "measured", kibPerUser: 26.3 },
     { workload: "listen", vcpu: 2, memoryMiB: 4096, users: 2_000, basis: "measured", kibPerUser: 26.3 },
     { workload: "listen", vcpu: 4, memoryMiB: 8192, users: 4_000, basis: "extrapolated", kibPerUser: 26.3 },
-    { workload: "chat", vcpu: 1, memoryMiB: 2048, users: 849, basis: "measured", kibPerUser: 93.2 },
-    { workload: "chat", vcpu: 2, memoryMiB: 4096, users: 1_603, basis: "measured", kibPerUser: 93.2 },
-    { workload: "chat", vcpu: 4, memoryMiB: 8192, users: 3_206, basis: "extrapolated", kibPerUser: 93.2 },
+    // Re-measured on the quiet machine (other work 0–0.01 of a core), 16:05–16:20 UTC.
+    { workload: "chat", vcpu: 1, memoryMiB: 2048, users: 850, basis: "measured", kibPerUser: 39.9 },
+    { workload: "chat", vcpu: 2, memoryMiB: 4096, users: 2_419, basis: "measured", kibPerUser: 39.9 },
+    { workload: "chat", vcpu: 4, memoryMiB: 8192, users: 4_838, basis: "extrapolated", kibPerUser: 39.9 },
   ],
 };
 
