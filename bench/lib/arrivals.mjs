@@ -89,21 +89,15 @@ export const RELAYBOX_PHASES = [
   { name: "warmdown", duration: 10, arrivalRate: 20 },
 ];
 
-/**
- * The RelayBox replay: scenarios/pubsub-rooms.yml's flow on private rooms (each subscription
- * signed, as RelayBox's authenticated rooms are), against the local target's Pusher endpoint.
- */
-export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES, stay = 20, messages = 10, env = {}, cpus }) {
-  const seconds = phases.reduce((s, p) => s + p.duration, 0);
-  // The VUs' own timeline plus start-up, plus as much again for a saturated generator or target.
-  const deadline = Date.now() + (2 * (seconds + messages * 2 + stay) + 60) * 1000;
-  const script = {
+/** The RelayBox replay's script: scenarios/pubsub-rooms.yml's flow on private rooms, against the local target's Pusher endpoint. */
+export function replayScript(target, { phases, rooms, messages, stay, precise }) {
+  return {
     config: {
       target: target.httpUrl.replace(/^http/, "ws"),
       processor: path.join(here, "processor.cjs"),
       engines: { cable: {} },
-      cable: { protocol: "pusher", timeout: 30, preciseArrivals: precise, pusher: { key: "local-key", appId: "local-app" } },
-      variables: { rooms: 100, messages, stay },
+      cable: { protocol: "pusher", timeout: 30, ...(precise === undefined ? {} : { preciseArrivals: precise }), pusher: { key: "local-key", appId: "local-app" } },
+      variables: { rooms, messages, stay },
       phases,
     },
     scenarios: [
@@ -121,6 +115,17 @@ export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES,
       },
     ],
   };
+}
+
+/**
+ * The RelayBox replay: scenarios/pubsub-rooms.yml's flow on private rooms (each subscription
+ * signed, as RelayBox's authenticated rooms are), against the local target's Pusher endpoint.
+ */
+export async function measureReplay(target, { precise, phases = RELAYBOX_PHASES, stay = 20, messages = 10, env = {}, cpus }) {
+  const seconds = phases.reduce((s, p) => s + p.duration, 0);
+  // The VUs' own timeline plus start-up, plus as much again for a saturated generator or target.
+  const deadline = Date.now() + (2 * (seconds + messages * 2 + stay) + 60) * 1000;
+  const script = replayScript(target, { phases, rooms: 100, messages, stay, precise });
   const run = startArtillery("replay", script, { deadline, env: { PUSHER_APP_SECRET: "local-secret", ...env }, cpus });
   const samples = sampleCpu(run.child, 500);
   const startedAt = Date.now();

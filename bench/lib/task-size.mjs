@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuSeconds, exitWithin, memory, sleep } from "./proc.mjs";
-import { RELAYBOX_PHASES } from "./arrivals.mjs";
+import { RELAYBOX_PHASES, replayScript } from "./arrivals.mjs";
 import { startArtillery, STREAM } from "./subjects.mjs";
 import { METRICS } from "artillery-engine-cable/metrics";
 
@@ -307,30 +307,7 @@ export async function measureChatTask(target, { rate, cores, rooms = 100, memory
   const stay = 20;
   const seconds = phases.reduce((s, p) => s + p.duration, 0);
   const deadline = Date.now() + (seconds + messages * 2 + stay + 60) * 1000;
-  const script = {
-    config: {
-      target: target.httpUrl.replace(/^http/, "ws"),
-      processor,
-      engines: { cable: {} },
-      cable: { protocol: "pusher", timeout: 30, pusher: { key: "local-key", appId: "local-app" } },
-      variables: { rooms, messages, stay },
-      phases,
-    },
-    scenarios: [
-      {
-        name: "client_pubsub",
-        engine: "cable",
-        flow: [
-          { function: "pickPrivateRoom" },
-          { connect: {} },
-          { subscribe: { channel: "{{ room }}", as: "room" } },
-          { loop: [{ publish: { channel: "{{ room }}", event: "message", data: { text: "hello" }, stamp: true } }, { think: 2 }], count: "{{ messages }}" },
-          { listen: { channel: "room", for: "{{ stay }}" } },
-          { disconnect: {} },
-        ],
-      },
-    ],
-  };
+  const script = replayScript(target, { phases, rooms, messages, stay });
   const { run, samples, pinned } = await runArtillery(`task-chat-${rate}-${cores}c`, script, { target, cores, deadline, env: { PUSHER_APP_SECRET: "local-secret" } });
   const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()));
   const peakRss = Math.max(0, ...samples.map((x) => x.rss));
