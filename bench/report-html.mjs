@@ -8,13 +8,13 @@
 // Goals: report.html under 2 MB; the whole CLI (merge, markdown, JSON, HTML) under 5 s.
 // A benchmark, not a test: it prints figures (see docs/benchmarks.md) and exits 1 only when a goal is missed.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { random } from "./lib/random.mjs";
-import { sidecarPathFor, sketchOf as drawSketch, taskFiles } from "./lib/task-files.mjs";
+import { sketchOf as drawSketch, taskFiles, writeTaskFiles } from "./lib/task-files.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
@@ -74,7 +74,7 @@ function writeTask(file, region, task) {
     if (next() < 0.05) counters["errors.ECONNRESET"] = 1;
     periods.push({ period: START + p * PERIOD_MS, counters, rates: { "cable.send_rate": counters["cable.messages_sent"] / 10 }, histograms, cpuPercent: Math.round(20 * load + 10 * next()) });
   }
-  const { report, sidecar } = taskFiles({
+  writeTaskFiles(file, taskFiles({
     periods,
     periodSummaries: true,
     testRunId: `bench-${region}-${task}`,
@@ -85,10 +85,7 @@ function writeTask(file, region, task) {
       { index: 2, name: "spike", startTime: START + 1_500_000 + 120 },
     ],
     generator: { workers: 1, cpuMean: 30, cpuPeak: 70 },
-  });
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, report);
-  writeFileSync(sidecarPathFor(file), sidecar);
+  }));
 }
 
 function writeServerMetrics(dir) {

@@ -10,13 +10,13 @@
 // merged.json. A benchmark, not a test: it prints figures (see docs/benchmarks.md) and exits 1 only
 // when the goal is missed.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { random } from "./lib/random.mjs";
-import { sidecarPathFor, sketchOf, taskFiles } from "./lib/task-files.mjs";
+import { sketchOf, taskFiles, writeTaskFiles } from "./lib/task-files.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.join(here, "..", "packages", "cable-report");
@@ -55,16 +55,13 @@ function writeTask(file) {
     if (next() < 0.01) counters["errors.ECONNRESET"] = 1;
     periods.push({ period: START + p * PERIOD_MS, counters, rates: { "cable.send_rate": 40 }, histograms, cpuPercent: Math.round(20 + 10 * next()) });
   }
-  const { report, sidecar } = taskFiles({
+  writeTaskFiles(file, taskFiles({
     periods,
     testRunId: "bench-week",
     test: { name: "soak.yml", scenarios: ["soak"], phases: [{ name: "soak", duration: PERIODS * 10, arrivalRate: 0.1 }] },
     phaseStarts: [{ index: 0, name: "soak", startTime: START + 100 }],
     generator: { workers: 1, cpuMean: 25, cpuPeak: 30 },
-  });
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, report);
-  writeFileSync(sidecarPathFor(file), sidecar);
+  }));
 }
 
 function writeServerMetrics(dir) {

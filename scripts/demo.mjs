@@ -12,6 +12,7 @@
 // --server-metrics, so the report charts its CPU and memory and judges the memory's drift.
 // For scenarios/reconnect-storm.yml (or DEMO_RESTART=1) the target restarts once its connections
 // have held steady for 3 s, as a deploy would: every socket drops, the listeners come back.
+// DEMO_OUT=DIR writes the run's folder under DIR instead of results/.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,9 +52,23 @@ function scaledPhases(file) {
   });
 }
 
-const phases = process.argv[2]
-  ? scaledPhases(scenario)
-  : [{ name: "demo", duration: Number(process.env.DEMO_DURATION ?? 10), arrivalRate: Number(process.env.DEMO_RATE ?? 5) }];
+/**
+ * The default run's shape, so that its charts show one: a ramp, a hold, a small spike (3× the hold's
+ * rate, the spike verdict's factor) and a hold again; DEMO_RATE is the hold's users a second per
+ * task, DEMO_DURATION the seconds of each hold (the ramp and the spike take half and a quarter of it).
+ */
+function demoPhases() {
+  const rate = Number(process.env.DEMO_RATE ?? 2);
+  const hold = Number(process.env.DEMO_DURATION ?? 20);
+  return [
+    { name: "ramp", duration: Math.max(1, Math.round(hold / 2)), arrivalRate: 1, rampTo: rate },
+    { name: "hold", duration: hold, arrivalRate: rate },
+    { name: "spike", duration: Math.max(1, Math.round(hold / 4)), arrivalRate: rate * 3 },
+    { name: "recover", duration: hold, arrivalRate: rate },
+  ];
+}
+
+const phases = process.argv[2] ? scaledPhases(scenario) : demoPhases();
 const fanout = path.join(root, "packages/cable-fanout/bin/cable-fanout.js");
 const compressed = Number(process.env.DEMO_MINUTES ?? 0) > 0 && Number(process.env.DEMO_MINUTES) < 10;
 const overrides = { config: { phases, ...(compressed ? { plugins: { "cable-report": { soakMinimum: "2m" } } } : {}) } };
@@ -63,7 +78,7 @@ const args = [
   "--target", target.cableUrl,
   "--overrides", JSON.stringify(overrides),
   "--server-metrics", new URL("/metrics", target.cableUrl.replace(/^ws/, "http")).href,
-  "--out", path.join(root, "results"),
+  "--out", process.env.DEMO_OUT ? path.resolve(process.env.DEMO_OUT) : path.join(root, "results"),
 ];
 const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true" } });
 if (restartOnce) {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 // actionlint (installed by scripts/setup-test-servers.sh) on this repository's workflows and on the
-// README's copy-paste workflow as a user's repository has it; shellcheck on the action's scripts.
+// copy-paste workflow of docs/fanout.md ("The GitHub Action") as a user's repository has it;
+// shellcheck on the action's scripts.
 const ROOT = path.resolve(__dirname, "..");
 const CACHE = process.env.CABLE_CACHE ?? path.join(os.homedir(), ".cache/cable");
 const ACTIONLINT = path.join(CACHE, "actionlint/v1.7.7/actionlint");
@@ -21,11 +22,11 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const lint = (cwd: string, files: string[]) => spawnSync(ACTIONLINT, ["-no-color", ...files], { cwd, encoding: "utf8" });
 
-/** The README's workflow for a Rails app: the yaml block after the "copy-paste" marker. */
+/** docs/fanout.md's workflow for a Rails app: the yaml block after the "user-workflow" marker. */
 function readmeWorkflow(): string {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "docs/fanout.md"), "utf8");
   const match = /<!-- user-workflow -->\s*```yaml\n([\s\S]*?)```/.exec(readme);
-  if (!match) throw new Error("README.md has no <!-- user-workflow --> yaml block");
+  if (!match) throw new Error("docs/fanout.md has no <!-- user-workflow --> yaml block");
   return match[1];
 }
 
@@ -38,7 +39,7 @@ describe("actionlint", () => {
     expect(result.status).toBe(0);
   });
 
-  it("passes the README's workflow for a Rails app (at most 20 lines), its inputs checked against action.yml", () => {
+  it("passes docs/fanout.md's workflow for a Rails app (at most 20 lines), its inputs checked against action.yml", () => {
     const workflow = readmeWorkflow();
     expect(workflow.trimEnd().split("\n").length).toBeLessThanOrEqual(20);
     expect(workflow).toContain(`uses: ${ACTION_REF}`);

@@ -1,6 +1,7 @@
 // One synthetic task's files as a task writes them: Artillery's JSON report (`artillery run -o`)
 // and the cable-report plugin's sketches sidecar, from periods of real DDSketches. The report
 // benchmarks (report-week, report-html, report-fleet) draw their tasks through it.
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
@@ -67,4 +68,11 @@ export function taskFiles({ periods, periodMs = 10_000, test, testRunId, phaseSt
     generator,
   };
   return { report: JSON.stringify(report), sidecar: JSON.stringify(sidecar) };
+}
+
+/** Writes a task's report and its sidecar beside it, as a task leaves them. */
+export function writeTaskFiles(file, { report, sidecar }) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, report);
+  writeFileSync(sidecarPathFor(file), sidecar);
 }

@@ -79,12 +79,6 @@ export function stageImage(outDir: string = DEFAULT_IMAGE_DIR): StageResult {
 /** The image's lock file, committed beside the Dockerfile. */
 export const IMAGE_LOCK = path.join(INFRA_DIR, "docker/package-lock.json");
 
-/** The dependencies a lock file was made for (its root package's), to tell whether it is stale. */
-export function lockedDependencies(lockFile: string = IMAGE_LOCK): Record<string, string> {
-  const lock = readJson<{ packages?: Record<string, { dependencies?: Record<string, string> }> }>(lockFile);
-  return lock.packages?.[""]?.dependencies ?? {};
-}
-
 /**
  * `npm run lock-image -w cable-infra`: stages the context in a scratch directory, lets npm resolve
  * the image's dependencies into a lock (asks the registry; installs nothing), and keeps it as

@@ -1,3 +1,4 @@
+import { errorTraits, nameOfCode } from "./error-names.js";
 import { CableError } from "./errors.js";
 
 // How a VU gets back in after its connection dropped, as real clients do it (@rails/actioncable's
@@ -23,20 +24,6 @@ export function backoffDelay(failures: number, policy: BackoffPolicy, random: ()
 
 // Socket errors that a restarting server or a flapping network produces: worth another attempt.
 const TRANSIENT_SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOTCONN"]);
-// The engine's codes that mean "the server is not (yet) there": a restart in progress.
-const TRANSIENT_CABLE_CODES = new Set([
-  "cable.connection_closed",
-  "cable.handshake_timeout",
-  "cable.subscription_timeout",
-  "cable.server_disconnect",
-  // AnyCable dropped a client it found dead or slow: a new connection is welcome.
-  "cable.idle_timeout",
-  "cable.no_pong",
-  "cable.too_slow",
-  "cable.http_502",
-  "cable.http_503",
-  "cable.http_504",
-]);
 
 /**
  * Whether a failed attempt is worth retrying. A refusal that will not change by waiting
@@ -45,7 +32,8 @@ const TRANSIENT_CABLE_CODES = new Set([
 export function isTransient(err: unknown): boolean {
   const code = err instanceof CableError ? err.code : (err as { code?: unknown } | undefined)?.code;
   if (typeof code !== "string") return false;
-  if (TRANSIENT_SOCKET_CODES.has(code) || TRANSIENT_CABLE_CODES.has(code)) return true;
-  // Pusher: 4100–4199 reconnect after a back-off, 4200–4299 reconnect at once.
-  return /^cable\.pusher_4[12]\d\d$/.test(code);
+  if (TRANSIENT_SOCKET_CODES.has(code)) return true;
+  // The engine's names say it themselves (error-names.ts): the server is not (yet) there, a restart in progress.
+  const name = nameOfCode(code);
+  return name !== undefined && errorTraits(name).transient === true;
 }

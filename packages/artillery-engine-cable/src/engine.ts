@@ -7,6 +7,7 @@ import { createActionCableProtocol } from "./protocol/actioncable.js";
 import { createPusherProtocol } from "./protocol/pusher.js";
 import { readTls, type TlsOptions } from "./tls.js";
 import type { Protocol } from "./protocol/types.js";
+import { cableCode, errorTraits, nameOfCode } from "./error-names.js";
 import { CableError, errorCode } from "./errors.js";
 import { checkScript } from "./preflight.js";
 import { configSchema, type CableConfig } from "./config.js";
@@ -32,14 +33,17 @@ function hasStep(flow: unknown[], name: string): boolean {
 
 const readsMessages = (flow: unknown[]) => hasStep(flow, "receive");
 
-/** The failures that are a subscription's: counted in `cable.failed_subscriptions` for `ensure`. */
-const SUBSCRIPTION_FAILURES = new Set(["cable.subscription_rejected", "cable.subscription_timeout", "cable.auth_failed", "cable.auth_timeout"]);
+/** Whether a failure is a subscription's (error-names.ts): counted in `cable.failed_subscriptions` for `ensure`. */
+function isSubscriptionFailure(err: Error): boolean {
+  const name = nameOfCode(errorCode(err));
+  return name !== undefined && errorTraits(name).subscription === true;
+}
 
 /** Counts every VU of a subscribing flow in `cable.failed_subscriptions`: 1 when its subscription failed, else 0. */
 function countingFailedSubscriptions(events: Events, callback: (err: Error | null, context: VuContext) => void) {
   return (err: Error | null, context: VuContext) => {
-    events.emit("counter", METRICS.failedSubscriptions, err && SUBSCRIPTION_FAILURES.has(errorCode(err)) ? 1 : 0);
-    if (err instanceof CableError && err.code === "cable.auth_failed" && err.httpStatus !== undefined) events.emit("counter", `${METRICS.authFailed}.${err.httpStatus}`, 1);
+    events.emit("counter", METRICS.failedSubscriptions, err && isSubscriptionFailure(err) ? 1 : 0);
+    if (err instanceof CableError && err.code === cableCode("auth_failed") && err.httpStatus !== undefined) events.emit("counter", `${METRICS.authFailed}.${err.httpStatus}`, 1);
     callback(err, context);
   };
 }

@@ -1,3 +1,4 @@
+import { cableCode, type ErrorName } from "./error-names.js";
 import { tlsReason } from "./tls.js";
 
 /**
@@ -10,10 +11,10 @@ export class CableError extends Error {
   /** The HTTP status an app answered, when the failure is its answer (`cable.auth_failed.<status>`). */
   httpStatus?: number;
 
-  constructor(reason: string, message?: string) {
+  constructor(reason: ErrorName, message?: string) {
     super(message ?? reason);
     this.name = "CableError";
-    this.code = `cable.${reason}`;
+    this.code = cableCode(reason);
   }
 
   /**
@@ -41,10 +42,11 @@ const NAMED_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 export function errorCode(err: unknown): string {
   if (err instanceof CableError) return err.code;
   const e = err as { code?: unknown; name?: unknown } | undefined;
-  if (e && typeof e.code === "string" && tlsReason(e.code)) return `cable.${tlsReason(e.code)}`;
+  const tls = e && typeof e.code === "string" ? tlsReason(e.code) : undefined;
+  if (tls) return cableCode(tls);
   if (e && typeof e.code === "string" && (NAMED_CODE.test(e.code) || /^cable\.[a-z0-9_]+$/.test(e.code))) return e.code;
-  if (e && e.name === "TimeoutError") return "cable.timeout";
-  return "cable.unexpected_error";
+  if (e && e.name === "TimeoutError") return cableCode("timeout");
+  return cableCode("unexpected_error");
 }
 
 /** A scenario mistake, found before any load starts. */

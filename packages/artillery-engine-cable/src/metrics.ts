@@ -9,6 +9,14 @@ export const METRICS = {
   handshakeLatency: "cable.handshake_latency",
   subscriptionLatency: "cable.subscription_latency",
   broadcastLatency: "cable.broadcast_latency",
+  /**
+   * Counter: stamped broadcasts whose latency came out negative, received before they were sent by
+   * the receiver's clock: the sender's and receiver's clocks disagree by more than the latency. Not
+   * recorded into `cable.broadcast_latency` (a negative sample would pull its percentiles down);
+   * counted here instead, so that the report can say how many. Present (0) wherever a stamped
+   * broadcast was received, so that an `ensure` condition on it holds in a clean run.
+   */
+  broadcastLatencyNegative: "cable.broadcast_latency_negative",
   publishLatency: "cable.publish_latency",
   /** An HTTP step's time, from its request to the last redirect's answer: a sign-in as its user waits for it. */
   httpLatency: "cable.http_latency",
@@ -51,6 +59,13 @@ export const METRICS = {
   subscriptionRejected: "cable.subscription_rejected",
   /** Counter prefix: `cable.server_disconnect.<cause>` (server_restart, remote, invalid_request, other) beside `errors.cable.server_disconnect`. */
   serverDisconnect: "cable.server_disconnect",
+  /**
+   * Counter prefix: `cable.server_software.<identity>`, once per connection welcomed: what the server
+   * said it is on the upgrade (server-software.ts: `anycable-go/1.6.16`, `nginx/1.25.3`), letters,
+   * digits and `._/-` only, 60 characters at most, 8 distinct per worker thread. Says who was loaded,
+   * not how it did: the report names the server from it and leaves it out of its tables.
+   */
+  serverSoftware: "cable.server_software",
   staleConnection: "cable.stale_connection",
   /** Delivery accounting of stamped sends: gaps and repeats in each sender's sequence, per channel. */
   messagesMissing: "cable.messages_missing",

@@ -34,6 +34,11 @@ export class OpenConnections {
    * count may land in the period after the one it belongs to, by up to a second.
    */
   private receivedCount = 0;
+  /** Negative broadcast latencies since the last flush, batched as receivedCount is. */
+  private negativeCount = 0;
+  /** A stamped message was received in this thread, and `cable.broadcast_latency_negative` said so (0 at least) yet. */
+  private stamped = false;
+  private negativeCounted = false;
 
   /** `periods`: this thread's per-period aggregates, where Artillery's metric store takes them (period-metrics.ts). */
   constructor(private readonly periods: PeriodAggregates | undefined = periodAggregates()) {}
@@ -54,10 +59,19 @@ export class OpenConnections {
   /**
    * One received message: `cable.messages_received` (in batches), `cable.receive_rate`, and
    * `cable.broadcast_latency` when it was stamped; the last two a period at a time where Artillery
-   * takes them so, else one event each.
+   * takes them so, else one event each. A negative latency (the sender's clock ahead of this one
+   * by more than the latency) is no sample: it is counted in `cable.broadcast_latency_negative`
+   * (in batches), on both paths alike.
    */
   received(events: Events, latencyMs: number | undefined): void {
     this.receivedCount++;
+    if (latencyMs !== undefined) {
+      this.stamped = true;
+      if (latencyMs < 0) {
+        this.negativeCount++;
+        latencyMs = undefined;
+      }
+    }
     const periods = this.periods;
     // Artillery's own clock (Date.now), so that a frame lands in the period Artillery would put it in.
     const now = periods?.live ? Date.now() : 0;
@@ -71,9 +85,15 @@ export class OpenConnections {
   }
 
   private flushReceived(): void {
-    if (this.receivedCount === 0 || !this.events) return;
-    this.events.emit("counter", METRICS.messagesReceived, this.receivedCount);
+    if (!this.events) return;
+    if (this.receivedCount > 0) this.events.emit("counter", METRICS.messagesReceived, this.receivedCount);
     this.receivedCount = 0;
+    // The first flush after a stamped message says 0 too: the counter exists in a clean run.
+    if (this.negativeCount > 0 || (this.stamped && !this.negativeCounted)) {
+      this.events.emit("counter", METRICS.broadcastLatencyNegative, this.negativeCount);
+      this.negativeCounted = true;
+      this.negativeCount = 0;
+    }
   }
 
   delete(conn: Tracked): void {

@@ -1,5 +1,7 @@
 import WebSocket from "ws";
+import { httpStatusError } from "./error-names.js";
 import { CableError } from "./errors.js";
+import { serverIdentity } from "./server-software.js";
 import type { TlsOptions } from "./tls.js";
 
 export interface OpenOptions {
@@ -28,6 +30,8 @@ export interface CableSocket {
   readonly protocol: string;
   readonly isOpen: boolean;
   readonly isConnecting: boolean;
+  /** What the server said it is in its upgrade answer (server-software.ts); undefined before it, or when it said nothing. */
+  readonly server?: string;
   send(text: string): void;
   close(code: number): void;
   terminate(): void;
@@ -49,11 +53,14 @@ export const openWebSocket: OpenSocket = (options, listener) => {
     // A hostile server must not make the generator buffer an unbounded frame.
     maxPayload: 16 * 1024 * 1024,
   });
+  let server: string | undefined;
+  // Once per connection, before the first frame: the upgrade answer's headers.
+  ws.once("upgrade", (res) => (server = serverIdentity(res.headers)));
   ws.on("message", (data, isBinary) => listener.frame(data as Buffer, isBinary));
   ws.on("close", (code, reason) => listener.close(code, reason.toString()));
   ws.on("error", (err) => listener.error(err));
   ws.on("unexpected-response", (_req, res) => {
-    listener.error(new CableError(`http_${res.statusCode}`, `the server answered the upgrade with HTTP ${res.statusCode}`));
+    listener.error(new CableError(httpStatusError(res.statusCode ?? 0), `the server answered the upgrade with HTTP ${res.statusCode}`));
     res.resume();
     ws.terminate();
   });
@@ -66,6 +73,9 @@ export const openWebSocket: OpenSocket = (options, listener) => {
     },
     get isConnecting() {
       return ws.readyState === WebSocket.CONNECTING;
+    },
+    get server() {
+      return server;
     },
     send: (text) => ws.send(text),
     close: (code) => ws.close(code),

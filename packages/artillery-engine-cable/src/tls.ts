@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Agent, type Dispatcher } from "undici";
+import type { ErrorName } from "./error-names.js";
 
 /** What Node's TLS takes from `config.tls`: PEM text, read from files where the scenario names them. */
 export interface TlsOptions {
@@ -82,7 +83,7 @@ export function tlsDispatcher(tls: TlsOptions | undefined): Dispatcher | undefin
  * (`config.tls.ca`, NODE_EXTRA_CA_CERTS) or `--insecure`; fix the certificate's dates; use the name
  * the certificate is for; check that the port speaks TLS at all.
  */
-const TLS_REASONS: Record<string, string> = {
+const TLS_REASONS: Record<string, ErrorName> = {
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: "tls_untrusted",
   UNABLE_TO_GET_ISSUER_CERT: "tls_untrusted",
   UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "tls_untrusted",
@@ -100,6 +101,6 @@ const TLS_REASONS: Record<string, string> = {
 };
 
 /** `tls_untrusted`, `tls_expired`, `tls_hostname` or `tls_handshake` for a TLS failure's Node code; undefined otherwise. */
-export function tlsReason(code: string): string | undefined {
+export function tlsReason(code: string): ErrorName | undefined {
   return TLS_REASONS[code] ?? (code.startsWith("ERR_SSL_") ? "tls_handshake" : undefined);
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { CableConnection, type OpenOptions, type StreamMemory } from "./connection.js";
+import { CableConnection, type OpenOptions } from "./connection.js";
 import { DeliveryLedger, SendSequence } from "./delivery.js";
 import { CableError, errorCode } from "./errors.js";
+import type { StreamMemory } from "./frame-counter.js";
 import { METRICS, type Events } from "./metrics.js";
 import type { StreamPosition, SubscribeRequest } from "./protocol/types.js";
 import { Session } from "./session.js";

@@ -2,9 +2,10 @@
 // a fake clock: no network, no real waiting.
 import { describe, expect, test } from "vitest";
 import type { Clock, TimerHandle } from "../src/clock.js";
-import { CableConnection, type ConnectionRuntime, type StreamMemory } from "../src/connection.js";
+import { CableConnection, type ConnectionRuntime } from "../src/connection.js";
 import { DeliveryLedger } from "../src/delivery.js";
 import { CableError } from "../src/errors.js";
+import type { StreamMemory } from "../src/frame-counter.js";
 import { OpenConnections } from "../src/open-connections.js";
 import { createActionCableProtocol } from "../src/protocol/actioncable.js";
 import { createPusherProtocol } from "../src/protocol/pusher.js";

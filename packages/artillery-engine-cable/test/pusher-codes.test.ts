@@ -1,5 +1,5 @@
 // A Pusher server that invents an error code per frame cannot mint a metric per frame: only the
-// codes Pusher documents get their own key (src/protocol/pusher.ts pusherCodeKey), every other code
+// codes Pusher documents get their own key (src/error-names.ts pusherCodeError), every other code
 // counts as cable.pusher_error and is kept in the server's words. 50,000 distinct codes from 2
 // users once turned a 2 s phase into 2 minutes and 905 MB. Through the real CLI, against a
 // loopback server.
@@ -8,7 +8,8 @@ import type { AddressInfo } from "node:net";
 import { counter, runArtillery } from "cable-test-servers";
 import { WebSocketServer, type WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { decodePusher, pusherCodeKey } from "../src/protocol/pusher.js";
+import { pusherCodeError } from "../src/error-names.js";
+import { decodePusher } from "../src/protocol/pusher.js";
 
 /** Distinct unlisted codes each connection receives. */
 const CODES = 25_000;
@@ -49,8 +50,8 @@ afterAll(async () => {
 
 describe("Pusher error codes", () => {
   test("documented codes get their own key; any other code, a string or none is pusher_error with the code in its words", () => {
-    for (const code of [4000, 4009, 4099, 4100, 4199, 4200, 4299, 4301]) expect(pusherCodeKey(code)).toBe(`pusher_${code}`);
-    for (const code of [3999, 4300, 4302, 4399, 4999, 5000, 1e9, -4100, 4100.5, "4100", null, undefined]) expect(pusherCodeKey(code)).toBe("pusher_error");
+    for (const code of [4000, 4009, 4099, 4100, 4199, 4200, 4299, 4301]) expect(pusherCodeError(code)).toBe(`pusher_${code}`);
+    for (const code of [3999, 4300, 4302, 4399, 4999, 5000, 1e9, -4100, 4100.5, "4100", null, undefined]) expect(pusherCodeError(code)).toBe("pusher_error");
     expect(decodePusher('{"event":"pusher:error","data":{"code":123456,"message":"made up"}}')).toEqual({ kind: "error", reason: "pusher_error", channel: undefined, message: "code 123456: made up" });
     expect(decodePusher('{"event":"pusher:error","data":{"code":"E42"}}')).toEqual({ kind: "error", reason: "pusher_error", channel: undefined, message: "code E42" });
     expect(decodePusher('{"event":"pusher:error","data":{"message":"no code"}}')).toEqual({ kind: "error", reason: "pusher_error", channel: undefined, message: "no code" });

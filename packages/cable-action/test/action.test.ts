@@ -271,9 +271,18 @@ describe("the action in a user's job (local backend)", () => {
     expect(new Set(gh.requests.map((r) => r.route !== "blob" && r.authorization).filter(Boolean))).toEqual(new Set(["token ghs_job-token"]));
   }, 300_000);
 
-  it("on a pull request against a slower server: a regression fails the job, the comment is updated in place", async () => {
-    const before = gh.comments.get(7)![0].id;
+  it("on a pull request against another server, the baseline is refused before any task starts: exit 2, naming both targets", async () => {
     const run = await job({ name: "pull_request", number: 7 }, { target: slowTarget.cableUrl, overrides: SHORT, secrets: "PUSHER_APP_SECRET", "fail-on-regression": "20%" });
+    expect(run.conclusion, log(run)).toBe("failure");
+    expect(run.outputs["exit-code"]).toBe("2");
+    expect(step(run, "fanout").stderr).toContain(`not starting any task: baseline is of another target: ${target.cableUrl}, this run ${slowTarget.cableUrl}; --baseline-any compares anyway`);
+    expect(step(run, "comment").outcome).toBe("skipped");
+    expect(step(run, "Verdict").stdout).toContain("::error title=cable-loadtest::bad input, or a baseline of another scenario or target (baseline-any: true compares anyway)");
+  }, 300_000);
+
+  it("on a pull request against a slower server, with baseline-any: a regression fails the job, the comment is updated in place", async () => {
+    const before = gh.comments.get(7)![0].id;
+    const run = await job({ name: "pull_request", number: 7 }, { target: slowTarget.cableUrl, overrides: SHORT, secrets: "PUSHER_APP_SECRET", "fail-on-regression": "20%", "baseline-any": "true" });
     expect(run.conclusion, log(run)).toBe("failure");
     expect(run.outputs["exit-code"]).toBe("1");
     expect(step(run, "fanout").outcome).toBe("success");
@@ -285,6 +294,7 @@ describe("the action in a user's job (local backend)", () => {
     const comments = gh.comments.get(7)!;
     expect(comments.map((c) => c.id)).toEqual([before]);
     expect(comments[0].body).toContain("Round-trip time (rtt)");
+    expect(comments[0].body).toContain("- **Baseline note:** compared across targets (--baseline-any): baseline is of another target");
     expect(run.summary).toBe(readFileSync(run.outputs.report, "utf8"));
   }, 300_000);
 

@@ -1,7 +1,7 @@
 // The run loop drives regions through this interface; `aws/` (ECS + S3 + CloudFormation) and
 // `local/` (child processes + a directory) implement it, so both produce the same results tree.
 import type { TaskSlice, TaskStatus, Store } from "cable-worker/contract";
-import type { Bundle } from "./bundle.js";
+import type { Bundle } from "./run/bundle.js";
 import type { BackendKind } from "./region-names.js";
 
 export type TaskPhase = "pending" | "running" | "stopped";

@@ -6,23 +6,21 @@ import { Command, CommanderError, Option } from "commander";
 import { ResultsInputError } from "artillery-plugin-cable-report";
 import { AwsBackend } from "./aws/aws-backend.js";
 import type { Backend } from "./backend.js";
-import { EXIT } from "./collect.js";
+import { EXIT } from "./run/collect.js";
 import { collectCommand, stopCommand } from "./commands.js";
-import { ALL_READY_MAX_TASKS, LARGE_FLEET_MIN_READY_PCT } from "./barrier.js";
-import { BUNDLE_ROOT_HELP } from "./bundle-root.js";
+import { ALL_READY_MAX_TASKS, LARGE_FLEET_MIN_READY_PCT } from "./run/barrier.js";
+import { BUNDLE_ROOT_HELP } from "./run/bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { parseAbortOn } from "./live/abort.js";
-import { costFlags, parseDuration, parseHttpUrl, parseMinReady, parsePercent, parsePositiveInt, parseRegions, parseRunId, parseScenarioRunFlags, parseSecrets, type RawOptions } from "./options.js";
+import { type BackendFlags, collectOptions, compareOptions, planOptions, runOptions, stopOptions } from "./cli-options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
-import type { BackendKind } from "./region-names.js";
-import { runFanout } from "./runner.js";
+import { runFanout } from "./run/runner.js";
 import { askAtTerminal } from "./plan/ask.js";
 import { planCommand } from "./plan/command.js";
 import { usd } from "./plan/estimate.js";
 import { ASK_ABOVE_USD } from "./plan/launch.js";
 import { registerCapacity } from "./capacity/command.js";
-import { COMPARE_HELP, parseCompareTargets } from "./compare/targets.js";
+import { COMPARE_HELP } from "./compare/targets.js";
 import { runCompare } from "./compare/run.js";
 
 export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
@@ -64,12 +62,6 @@ export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   }
 }
 
-interface BackendFlags {
-  local?: boolean;
-  store?: string;
-  out: string;
-}
-
 function makeBackend(flags: BackendFlags): Backend {
   if (flags.local) return new LocalBackend({ storeDir: localStore(flags) });
   return new AwsBackend({ retry: { sleep, log } });
@@ -92,26 +84,10 @@ export function stopOnSignals(abort: AbortController): { off: () => void } {
   return { off: () => signals.forEach((s) => process.off(s, handler)) };
 }
 
-const kindOf = (flags: BackendFlags): BackendKind => (flags.local ? "local" : "aws");
-
 const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
 
-/** What `run` and `compare` read alike from `scenarioRunOptions`' flags. */
-function scenarioRunInput(scenario: string, o: Record<string, unknown>, flags: BackendFlags, secrets: ReturnType<typeof parseSecrets>) {
-  return {
-    scenarioFile: scenario,
-    regions: parseRegions(o.regions as string, kindOf(flags)),
-    count: parsePositiveInt("--count", o.count as string),
-    outDir: flags.out,
-    ...parseScenarioRunFlags(o as Parameters<typeof parseScenarioRunFlags>[0], secrets),
-    maxDurationMs: o.maxDuration === undefined ? undefined : parseDuration("--max-duration", o.maxDuration as string),
-    ...costFlags(o as RawOptions),
-    minReadyPct: o.minReady === undefined ? undefined : parseMinReady(o.minReady as string),
-    readyTimeoutMs: o.readyTimeout === undefined ? undefined : parseDuration("--ready-timeout", o.readyTimeout as string),
-    heartbeatTimeoutMs: o.heartbeatTimeout === undefined ? undefined : parseDuration("--heartbeat-timeout", o.heartbeatTimeout as string),
-    ...(flags.local ? { store: localStore(flags) } : {}),
-  };
-}
+/** Where a run's files go, and (local) its store, recorded for `collect` and `stop`. */
+const runFiles = (flags: BackendFlags) => ({ outDir: flags.out, ...(flags.local ? { store: localStore(flags) } : {}) });
 
 function program(exit: (code: number) => void): Command {
   const cmd = new Command("cable-fanout")
@@ -128,7 +104,8 @@ function program(exit: (code: number) => void): Command {
   const reportOptions = (c: Command) =>
     c
       .option("--baseline <file|dir>", "a merged.json or results directory to compare with (deltas in the report)")
-      .option("--fail-on-regression <pct>", "exit 1 when a cell is worse than the baseline by more (e.g. 10%)")
+      .option("--fail-on-regression <pct>", "exit 1 when a cell is worse than the baseline by more (e.g. 10%); a baseline of another scenario or target is refused (exit 2, the report written without the comparison)")
+      .option("--baseline-any", "compare with a baseline of another scenario or target anyway (report.md says it compared across them)")
       .option("--title <text>", "heading of report.md");
 
   // The options of a run of the scenario, shared by `run` and `compare`.
@@ -173,21 +150,14 @@ function program(exit: (code: number) => void): Command {
     .addOption(new Option("--abort-on <condition>", "stop every task once this holds on the merged live figures, e.g. 'cable.broadcast_latency.p95>2000 for 30s' or 'errors>5%'; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--server-metrics <url>", "the server's Prometheus endpoint (anycable-go --metrics_http=/metrics, Sockudo's metrics port, a node exporter): its CPU, memory and connections charted beside the load")
     .addHelpText("after", ABORT_HELP)
-    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
-      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-      const backend = makeBackend(flags);
-      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
+    .action(async (scenario: string, raw: unknown) => {
+      const o = runOptions(raw);
+      const backend = makeBackend(o.backend);
       const abort = new AbortController();
       const signals = stopOnSignals(abort);
       try {
         const result = await runFanout(
-          {
-            ...scenarioRunInput(scenario, o, flags, secrets),
-            runId: o.runId === undefined ? undefined : parseRunId(o.runId as string),
-            abortOn: ((o.abortOn as string[] | undefined) ?? []).map(parseAbortOn),
-            serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
-            ...reportFlags(o),
-          },
+          { scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, ...o.run, ...o.report },
           {
             backend,
             now: Date.now,
@@ -220,23 +190,14 @@ function program(exit: (code: number) => void): Command {
     .option("--title <text>", "heading of report.md")
     .option("--fail-on-regression <pct>", "exit 1 when a server is worse than the first --target by more (e.g. 10%), significantly and above the floor, as the baseline gate")
     .addHelpText("after", COMPARE_HELP)
-    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
-      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-      const backend = makeBackend(flags);
-      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
-      const targets = parseCompareTargets((o.target as string[] | undefined) ?? [], (o.serverMetrics as string[] | undefined) ?? [], (o.serverPid as string[] | undefined) ?? []);
+    .action(async (scenario: string, raw: unknown) => {
+      const o = compareOptions(raw);
+      const backend = makeBackend(o.backend);
       const abort = new AbortController();
       const signals = stopOnSignals(abort);
       try {
         const result = await runCompare(
-          {
-            ...scenarioRunInput(scenario, o, flags, secrets),
-            title: o.title as string | undefined,
-            targets,
-            pauseMs: parseDuration("--pause", o.pause as string),
-            compareId: o.compareId === undefined ? undefined : parseRunId(o.compareId as string),
-            regressionThreshold: o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string),
-          },
+          { scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, targets: o.targets, ...o.compare },
           { backend, now: Date.now, sleep, log, abort, ...askAtTerminal(), progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
         );
         log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
@@ -257,11 +218,10 @@ function program(exit: (code: number) => void): Command {
   )
     .option("--target <url>", "the server to load (Artillery's --target)")
     .addHelpText("after", PLAN_HELP)
-    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
-      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-      const backend = makeBackend(flags);
-      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
-      const outcome = await planCommand({ ...scenarioRunInput(scenario, o, flags, secrets) }, { backend, log: (line) => process.stdout.write(`${line}\n`), warn: log });
+    .action(async (scenario: string, raw: unknown) => {
+      const o = planOptions(raw);
+      const backend = makeBackend(o.backend);
+      const outcome = await planCommand({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun }, { backend, log: (line) => process.stdout.write(`${line}\n`), warn: log });
       exit(outcome.refusals.length > 0 ? EXIT.usage : EXIT.ok);
     });
 
@@ -273,14 +233,9 @@ function program(exit: (code: number) => void): Command {
         .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)")
         .option("--count <n>", "tasks per region expected (default: the run's)"),
     ),
-  ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
-    const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-    const result = await collectCommand(
-      { runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string, kindOf(flags)) : undefined, count: o.count ? parsePositiveInt("--count", o.count as string) : undefined },
-      makeBackend(flags),
-      reportFlags(o),
-      log,
-    );
+  ).action(async (runId: string, raw: unknown) => {
+    const o = collectOptions(raw);
+    const result = await collectCommand({ runId, outDir: o.backend.out, ...o.lookup }, makeBackend(o.backend), o.report, log);
     printOutcome(result);
     exit(result.exitCode);
   });
@@ -290,20 +245,14 @@ function program(exit: (code: number) => void): Command {
       .command("stop <runId>")
       .description("stop every task of a run that still runs")
       .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)"),
-  ).action(async (runId: string, o: Record<string, string | boolean | undefined>) => {
-    const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
-    const stopped = await stopCommand({ runId, outDir: flags.out, regions: o.regions ? parseRegions(o.regions as string, kindOf(flags)) : undefined }, makeBackend(flags), log);
+  ).action(async (runId: string, raw: unknown) => {
+    const o = stopOptions(raw);
+    const stopped = await stopCommand({ runId, outDir: o.backend.out, ...o.lookup }, makeBackend(o.backend), log);
     log(`${stopped} task(s) stopped`);
     exit(EXIT.ok);
   });
   registerCapacity(cmd, { makeBackend, localStore, sleep, log, exit });
   return cmd;
-}
-
-function reportFlags(o: Record<string, unknown>): { baseline?: string; regressionThreshold?: number; title?: string } {
-  const threshold = o.failOnRegression === undefined ? undefined : parsePercent("--fail-on-regression", o.failOnRegression as string);
-  if (threshold !== undefined && o.baseline === undefined) throw new FanoutInputError("--fail-on-regression needs --baseline");
-  return { baseline: o.baseline as string | undefined, regressionThreshold: threshold, title: o.title as string | undefined };
 }
 
 function printOutcome(result: { reportFile?: string; failedRegions: string[]; runDir: string }): void {

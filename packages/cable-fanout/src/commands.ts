@@ -1,12 +1,21 @@
 // `collect <runId>` and `stop <runId>`: the run record (or flags) says which regions and backend.
 import path from "node:path";
 import type { Backend } from "./backend.js";
-import { collectRun, type CollectResult } from "./collect.js";
+import { collectRun, type CollectResult } from "./run/collect.js";
 import { FanoutInputError } from "./errors.js";
-import { readRecord, type RunRecord } from "./record.js";
-import { announce } from "./barrier.js";
-import { openRegions } from "./runner.js";
+import { readRecord, type RunRecord } from "./run/record.js";
+import { announce } from "./run/barrier.js";
+import { openRegions } from "./run/runner.js";
 import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
+
+/** The report's flags of `run` and `collect`. */
+export interface ReportFlags {
+  baseline?: string;
+  regressionThreshold?: number;
+  /** --baseline-any: compare with a baseline of another scenario or target anyway. */
+  baselineAny?: boolean;
+  title?: string;
+}
 
 export interface RunLookup {
   runId: string;
@@ -32,7 +41,7 @@ export function lookupRun(lookup: RunLookup, backend: Backend): { runDir: string
 export async function collectCommand(
   lookup: RunLookup,
   backend: Backend,
-  report: { baseline?: string; regressionThreshold?: number; title?: string },
+  report: ReportFlags,
   log: (line: string) => void,
 ): Promise<CollectResult & { runDir: string }> {
   const { runDir, record } = lookupRun(lookup, backend);

@@ -1,19 +1,3 @@
-export type { Backend, Preflight, Region, TaskSnapshot, StartOptions, StartOutcome, Timing } from "./backend.js";
-export { AwsBackend, AwsRegion, AWS_TIMING, defaultClients, taskIdOf, type AwsClients } from "./aws/aws-backend.js";
-export { describeRegionStack, deployHint, type RegionStack } from "./aws/discovery.js";
-export { LocalBackend, LOCAL_TIMING, workerEntrypoint } from "./local/local-backend.js";
-export { buildBundle, commonDirectory, type Bundle } from "./bundle.js";
-export { loadScenario, phasesDurationMs, durationToMs, type Scenario } from "./scenario.js";
-export { batches, backoffDelay, backoffSchedule, RUN_TASK_BACKOFF, RUN_TASK_MAX_COUNT, type Backoff } from "./schedule.js";
-export { startInBatches, isThrottling, isRetryableFailure } from "./retry.js";
-export { runFanout, runBarrier, effectiveOverrides, newRunId, openRegions, type RunOptions, type RunDeps, type RunResult } from "./runner.js";
-export { watchRegion, isFailedStop, type RegionControl } from "./region-watch.js";
-export { announce, decideBarrier, goMarker, readyTaskIds, tasksNeeded, type BarrierDecision, type BarrierState } from "./barrier.js";
-export { startHeartbeat } from "./heartbeat.js";
-export { renderStartSection, summarizeStart, type StartSummary } from "./start-report.js";
-export { collectRun, taskOutcomes, EXIT } from "./collect.js";
-export { collectCommand, stopCommand } from "./commands.js";
-export { readRecord, RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
-export { parseSecrets, parseDuration, parseRegions } from "./options.js";
-export { FanoutInputError } from "./errors.js";
+// The package is its CLI (bin/cable-fanout.js); no other package imports its internals, so the
+// entry point exports only the CLI's main.
 export { main } from "./cli.js";

@@ -123,36 +123,6 @@ export function parseSecrets(specs: string[], backend: "aws" | "local", env: Nod
   return secrets;
 }
 
-/** Commander's parsed options, as both `run` and `capacity` receive them. */
-export type RawOptions = Record<string, string | boolean | string[] | undefined>;
-
-/**
- * The scenario and task flags `run` and `capacity` share (what each task runs, and how the
- * tasks start), parsed once so the two commands cannot read them differently.
- */
-export function parseScenarioRunFlags(o: RawOptions, secrets: Secrets) {
-  return {
-    bundleRoot: o.bundleRoot as string | undefined,
-    overrides: o.overrides === undefined ? undefined : parseJsonObject("--overrides", o.overrides as string),
-    target: o.target as string | undefined,
-    variables: o.variables === undefined ? undefined : parseJsonObject("--variables", o.variables as string),
-    insecure: Boolean(o.insecure),
-    environment: o.environment as string | undefined,
-    spot: Boolean(o.spot) || Boolean(o.spotOnly),
-    spotOnly: Boolean(o.spotOnly),
-    ...parseTaskSize(o.cpu as string | undefined, o.memory as string | undefined),
-    secretRefs: secrets.refs,
-    secretValues: secrets.values,
-    startDelayMs: o.startDelay === undefined ? undefined : parseDuration("--start-delay", o.startDelay as string),
-    startTimeoutMs: o.startTimeout === undefined ? undefined : parseDuration("--start-timeout", o.startTimeout as string),
-  };
-}
-
-/** `--max-cost` and `--yes`, as `run`, `compare` and `capacity` take them. */
-export function costFlags(o: RawOptions): { maxCostUsd?: number; yes?: boolean } {
-  return { ...(o.maxCost === undefined ? {} : { maxCostUsd: parseMaxCost(o.maxCost as string) }), ...(o.yes ? { yes: true } : {}) };
-}
-
 /** `--max-cost`: dollars, e.g. 40 or $40. */
 export function parseMaxCost(text: string): number {
   const match = /^\s*\$?(\d+(?:\.\d+)?)\s*$/.exec(text);

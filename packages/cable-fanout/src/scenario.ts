@@ -5,7 +5,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { verdictCheckProblems } from "artillery-plugin-cable-report";
-import { type BundleRoot, checkBundled, findBundleRoot } from "./bundle-root.js";
+import { type BundleRoot, checkBundled, findBundleRoot } from "./run/bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 
 export interface Scenario {

@@ -109,11 +109,3 @@ export function evaluateSlo(slo: Slo, figures: StepFigures): SloResult {
   const passed = compare(value, slo.op, slo.bound);
   return { slo: slo.text, value, passed, window: "step", ...(passed ? {} : { excess: round2(value - slo.bound) }) };
 }
-
-/** "p95 312 ms > 250 (+62)" style text for the progress line and the report. */
-export function describeResult(slo: Slo, result: SloResult): string {
-  if (result.value === null) return `${slo.text}: no samples`;
-  const unit = slo.kind === "counter" && slo.perUser ? "%" : "";
-  const mark = result.passed ? "✓" : "✗";
-  return `${slo.text} ${mark} (${result.value}${unit}${result.window === "climb" ? ", climb" : ""})`;
-}

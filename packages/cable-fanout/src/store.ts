@@ -26,7 +26,7 @@ import {
 import type { DownloadedResults } from "./backend.js";
 import type { DownloadProgress } from "./download-progress.js";
 import pLimit, { type Limit } from "p-limit";
-import type { Bundle } from "./bundle.js";
+import type { Bundle } from "./run/bundle.js";
 
 /**
  * Store requests in flight per region, for the live feed and collect alike: one at a time, 500

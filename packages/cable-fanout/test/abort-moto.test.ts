@@ -43,7 +43,7 @@ const PHASES = [
 ];
 const PHASES_MS = PHASES.reduce((a, p) => a + p.duration * 1000, 0);
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Json;
 
@@ -98,6 +98,8 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
     expect(record.tasks.map((t: Json) => `${t.region} ${t.state}`)).toEqual(REGIONS.map((r) => `${r} aborted`));
     for (const t of record.tasks) expect(t.reason).toMatch(/^the task was stopped/);
     expect(record.regionFailures).toEqual({});
+    // The runner's record says why it stopped each task: what makes them "aborted", not the words of their status.
+    for (const t of record.tasks) expect(record.stops[t.region][t.taskId], t.region).toEqual({ by: "abort" });
     // Stopped early: in the spike (plus the 10 s sessions it started), long before the phases' end.
     const merged = json(path.join(runDir, "merged.json"));
     // The recovery phase, if it began at all, was cut short.
@@ -112,7 +114,7 @@ describe("cable-fanout run --abort-on on the AWS backend (moto)", () => {
       const taskId = record.tasks.find((t: Json) => t.region === stack.region).taskId;
       const { Body } = await new S3Client({ region: stack.region }).send(new GetObjectCommand({ Bucket: stack.bucketName, Key: `runs/${runId}/${stack.region}/${taskId}/status.json` }));
       const status = JSON.parse(await Body!.transformToString()) as Json;
-      expect(status, stack.region).toMatchObject({ exitCode: 1, artilleryExitCode: 143, reason: expect.stringMatching(/^the task was stopped \(SIGTERM\)/), loadStartedAt: expect.any(Number) });
+      expect(status, stack.region).toMatchObject({ exitCode: 1, artilleryExitCode: 143, reason: expect.stringMatching(/^the task was stopped \(SIGTERM\)/), loadStartedAt: expect.any(Number), end: { by: "stop-signal", signal: "SIGTERM" } });
       expect(Date.parse(status.endedAt), stack.region).toBeLessThan(record.startAt + PHASES_MS - 20_000);
     }
 

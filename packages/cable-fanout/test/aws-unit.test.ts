@@ -12,8 +12,8 @@ import { AwsRegion, AWS_TIMING, defaultClients, STOP_TASKS_IN_FLIGHT } from "../
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import type { StartOptions } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
-import { watchRegion } from "../src/region-watch";
-import type { RunDeps } from "../src/runner";
+import { watchRegion } from "../src/run/region-watch";
+import type { RunDeps } from "../src/run/run-options";
 import { fakeClock, RecordingProgress, throttling } from "./helpers";
 
 const STACK: RegionStack = {

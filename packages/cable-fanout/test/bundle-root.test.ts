@@ -3,8 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildBundle } from "../src/bundle";
-import { findBundleRoot } from "../src/bundle-root";
+import { buildBundle } from "../src/run/bundle";
+import { findBundleRoot } from "../src/run/bundle-root";
 import { loadScenario } from "../src/scenario";
 import { runCli } from "./cli";
 

@@ -18,7 +18,7 @@ const SLOS = ["--slo", "cable.broadcast_latency.p95<250", "--slo", "errors<1%", 
 const STAIR = ["--start", "20", "--step", "20", "--hold", "20", "--climb", "2", "--start-delay", "2"];
 
 // capacity.json as read back: checked field by field below.
-type Capacity = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Capacity = Record<string, any>;
 const json = (file: string): Capacity => JSON.parse(readFileSync(file, "utf8"));
 
 describe("cable-fanout capacity --local", () => {

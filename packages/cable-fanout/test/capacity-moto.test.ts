@@ -24,7 +24,7 @@ const RAILS = path.join(ROOT, "scenarios/capacity-rails.yml");
 const REGIONS = ["eu-west-2", "us-east-1"];
 const CAPACITY = 30;
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 describe("cable-fanout capacity on the AWS backend (moto)", () => {
   const aws = motoRegions(REGIONS, { capacityConnections: CAPACITY, overCapacityDelayMs: 800 }, 240_000);

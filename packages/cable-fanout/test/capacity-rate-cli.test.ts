@@ -18,7 +18,7 @@ const ANYCABLE = path.join(ROOT, "scenarios/capacity-anycable.yml");
 const RATE_CAPACITY = 27;
 
 // capacity.json as read back: checked field by field below.
-type Capacity = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Capacity = Record<string, any>;
 
 describe("cable-fanout capacity --vary rate --local", () => {
   let target: LocalTarget;

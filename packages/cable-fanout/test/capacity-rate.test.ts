@@ -1,6 +1,5 @@
 // The capacity search's pure parts for the second axis (messages a second) and for the generator
 // verdict shared with the PR report (cable-report's detectSaturation: lag, and CPU over 90 %).
-import { DDSketch } from "@artilleryio/sketches-js";
 import { SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
 import { describe, expect, test } from "vitest";
 import { encoded } from "cable-test-servers";
@@ -11,7 +10,7 @@ import { checkStair, planRateLevel } from "../src/capacity/plan";
 import { renderCapacityMarkdown } from "../src/capacity/report";
 import { buildAnswer, headline, judgeStep, SEND_RATE_FLOOR } from "../src/capacity/search";
 import { parseSlo } from "../src/slo";
-import { segmentOverrides } from "../src/capacity/controller";
+import { segmentOverrides } from "../src/capacity/segment-run";
 
 const T0 = 1_000_000_000_000;
 const w = { climbStart: T0 + 3_000, holdStart: T0 + 8_000, holdEnd: T0 + 38_000 };

@@ -1,6 +1,5 @@
 // The capacity search's pure parts: SLO expressions, the stair's phases, which periods a step is
 // judged on, verdicts, the search's decisions, the answer and capacity.md.
-import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, test } from "vitest";
 import { encoded, sketchOf } from "cable-test-servers";
 import { FanoutInputError } from "../src/errors";
@@ -11,7 +10,8 @@ import { checkRefine, checkStair, levels, planSegment } from "../src/capacity/pl
 import { renderCapacityMarkdown } from "../src/capacity/report";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, refineLevel, type StepResult } from "../src/capacity/search";
 import { evaluateSlo, parseSlo, type StepFigures } from "../src/slo";
-import { segmentOverrides, usersOf } from "../src/capacity/controller";
+import { usersOf } from "../src/capacity/controller";
+import { segmentOverrides } from "../src/capacity/segment-run";
 import type { MergedResults } from "artillery-plugin-cable-report";
 
 const figures = (over: Partial<StepFigures> = {}): StepFigures => ({ users: 100, hold: {}, climb: {}, counters: {}, ...over });

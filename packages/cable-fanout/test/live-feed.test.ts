@@ -181,6 +181,36 @@ describe("the live feed's reads", () => {
   });
 });
 
+describe("the live feed's end", () => {
+  it("reads once more when the tasks have stopped, so their last periods are in, then wakes its readers and says it is final", async () => {
+    const store = new SlowStore();
+    streamed(store, 1, 1);
+    const sleeps: number[] = [];
+    // A poll every 2 s that never comes back on its own: only finish() reads again.
+    const feed = new LiveFeed("r1", new Map([["eu", store]]), { now: () => T0 + 12_000, sleep: (ms) => (sleeps.push(ms), new Promise(() => undefined)) }, { expected: 1, phaseCount: 1 });
+    feed.start();
+    await feed.next();
+    expect(feed.snapshot().get("eu")!.periods()).toHaveLength(1);
+    // The task's last period lands as it exits, after the poll before.
+    store.objects.set(periodKey("r1", "eu", "t0", T0 + 10_000), JSON.stringify(period(1)));
+    store.objects.set(endedKey("r1", "eu", "t0"), JSON.stringify({ at: T0 + 12_000, created: 2, completed: 2, failed: 0 }));
+    const woken = feed.next();
+    expect(feed.final).toBe(false);
+    const finishing = feed.finish();
+    // Asked while the last read is under way, next() waits for that read: it does not resolve at
+    // once (a caller looping on it would spin and starve the read's own I/O).
+    const wokenMeanwhile = feed.next().then(() => feed.snapshot().get("eu")!.periods().length);
+    const last = await finishing;
+    await woken;
+    expect(await wokenMeanwhile).toBe(2);
+    expect(feed.final).toBe(true);
+    await expect(Promise.race([feed.next().then(() => "at once"), new Promise((r) => setTimeout(() => r("waited"), 50))])).resolves.toBe("at once");
+    expect(last.get("eu")!.periods().map((f) => f.period - T0)).toEqual([0, 10_000]);
+    expect(last.get("eu")!.tasks.get("t0")).toMatchObject({ lastPeriod: T0 + 10_000, ended: { completed: 2 } });
+    expect(sleeps).toEqual([2_000]);
+  });
+});
+
 describe("collect's download", () => {
   let dir: string | undefined;
   afterEach(() => {

@@ -1,5 +1,4 @@
 // The live view and --abort-on, pure: constructed live periods in, lines and verdicts out.
-import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, it } from "vitest";
 import { encoded } from "cable-test-servers";
 import { judgeAbort, parseAbortOn } from "../src/live/abort";

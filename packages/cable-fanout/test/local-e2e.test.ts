@@ -1,8 +1,8 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startTarget, type LocalTarget } from "cable-local-target";
+import { SERVER_SOFTWARE, startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli";
 
@@ -102,7 +102,29 @@ describe("cable-fanout run --local", () => {
     const withBaseline = readFileSync(path.join(runDir, "report.md"), "utf8");
     expect(withBaseline).toContain("| Created | 8 ±0% | 8 ±0% | 16 ±0% |");
     expect(withBaseline).toContain("no regression beyond 50%");
-  }, 120_000);
+
+    // The run names its target: fanout.json (from --target), merged.json (from the tasks, with what the server said it is).
+    expect(record.target).toBe(target.cableUrl);
+    expect(merged.target).toEqual({ url: target.cableUrl, server: SERVER_SOFTWARE });
+    // Artillery names the test after the script's file: `run` checks a baseline's test name by it before any task starts.
+    expect(merged.test.name).toBe("chat.yml");
+    // A baseline of another target: refused by the gate (exit 2, the report without the comparison)…
+    const staging = path.join(work, "staging.json");
+    writeFileSync(staging, JSON.stringify({ ...merged, target: { url: "ws://staging.example:8080/cable", server: SERVER_SOFTWARE } }));
+    const refused = await cli(["collect", runId, "--local", "--out", out, "--baseline", staging, "--fail-on-regression", "50%"], work);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`baseline is of another target: ws://staging.example:8080/cable, this run ${target.cableUrl}; --baseline-any compares anyway`);
+    expect(readFileSync(path.join(runDir, "report.md"), "utf8")).toMatch(/- \*\*Baseline:\*\* .* — not compared: baseline is of another target/);
+    // …compared with --baseline-any, and said so;
+    const across = await cli(["collect", runId, "--local", "--out", out, "--baseline", staging, "--fail-on-regression", "50%", "--baseline-any"], work);
+    expect(across.code, across.stderr).toBe(0);
+    expect(readFileSync(path.join(runDir, "report.md"), "utf8")).toContain("- **Baseline note:** compared across targets (--baseline-any): baseline is of another target");
+    // and `run` refuses it before any task starts.
+    const early = await cli(["run", CHAT, "--local", "--regions", "local-a", "--target", target.cableUrl, "--overrides", SHORT, "--out", path.join(work, "never"), "--baseline", staging, "--fail-on-regression", "50%"], work);
+    expect(early.code, early.stderr).toBe(2);
+    expect(early.stderr).toContain(`not starting any task: baseline is of another target: ws://staging.example:8080/cable, this run ${target.cableUrl}; --baseline-any compares anyway`);
+    expect(existsSync(path.join(work, "never"))).toBe(false);
+  }, 180_000);
 
   it("on Ctrl-C stops every task, still collects what exists, and exits 4", async () => {
     const out = path.join(work, "interrupted");
@@ -120,6 +142,8 @@ describe("cable-fanout run --local", () => {
       ["failed", expect.stringContaining("the task was stopped (SIGTERM) before artillery finished")],
       ["failed", expect.stringContaining("the task was stopped (SIGTERM) before artillery finished")],
     ]);
+    // The runner's record says it stopped every task for the interrupt.
+    expect(Object.values(record.stops).flatMap((byTask) => Object.values(byTask as object))).toEqual([{ by: "interrupt" }, { by: "interrupt" }]);
     // The workers' logs were collected even though the run was cut short.
     expect(existsSync(path.join(out, runId, "local-a/task-1/artillery.log"))).toBe(true);
   }, 120_000);

@@ -15,7 +15,7 @@ import { AwsBackend, defaultClients } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
 import { collectCommand, stopCommand } from "../src/commands";
 import { LineProgress } from "../src/progress";
-import { runFanout } from "../src/runner";
+import { runFanout } from "../src/run/runner";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
 import { type Deployment, iamRequests, type RecordedCall, recordCalls } from "./iam-calls";

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseManifest } from "cable-worker/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildBundle } from "../src/bundle";
+import { buildBundle } from "../src/run/bundle";
 import { FanoutInputError } from "../src/errors";
 import { checkSlicedPayloads, mergeLikeArtillery, planPayloads } from "../src/payloads";
 import { loadScenario } from "../src/scenario";

@@ -3,15 +3,16 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TaskStatus } from "cable-worker/contract";
-import { decideBarrier, defaultMinReadyPct, goMarker, tasksNeeded } from "../src/barrier";
-import { taskNotes } from "../src/collect";
+import { decideBarrier, defaultMinReadyPct, goMarker, tasksNeeded } from "../src/run/barrier";
+import { taskNotes } from "../src/run/collect";
 import { parseMinReady, parseRunId } from "../src/options";
-import { renderStartSection, summarizeStart } from "../src/start-report";
-import { buildBundle, commonDirectory } from "../src/bundle";
+import { renderStartSection, summarizeStart } from "../src/run/start-report";
+import { buildBundle, commonDirectory } from "../src/run/bundle";
 import { FanoutInputError } from "../src/errors";
 import { parseDuration, parseSecrets, parseTaskSize } from "../src/options";
 import { isRetryableFailure, isThrottling } from "../src/retry";
-import { effectiveOverrides, newRunId } from "../src/runner";
+import { effectiveOverrides } from "../src/run/run-options";
+import { newRunId } from "../src/run/runner";
 import { loadScenario, phasesDurationMs } from "../src/scenario";
 import { backoffSchedule, batches, RUN_TASK_BACKOFF } from "../src/schedule";
 import { throttling } from "./helpers";
@@ -225,8 +226,8 @@ describe("the start section of report.md", () => {
     });
     expect(summary.skewMs).toBe(260);
     expect(summary.regions).toEqual([
-      { region: "eu-west-2", started: 2, expected: 2, firstMs: 40, lastMs: 90, missed: 0 },
-      { region: "us-east-1", started: 1, expected: 2, firstMs: 300, lastMs: 300, missed: 1 },
+      { region: "eu-west-2", started: 2, expected: 2, firstMs: 40, lastMs: 90, missed: 0, clockBoundMs: null },
+      { region: "us-east-1", started: 1, expected: 2, firstMs: 300, lastMs: 300, missed: 1, clockBoundMs: null },
     ]);
     expect(renderStartSection(summary)).toBe(
       [
@@ -236,11 +237,12 @@ describe("the start section of report.md", () => {
         "Ready barrier: 3 of 4 task(s) ready after 42 s (--min-ready 50%, --ready-timeout 600 s).",
         "Common start: 1970-01-01T00:00:10.000Z (go marker, S3's clock).",
         "Start skew across all tasks and regions: **260 ms** (latest minus earliest first virtual user, by Artillery's first metric).",
+        "Clock error bound: unknown here (no chrony): cross-task latencies are only as good as the machines' clocks.",
         "",
-        "| Region | Tasks started | First start | Last start | Skew | Missed the barrier |",
-        "|---|---|---|---|---|---|",
-        "| eu-west-2 | 2/2 | +40 ms | +90 ms | 50 ms | – |",
-        "| us-east-1 | 1/2 | +300 ms | +300 ms | 0 ms | **1 task(s): no load** |",
+        "| Region | Tasks started | First start | Last start | Skew | Missed the barrier | Clock error bound |",
+        "|---|---|---|---|---|---|---|",
+        "| eu-west-2 | 2/2 | +40 ms | +90 ms | 50 ms | – | unknown |",
+        "| us-east-1 | 1/2 | +300 ms | +300 ms | 0 ms | **1 task(s): no load** | unknown |",
         "",
       ].join("\n"),
     );
@@ -251,7 +253,8 @@ describe("the start section of report.md", () => {
       summarizeStart({ startAt: null, count: 1, regions: ["eu-west-2"], statuses: new Map(), barrier: { outcome: "failed", minReadyPct: 100, readyTimeoutMs: 60_000, expected: 1, ready: 0, waitedMs: 60_000, reason: "only 0 of 1 task(s) were ready within --ready-timeout, 1 needed (--min-ready)", missed: {} } }),
     );
     expect(text).toContain("**The run did not start:** only 0 of 1 task(s) were ready within --ready-timeout, 1 needed (--min-ready) (0 of 1 task(s) ready after 60 s");
-    expect(text).toContain("| eu-west-2 | 0/1 | – | – | – | 1 task(s) did not start |");
+    expect(text).toContain("| eu-west-2 | 0/1 | – | – | – | 1 task(s) did not start | – |");
+    expect(text).not.toContain("Clock error bound:");
   });
 });
 

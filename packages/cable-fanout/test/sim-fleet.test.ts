@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { PERIOD_MS } from "artillery-plugin-cable-report";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXIT } from "../src/collect";
+import { EXIT } from "../src/run/collect";
 import { SimClock } from "./sim-fleet/sim-clock";
 import { SimFleet } from "./sim-fleet/sim-backend";
 import { lateness, runOnFleet } from "./sim-fleet/run-on-fleet";

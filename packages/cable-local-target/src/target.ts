@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { broadcastPayloadJson } from "./actioncable/frames.js";
@@ -57,6 +59,19 @@ export interface LocalTarget {
   close(): Promise<void>;
 }
 
+/** This package's version, from its package.json (beside src/ and dist/ alike). */
+function packageVersion(): string {
+  try {
+    const version = (JSON.parse(readFileSync(path.join(__dirname, "..", "package.json"), "utf8")) as { version?: unknown }).version;
+    return typeof version === "string" ? version : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+/** What the target says it is in every upgrade answer (`Server:`), as real servers do: the engine counts it, the report names it. */
+export const SERVER_SOFTWARE = `cable-local-target/${packageVersion()}`;
+
 /** Maximum inbound frame: bounded so that one client cannot make the target buffer without limit. */
 const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -90,6 +105,7 @@ export async function startTarget(input: TargetOptions = {}): Promise<LocalTarge
 
   const cableWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES, handleProtocols: chooseSubprotocol });
   const pusherWss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
+  for (const wss of [cableWss, pusherWss]) wss.on("headers", (headers) => headers.push(`Server: ${SERVER_SOFTWARE}`));
   const pendingUpgrades = new Set<Duplex>();
   // Every socket that asked for a WebSocket, for a partition to silence.
   const upgraded = new Set<Duplex>();

@@ -36,7 +36,6 @@ async function subscribed(client: RawClient, id: string, extra: Record<string, u
 }
 
 const pubsub = (stream: string) => identifier("$pubsub", { stream_name: stream });
-const message = (f: any) => f.message !== undefined && f.type === undefined;
 
 describe("subprotocol negotiation", () => {
   test("an actioncable-v1-json client gets exactly Rails' frames: no sid, no offsets, extended commands dropped", async () => {

@@ -1,7 +1,7 @@
-import { startAnyCable, startSockudo } from "cable-test-servers";
+import { startAnyCable } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { signStreamName, startTarget } from "../src/index.js";
-import { connect, delay, identifier, notPing, pusherClient, type RawClient } from "./helpers.js";
+import { connect, delay, identifier, notPing, type RawClient } from "./helpers.js";
 
 /*
  * The same AnyCable exchanges against the local target and against a real anycable-go 1.6.16

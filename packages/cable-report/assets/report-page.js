@@ -58,12 +58,12 @@
   }
 
   /**
-   * The whole run on every chart: from the first period's start (or the first server scrape) to the
-   * last period's end (or the last scrape, or the early stop), whatever each chart's own data covers.
+   * The whole run on every chart: from the load's start (0:00) to the last period's end (or the last
+   * scrape, or the early stop), whatever each chart's own data covers.
    */
   var domain = (function () {
-    var xs = [0, data.x[0], data.x[data.x.length - 1] + data.stepS];
-    if (data.server) xs.push(data.server.x[0], data.server.x[data.server.x.length - 1]);
+    var xs = [0, data.x[data.x.length - 1]];
+    if (data.server) xs.push(data.server.x[data.server.x.length - 1]);
     if (data.aborted) xs.push(data.aborted.at);
     xs = xs.filter(function (v) { return typeof v === "number" && isFinite(v); });
     return { min: Math.min.apply(null, xs), max: Math.max.apply(null, xs) };
@@ -364,8 +364,8 @@
 
   function generatorCharts() {
     if (data.generator.length === 0) return;
-    var card = section("Load generator", "Each task's event-loop lag p99 (ms) and CPU (% of its worker threads), per period; " +
-      "colour: the task's region. Over " + data.saturation.lagP99Ms + " ms lag p99 or " + data.saturation.cpuPercent +
+    var card = section("Load generator", "Each task's event-loop lag (ms: the worst second of the period, whose ten-odd samples are too few for a p99) " +
+      "and CPU (% of its worker threads), per period; colour: the task's region. Over " + data.saturation.lagP99Ms + " ms lag or " + data.saturation.cpuPercent +
       "% CPU a task counts as saturated: the generator, not the server, sets its latencies.");
     var seen = {};
     var series = function (pick) {
@@ -375,14 +375,17 @@
         return { label: g.file, colour: data.columns[g.column].colour, values: g[pick], dash: TASK_DASH[n % TASK_DASH.length] };
       });
     };
-    plotOrNote(card, { x: data.x, unit: "lag p99 (ms)", series: series("lag") }, "No event-loop lag recorded.");
+    plotOrNote(card, { x: data.x, unit: "lag, worst second (ms)", series: series("lag") }, "No event-loop lag recorded.");
     plotOrNote(card, { x: data.x, unit: "CPU (%)", series: series("cpu") }, "No CPU recorded (sidecars older than version 2).");
   }
 
   function serverCharts() {
     var s = data.server;
     if (!s) return;
-    var card = section("Server", "The server's own figures, scraped from its Prometheus endpoint (cable-fanout --server-metrics).");
+    var b = data.serverBefore;
+    var card = section("Server", "The server's own figures, scraped from its Prometheus endpoint (cable-fanout --server-metrics)." +
+      (b ? " Before the load (" + b.scrapes + " scrape" + (b.scrapes === 1 ? "" : "s") + " from " + clock(b.fromS) + "), idle: " +
+        number(b.vcpu) + " vCPU, " + number(b.memory) + " MiB, " + number(b.connections) + " connections; not drawn." : ""));
     plotOrNote(card, {
       x: s.x,
       unit: "vCPU",
@@ -400,12 +403,12 @@
     element("p", "note", "No 10 s periods were recorded, so there is nothing to draw over time.", root);
     return;
   }
-  if (data.phases.length > 0) {
-    element("p", "chart-desc", "Shaded bands: the test's phases" +
-      ((data.recovery || []).length > 0 ? "; after a spike, orange until the main latency's p95 was back (red: it never was)" : "") +
-      ". Drag across a chart to zoom all of them; double-click to zoom out. " +
-      "Hover for the values; click a legend entry to hide that line.", root);
-  }
+  element("p", "chart-desc", "Time counts from the load's start (0:00). Each point is one " + data.stepS + " s period, drawn at its end: " +
+    "the figure of the seconds just before it. The server's scrapes sit at their own times." +
+    (data.phases.length > 0 ? " Shaded bands: the test's phases, as they ran" : "") +
+    ((data.recovery || []).length > 0 ? "; after a spike, orange until the main latency's p95 was back (red: it never was)" : "") +
+    ". Drag across a chart to zoom all of them; double-click to zoom out. " +
+    "Hover for the values; click a legend entry to hide that line.", root);
   latencyChart();
   simpleChart("Open connections", "Each task's most open at once in the period, summed.", "connections", data.connections,
     "No open-connection figures (an engine without cable.connections_open_period_peak).");

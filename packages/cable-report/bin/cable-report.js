@@ -1,3 +1,5 @@
 #!/usr/bin/env node
 "use strict";
+// A closed stdout or stderr (`… --help | head`) ends the CLI quietly, as Unix tools do.
+for (const stream of [process.stdout, process.stderr]) stream.on("error", (err) => process.exit(err.code === "EPIPE" ? (process.exitCode ?? 0) : 1));
 process.exitCode = require("../dist/cli.js").main(process.argv.slice(2));

@@ -1,11 +1,12 @@
 // `cable-report <results-dir> [options]`: merge, render, write atomically.
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "./atomic-write.js";
-import { findRegressions } from "./compare.js";
+import { findRegressions, withBaselineVerdict } from "./compare.js";
 import { ResultsInputError } from "./input.js";
 import { renderReportPage } from "./html.js";
 import { renderMarkdown, type RenderOptions } from "./markdown.js";
 import { loadBaseline, mergeResults } from "./results.js";
+import { judgeBaseline } from "./target.js";
 
 const USAGE = `Usage: cable-report <results-dir> [options]
 
@@ -20,13 +21,17 @@ Options:
                                 time, in one file that opens offline
   --baseline <file|dir>         a --json output or a results directory to compare with
   --fail-on-regression <pct>    exit 1 when a server metric is worse than the baseline by at least
-                                this much (e.g. 10%), significantly and above an absolute floor
+                                this much (e.g. 10%), significantly and above an absolute floor;
+                                a baseline of another scenario or target is refused (exit 2)
+  --baseline-any                compare with a baseline of another scenario or target anyway
+                                (the report says it compared across them)
   --title <text>                heading of the markdown
   --expect-regions <a,b,…>      regions that must report; absent ones are marked missing
   --expect-tasks <n>            tasks per region (default: the most any region ran)
   -h, --help                    show this help
 
-Exit status: 0 done, 1 regression beyond --fail-on-regression, 2 bad input or usage,
+Exit status: 0 done, 1 regression beyond --fail-on-regression, 2 bad input or usage (a baseline
+of another scenario or target refused: the report is written without the comparison),
 3 internal error.`;
 
 export const EXIT_OK = 0;
@@ -62,19 +67,24 @@ function run(argv: string[]): number {
   if (positionals.length !== 1) throw new UsageError("give exactly one <results-dir>");
   const threshold = values["fail-on-regression"] === undefined ? undefined : parsePercent(values["fail-on-regression"]);
   if (threshold !== undefined && !values.baseline) throw new UsageError("--fail-on-regression needs --baseline");
+  if (values["baseline-any"] && !values.baseline) throw new UsageError("--baseline-any needs --baseline");
 
   const merged = mergeResults(positionals[0], {
     regions: values["expect-regions"]?.split(",").map((r) => r.trim()).filter(Boolean),
     tasksPerRegion: values["expect-tasks"] === undefined ? undefined : parseCount(values["expect-tasks"]),
   });
-  const baseline = values.baseline === undefined ? undefined : loadBaseline(values.baseline);
+  const given = values.baseline === undefined ? undefined : loadBaseline(values.baseline);
+  // Of another scenario or target: the gate refuses it (unless --baseline-any), the report says so.
+  const verdict = given && judgeBaseline(merged, given, { gate: threshold !== undefined, any: values["baseline-any"] === true });
+  const baseline = verdict?.refused ? undefined : given;
   const renderOptions: RenderOptions = {
     title: values.title,
     baseline,
     baselineLabel: values.baseline,
     regressionThreshold: threshold,
   };
-  const markdown = renderMarkdown(merged, renderOptions);
+  const rendered = renderMarkdown(merged, renderOptions);
+  const markdown = verdict ? withBaselineVerdict(rendered, verdict, values.baseline!) : rendered;
   const html = values.html === undefined ? undefined : renderReportPage(merged, renderOptions);
 
   // Everything is computed before anything is written, and each write is atomic.
@@ -83,6 +93,10 @@ function run(argv: string[]): number {
   if (values.out) writeFileAtomic(values.out, markdown);
   else process.stdout.write(markdown);
 
+  if (verdict?.refused) {
+    process.stderr.write(`cable-report: ${verdict.refused}\n`);
+    return EXIT_BAD_INPUT;
+  }
   if (baseline && threshold !== undefined) {
     const regressions = findRegressions(merged, baseline, threshold);
     for (const r of regressions) {
@@ -105,6 +119,7 @@ function parseCommandLine(argv: string[]) {
         html: { type: "string" },
         baseline: { type: "string" },
         "fail-on-regression": { type: "string" },
+        "baseline-any": { type: "boolean" },
         title: { type: "string" },
         "expect-regions": { type: "string" },
         "expect-tasks": { type: "string" },

@@ -9,8 +9,9 @@
 //     the log rate ratio's, with an exact binomial test of the counts);
 //  2. it is larger than an absolute floor, below which no change matters to a
 //     user however certain it is, or could be the generator's own doing:
-//     for latency, 5 ms or the generator's event-loop lag p99 (the larger of
-//     the two runs), since a change no larger than the generator's own delay
+//     for latency, 5 ms or the generator's event-loop lag as the report reads
+//     it (p99, or the max under 100 samples: saturation.ts) in the larger of
+//     the two runs, since a change no larger than the generator's own delay
 //     may be that delay, and a few milliseconds at p95 is what scheduling on a
 //     shared machine moves (a Rails A/A pair on a loaded 2-core runner went
 //     from p95 2.6 ms to 7 ms with the generator's lag p99 at 4 ms); for error-like counts, 1 event per 100 virtual users
@@ -32,7 +33,10 @@ import type { Column, Distribution, MergedResults } from "./model.js";
 import { tableRows, type GateSpec, type NumericRow } from "./rows.js";
 import { EVENT_LOOP_LAG } from "./merge.js";
 import type { Change, Regression } from "./regression.js";
+import { lagFigure } from "./saturation.js";
 import { RELATIVE_ACCURACY } from "./sidecar.js";
+import { isServerSoftwareCounter, type BaselineVerdict } from "./target.js";
+import { inline, LIMITS } from "./text.js";
 import { verdictRegressions } from "./verdict-gate.js";
 
 export type { Change, Regression } from "./regression.js";
@@ -76,14 +80,15 @@ export function gateCell(row: NumericRow, current: Column, baseline: Column, thr
     return { gated: false, why: "the load generator was saturated" };
   }
   if (row.gate.kind === "quantile") {
-    const floor = Math.max(GATE.latencyFloorMs, lagP99(current), lagP99(baseline));
+    const floor = Math.max(GATE.latencyFloorMs, lagMs(current), lagMs(baseline));
     return gateQuantile(row.gate, current.histograms[row.gate.metric], baseline.histograms[row.gate.metric], thresholdPercent, floor);
   }
   return gateRate(row.gate, current, baseline, thresholdPercent);
 }
 
-function lagP99(column: Column): number {
-  return column.histograms[EVENT_LOOP_LAG]?.p99 ?? 0;
+/** The generator's lag as the table and the banner read it, so that the floor never hides behind a p99 of a dozen samples. */
+function lagMs(column: Column): number {
+  return lagFigure(column.histograms[EVENT_LOOP_LAG])?.ms ?? 0;
 }
 
 function isSaturated(column: Column): boolean {
@@ -120,10 +125,33 @@ export function findRegressions(merged: MergedResults, baseline: MergedResults, 
   return [...regressions, ...verdictRegressions(merged, baseline, thresholdPercent)];
 }
 
-/** Metrics the baseline has and this run does not: a metric that vanished is news too. */
+/**
+ * Metrics the baseline has and this run does not: a metric that vanished is news too. Not the
+ * server's name (`cable.server_software.…`): a new version is said beside the baseline instead.
+ */
 export function onlyInBaseline(merged: MergedResults, baseline: MergedResults): string[] {
   const now = new Set([...Object.keys(merged.all.histograms), ...Object.keys(merged.all.counters)]);
-  return [...Object.keys(baseline.all.histograms), ...Object.keys(baseline.all.counters)].filter((m) => !now.has(m)).sort();
+  return [...Object.keys(baseline.all.histograms), ...Object.keys(baseline.all.counters)].filter((m) => !now.has(m) && !isServerSoftwareCounter(m)).sort();
+}
+
+/**
+ * The baseline check's outcome (target.ts judgeBaseline) in report.md's header, after the Baseline
+ * line (or, when the gate refused the baseline and the report was rendered without it, in its
+ * place): markdown from renderMarkdown in, the same with these lines out.
+ */
+export function withBaselineVerdict(markdown: string, verdict: BaselineVerdict, label: string): string {
+  const lines = verdict.refused
+    ? [`- **Baseline:** ${inline(label, LIMITS.label)} — not compared: ${inline(verdict.refused)}`]
+    : verdict.notes.map((note) => `- **Baseline note:** ${inline(note)}`);
+  if (lines.length === 0) return markdown;
+  const text = markdown.split("\n");
+  const baselineAt = text.findIndex((line) => line.startsWith("- **Baseline:**"));
+  // Else the end of the header: the first list of `- **…:**` lines (after the title and the headline's quote).
+  const headerStart = text.findIndex((line) => line.startsWith("- **"));
+  const headerEnd = headerStart < 0 ? -1 : text.findIndex((line, i) => i > headerStart && !line.startsWith("- "));
+  const at = baselineAt >= 0 ? baselineAt + 1 : headerStart < 0 ? text.length : headerEnd < 0 ? text.length : headerEnd;
+  text.splice(at, 0, ...lines);
+  return text.join("\n");
 }
 
 function gateQuantile(
@@ -153,7 +181,7 @@ function gateQuantile(
     `${label} ${fmt(a.value)} → ${fmt(b.value)} ms (${signed(percent)}%, ${signed(delta)} ms)`,
     `95% interval of the change ${signed(interval[0])}% … ${signed(interval[1])}%`,
     `${big ? "all of it ≥" : "not all ≥"} ${threshold}%, ${aboveFloor ? "above" : "under"} the ${fmt(floorMs)} ms floor` +
-      (floorMs > GATE.latencyFloorMs ? " (the generator's event-loop lag p99)" : ""),
+      (floorMs > GATE.latencyFloorMs ? " (the generator's event-loop lag)" : ""),
   ].join("; ");
   return { gated: true, regression: big && aboveFloor, percent, interval, delta, explain };
 }

@@ -1,12 +1,14 @@
 // What an error key means and what to look at, for the ones a user fixes outside the test: a
 // certificate, a server's setting, the app's own code. report.md lists the keys the run counted,
 // under the table; keys without a hint are left to the README's metrics table.
+import type { ErrorCounter } from "artillery-engine-cable/errors";
 import type { MergedResults } from "./model.js";
 import { code, LIMITS } from "./text.js";
 
 const TRUST = "trust its CA with `config.tls.ca: ./ca.pem` (or `NODE_EXTRA_CA_CERTS=ca.pem`), or run with `--insecure` against a throwaway staging server";
 
-export const ERROR_HINTS: Readonly<Record<string, string>> = {
+// Keyed by the engine's error counters (artillery-engine-cable/errors): a renamed error does not compile here.
+export const ERROR_HINTS: Readonly<Partial<Record<ErrorCounter, string>>> = {
   "errors.cable.tls_untrusted": `the server's certificate is not signed by a CA Node trusts (an internal CA, a self-signed certificate): ${TRUST}`,
   "errors.cable.tls_expired": "the server's certificate has expired or is not valid yet: renew it (or check this machine's clock); `--insecure` skips the check",
   "errors.cable.tls_hostname": "the server's certificate is for another name than the target's host: use the name it was issued for (`config.tls.servername` when connecting by address)",
@@ -41,7 +43,7 @@ export const DISCONNECT_CAUSES: Readonly<Record<string, string>> = {
 };
 
 /** The breakdown under each error key that has one: counter prefix, and the words for each cause. */
-const BREAKDOWNS: Readonly<Record<string, { prefix: string; causes: Readonly<Record<string, string>> }>> = {
+const BREAKDOWNS: Readonly<Partial<Record<ErrorCounter, { prefix: string; causes: Readonly<Record<string, string>> }>>> = {
   "errors.cable.subscription_rejected": { prefix: "cable.subscription_rejected.", causes: REJECTION_CAUSES },
   "errors.cable.server_disconnect": { prefix: "cable.server_disconnect.", causes: DISCONNECT_CAUSES },
 };
@@ -49,12 +51,15 @@ const BREAKDOWNS: Readonly<Record<string, { prefix: string; causes: Readonly<Rec
 /** "- `cable.tls_untrusted` (20): the server's certificate …", for each key with a hint the run counted. */
 export function errorHints(merged: MergedResults): string[] {
   const counters = merged.all.counters;
-  const lines = Object.entries(ERROR_HINTS)
+  const lines = (Object.entries(ERROR_HINTS) as Array<[ErrorCounter, string]>)
     .filter(([key]) => (counters[key] ?? 0) > 0)
-    .flatMap(([key, hint]) => [
-      `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
-      ...(BREAKDOWNS[key] ? causeLines(counters, BREAKDOWNS[key], (merged.serverWords ?? []).filter((w) => `errors.${w.error}` === key)) : []),
-    ]);
+    .flatMap(([key, hint]) => {
+      const breakdown = BREAKDOWNS[key];
+      return [
+        `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
+        ...(breakdown ? causeLines(counters, breakdown, (merged.serverWords ?? []).filter((w) => `errors.${w.error}` === key)) : []),
+      ];
+    });
   return lines.length === 0 ? [] : ["", "**What the errors mean**", "", ...lines];
 }
 

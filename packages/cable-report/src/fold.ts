@@ -13,6 +13,8 @@ import { encodeSketch, RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 import { byName } from "./task-file.js";
 import { gridPeriod, isLatencyMetric } from "./series.js";
+import { lagFigure } from "./saturation.js";
+import { TargetFold } from "./target.js";
 
 /** A metric over a set of samples: the sketches merged, and the summaries for when some task brought none. */
 class SampleFold {
@@ -121,8 +123,9 @@ export class ColumnFold {
         if (!sketches[name]) sampleFold(slot.latency, name).summaries.push(summary);
       }
       const lag = sketches[EVENT_LOOP_LAG];
-      const lagP99 = lag && lag.count > 0 ? summarizeSketch(lag).p99 : (period.summaries?.[EVENT_LOOP_LAG]?.p99 ?? null);
-      track.byPeriod.set(key, [lagP99, period.cpuPercent ?? null]);
+      // A period holds a task's ten-odd one-second samples: its lag is their max (lagFigure), as everywhere with that few.
+      const lagPeriod = lagFigure(lag && lag.count > 0 ? summarizeSketch(lag) : period.summaries?.[EVENT_LOOP_LAG]);
+      track.byPeriod.set(key, [lagPeriod?.ms ?? null, period.cpuPercent ?? null]);
     }
     this.tracks.push(track);
     if (task.checks !== null) this.tasksWithChecks++;
@@ -336,6 +339,13 @@ function periodSlot(slots: Map<number, PeriodSlot>, key: number): PeriodSlot {
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /** A server's words for a refusal, as a task sampled them. */
+/** One histogram across tasks: exact from sketches (or one task's samples); else percentiles interpolated, count, min, max, mean exact. */
+export function mergeDistribution(tasks: TaskResult[], metric: string): Distribution {
+  const merged = foldTasks(tasks, []).column("").histograms[metric];
+  if (!merged) throw new Error(`no task recorded histogram "${metric}"`);
+  return merged;
+}
+
 export interface ServerWord {
   error: string;
   cause: string;
@@ -353,6 +363,8 @@ export class RunFold {
   soakMinimumMs?: number;
   readonly verdictChecks = new Set<string>();
   readonly serverWords: ServerWord[] = [];
+  /** The server loaded, as the tasks name it (sidecars) and count it (the engine's server-software counters). */
+  readonly target = new TargetFold();
   withoutSidecar = 0;
 
   /** `redact`: applied to the server's words before they are kept. */
@@ -370,6 +382,8 @@ export class RunFold {
     if (soak) this.soakMinimumMs = Math.max(this.soakMinimumMs ?? soak, soak);
     for (const check of task.test?.verdictChecks ?? []) this.verdictChecks.add(check);
     for (const w of task.serverWords ?? []) addServerWord(this.serverWords, { ...w, text: this.redact?.(w.text) ?? w.text });
+    const url = task.target?.url;
+    this.target.add(task.target && { ...task.target, url: url && (this.redact?.(url) ?? url) }, task.counters);
     if (!task.sketches) this.withoutSidecar++;
   }
 }

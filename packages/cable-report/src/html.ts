@@ -21,7 +21,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Marked as MarkedClass } from "marked" with { "resolution-mode": "import" };
 import { renderMarkdown, reportTitle, type RenderOptions } from "./markdown.js";
-import type { Column, MergedResults, Series } from "./model.js";
+import type { Column, MergedResults, Series, ServerSeries } from "./model.js";
 import { PERIOD_MS } from "./period.js";
 import { latencyMetrics } from "./rows.js";
 import { SATURATION_THRESHOLDS } from "./saturation.js";
@@ -47,9 +47,9 @@ type Values = Array<number | null>;
 
 /** What the page's script reads (assets/report-page.js); times are seconds since the run's start. */
 interface PageData {
-  /** Epoch ms of elapsed 0. */
+  /** Epoch ms of elapsed 0: the load's start. */
   start: number;
-  /** Period starts, elapsed seconds. */
+  /** Period ends, elapsed seconds: each period's figure is drawn at the end of the seconds it covers. */
   x: number[];
   stepS: number;
   columns: Array<{ name: string; colour: string; all: boolean }>;
@@ -72,7 +72,10 @@ interface PageData {
   aborted: { at: number; condition: string; figure: string } | null;
   /** Each spike's recovery (all regions): from the spike phase's end to the first recovered period, or on to the end. */
   recovery: Array<{ from: number; to: number | null; label: string; recovered: boolean }>;
+  /** Scrapes from the load's start on, at their own times. */
   server: { x: number[]; vcpu: Values; memory: Values; connections: Values } | null;
+  /** The server before the load: how many scrapes, from how long before, and the last one's figures. */
+  serverBefore: { scrapes: number; fromS: number; vcpu: number | null; memory: number | null; connections: number | null } | null;
 }
 
 export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
@@ -256,10 +259,10 @@ function pageData(merged: MergedResults): PageData {
   }
 
   const hasErrors = columns.some((c) => c.series?.errors.total?.some((v) => v !== null && v > 0));
-  const server = merged.timeline?.server ?? null;
+  const { during: server, before: serverBefore } = splitServer(merged.timeline?.server ?? null, start);
   return {
     start,
-    x: axis.map(elapsed),
+    x: axis.map((t) => elapsed(t + PERIOD_MS)),
     stepS: PERIOD_MS / 1000,
     columns: columns.map((c, i) => ({ name: plain(c.name, LIMITS.name), colour: c === merged.all ? ALL_REGIONS_COLOUR : REGION_PALETTE[i % REGION_PALETTE.length], all: c === merged.all })),
     latency: { main: mainLatency(recorded), metrics, values: latencyValues },
@@ -292,7 +295,25 @@ function pageData(merged: MergedResults): PageData {
       return [{ from: elapsed(spike.end), to: all.recoveredAt === null ? null : elapsed(all.recoveredAt), label: plain(`${plain(spike.phase, LIMITS.name)}: p95 back ${describeRecovery(all)}`, LIMITS.label), recovered: all.recoveredAt !== null }];
     }),
     server: server && server.at.length > 0 ? { x: server.at.map(elapsed), vcpu: server.vcpu, memory: server.memoryMiB, connections: server.connections } : null,
+    serverBefore,
   };
+}
+
+/**
+ * The server's scrapes from the load's start on, and the idle ones before it told apart: the charts
+ * start with the load, and the page says what the server looked like before it.
+ */
+function splitServer(server: ServerSeries | null, start: number): { during: ServerSeries | null; before: PageData["serverBefore"] } {
+  if (!server) return { during: null, before: null };
+  const first = server.at.findIndex((t) => t >= start);
+  const cut = first === -1 ? server.at.length : first;
+  const during: ServerSeries = { at: server.at.slice(cut), vcpu: server.vcpu.slice(cut), memoryMiB: server.memoryMiB.slice(cut), connections: server.connections.slice(cut) };
+  const last = cut - 1;
+  const before =
+    cut === 0
+      ? null
+      : { scrapes: cut, fromS: (server.at[0] - start) / 1000, vcpu: server.vcpu[last] ?? null, memory: server.memoryMiB[last] ?? null, connections: server.connections[last] ?? null };
+  return { during, before };
 }
 
 /** report.html's tables: far more than a PR comment holds, so that no region or error row is left out. */

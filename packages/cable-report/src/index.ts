@@ -4,16 +4,32 @@ export { Plugin, LEGACY_METRICS_FORMAT } from "./plugin.js";
 export { mergeResults, mergeRegions, loadResultsDir, loadBaseline, type Expectations, type RegionTasks } from "./results.js";
 export { renderMarkdown, DEFAULT_MAX_BYTES, type RenderOptions } from "./markdown.js";
 export { compareServers, serverFiguresSection, serverGateSection, serverRegressions, shiftTask, type ServerProcessFigures, type ServerRun } from "./servers.js";
-export { findRegressions, gateCell, onlyInBaseline, quantileInterval, GATE, type Regression, type GateVerdict } from "./compare.js";
+export { findRegressions, gateCell, onlyInBaseline, quantileInterval, withBaselineVerdict, GATE, type Regression, type GateVerdict } from "./compare.js";
+export {
+  baselineCaveats,
+  baselineMismatch,
+  cleanServerName,
+  isServerSoftwareCounter,
+  judgeBaseline,
+  mergeTargets,
+  parseServerIdentity,
+  redactTarget,
+  serverFromCounters,
+  SERVER_SOFTWARE_PREFIX,
+  TargetFold,
+  type BaselineVerdict,
+  type RunIdentity,
+  type Target,
+} from "./target.js";
 export { detectSaturation, SATURATION_THRESHOLDS, type GeneratorHealth, type SaturationVerdict } from "./saturation.js";
 export { loadTask, type TaskResult, type HistogramSummary } from "./task.js";
 export { ResultsInputError } from "./input.js";
-export { mergeColumn, mergeDistribution, mergeSketches, approximateDistribution, summarizeSketch, generatorHealth, EVENT_LOOP_LAG } from "./merge.js";
+export { mergeSketches, approximateDistribution, summarizeSketch, generatorHealth, EVENT_LOOP_LAG } from "./merge.js";
 export { mergedSchema, ALL_REGIONS, type MergedResults, type Column, type RegionColumn, type Distribution, type GeneratorTask, type RejectedFile } from "./model.js";
 export { sidecarPathFor, sidecarSchema, SIDECAR_SUFFIX, type Sidecar } from "./sidecar.js";
 export { writeFileAtomic } from "./atomic-write.js";
 export { CpuMeter, cpuPercent, generatorWorkers, periodRecordSchema, periodSketches, phaseStartSchema, recordPeriod, PERIOD_MS, type ArtilleryPeriodStats, type CpuSample, type PeriodRecord, type PhaseStart } from "./period.js";
-export { gridPeriod, isLatencyMetric, mainLatency, mergeSeries } from "./series.js";
+export { gridPeriod, isLatencyMetric, mainLatency } from "./series.js";
 export { describeRecovery, describeSpikes, describeVerdicts, findSpikes } from "./recovery.js";
 export { phaseRate } from "./phases.js";
 export { describeStorm, judgeStorm } from "./storms.js";

@@ -1,11 +1,12 @@
 // Markdown for a pull-request comment, pure: merged results in, text out,
 // always under the comment size limit.
 import { errorHints } from "./error-hints.js";
+import { headline } from "./headline.js";
 import { baselineColumn, changeOf, findRegressions, gateCell, GATE, onlyInBaseline, type Regression } from "./compare.js";
 import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
 import { overTimeSection, verdictSection } from "./over-time.js";
-import { SATURATION_THRESHOLDS } from "./saturation.js";
+import { LAG_MIN_SAMPLES_FOR_P99, SATURATION_THRESHOLDS } from "./saturation.js";
 import { cell, chartLabel, clock, code, inline, LIMITS, niceCeiling } from "./text.js";
 
 export interface RenderOptions {
@@ -77,7 +78,9 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
   const columns: Column[] = options.servers ? [...shown] : [...shown, merged.all];
   const out: string[] = [];
 
-  out.push(`## ${inline(reportTitle(merged, options), LIMITS.title)}`, "");
+  out.push(`## ${inline(reportTitle(merged, options), LIMITS.title)}`);
+  // What a person looks for first, above everything: how it ended, users, peak, latency, errors, checks, target.
+  out.push(...headline(merged, { servers: options.servers, regressions: regressions?.length, threshold: options.regressionThreshold }), "");
   out.push(...header(merged, options, regressions?.length));
   out.push(...regressionList(regressions ?? [], options.regressionThreshold));
   out.push(...saturationBanner(merged));
@@ -133,7 +136,7 @@ function saturationBanner(merged: MergedResults): string[] {
     `> ⚠️ **The load generator was saturated** in ${saturated.length} task${saturated.length === 1 ? "" : "s"}: ${named.join("; ")}${more}. ` +
       "Their latencies include the generator's own delay, so they describe the generator, not the server " +
       "(the regression gate leaves their regions' latencies out). " +
-      `Limits: event-loop lag p99 ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms, CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
+      `Limits: event-loop lag ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms (p99, or the max under ${LAG_MIN_SAMPLES_FOR_P99} samples), CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
       "run fewer virtual users per task, or more tasks.",
   ];
 }
@@ -347,15 +350,16 @@ function notes(merged: MergedResults, options: RenderOptions): string[] {
     lines.push(
       "- ▲/▼: change from the baseline. Bold: the cell failed the regression gate, which needs both: the whole 95% interval of the change " +
         "at or above the threshold (from the two runs' percentile intervals, read from the merged sketches, or the error rates per user); " +
-        `and a change above the floor (${GATE.latencyFloorMs} ms or the generator's event-loop lag p99, whichever is larger; ` +
+        `and a change above the floor (${GATE.latencyFloorMs} ms or the generator's event-loop lag (p99, or the max under ${LAG_MIN_SAMPLES_FOR_P99} samples), whichever is larger; ` +
         `${GATE.rateFloorPerUser * 100} per 100 users and ${GATE.countFloor} events). ` +
         "Only server latencies (p50, p95, p99), failed and incomplete users and errors are gated: never Max, ≈ values, " +
         `metrics with fewer than ${GATE.minSamples} samples (p99: ${GATE.minTailSamples * 100}), the generator's lag or CPU, or custom metrics.`,
     );
   }
   lines.push(
-    `- Load generator: event-loop lag is the engine's worst delay per second; CPU is process CPU time over wall time, in % of Artillery's ` +
-      `worker threads. Over ${SATURATION_THRESHOLDS.lagP99Ms} ms lag p99 or ${SATURATION_THRESHOLDS.cpuPercent}% CPU, a task counts as saturated.`,
+    `- Load generator: event-loop lag is the engine's worst delay per second, one sample a second per thread; CPU is process CPU time over wall time, in % of Artillery's ` +
+      `worker threads. Over ${SATURATION_THRESHOLDS.lagP99Ms} ms lag or ${SATURATION_THRESHOLDS.cpuPercent}% CPU, a task counts as saturated. ` +
+      `Under ${LAG_MIN_SAMPLES_FOR_P99} samples a p99 is only the largest or second-largest of them, so a column shows "—" for it and the lag is judged by its max, for a task, a region and the whole run alike.`,
   );
   return ["", "<details><summary>Notes</summary>", "", ...lines, "", "</details>"];
 }

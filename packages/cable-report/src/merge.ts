@@ -2,9 +2,8 @@
 // column itself is folded task by task in fold.ts.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
-import { foldTasks } from "./fold.js";
-import type { Column, Distribution, GeneratorTask } from "./model.js";
-import { detectSaturation } from "./saturation.js";
+import type { Distribution, GeneratorTask } from "./model.js";
+import { detectSaturation, lagFigure } from "./saturation.js";
 import { RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
@@ -15,28 +14,14 @@ export const OPEN_PEAK_COUNTER = METRICS.connectionsOpenPeriodPeak;
 export const EVENT_LOOP_LAG = METRICS.eventLoopLag;
 
 /** The column of tasks held in memory (fold.ts folds them one at a time). */
-export function mergeColumn(name: string, tasks: TaskResult[], files: string[]): Column {
-  return foldTasks(tasks, files).column(name);
-}
-
 /** One task's generator health: its own lag p99 (a merged p99 would hide one saturated task among idle ones) and CPU. */
 export function generatorHealth(task: TaskResult, file: string): GeneratorTask {
   const sketch = task.sketches?.[EVENT_LOOP_LAG];
   const summary = task.summaries[EVENT_LOOP_LAG];
-  const lagP99 = sketch && sketch.count > 0 ? summarizeSketch(sketch).p99 : summary ? summary.p99 : null;
-  const health = { lagP99, cpuMean: task.generator?.cpuMean ?? null, cpuPeak: task.generator?.cpuPeak ?? null };
-  return { file, ...health, ...detectSaturation(health) };
-}
-
-/**
- * Exact when every task brought its sketch (the merged sketch is the sketch of
- * the union of samples) or when one task holds all the samples; otherwise
- * count, min, max and mean stay exact and the percentiles are interpolated.
- */
-export function mergeDistribution(tasks: TaskResult[], metric: string): Distribution {
-  const merged = foldTasks(tasks, []).column("").histograms[metric];
-  if (!merged) throw new Error(`no task recorded histogram "${metric}"`);
-  return merged;
+  const lagDistribution = sketch && sketch.count > 0 ? summarizeSketch(sketch) : summary;
+  const lag = lagFigure(lagDistribution);
+  const health = { lag, cpuMean: task.generator?.cpuMean ?? null, cpuPeak: task.generator?.cpuPeak ?? null };
+  return { file, lagP99: lagDistribution?.p99 ?? null, ...health, ...detectSaturation(health) };
 }
 
 export function mergeSketches(sketches: DDSketch[]): DDSketch {

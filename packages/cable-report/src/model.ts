@@ -35,6 +35,8 @@ const generatorTaskSchema = z.object({
   file: z.string(),
   /** p99 of `cable.event_loop_lag` (ms); null when the engine recorded none. */
   lagP99: z.number().nullable(),
+  /** The lag as the report shows it (saturation.ts lagFigure): p99 over 100 samples or more, else the max; absent before it. */
+  lag: z.object({ stat: z.enum(["p99", "max"]), ms: z.number(), samples: z.number() }).nullable().optional(),
   /** Process CPU time over wall time, in % of the worker threads' capacity: whole run, and busiest period. */
   cpuMean: z.number().nullable(),
   cpuPeak: z.number().nullable(),
@@ -82,7 +84,10 @@ export const seriesSchema = z.object({
   messages: z.object({ sent: perPeriod, received: perPeriod }),
   /** Per error code (`errors.*`), its count in each period; `total` sums them. */
   errors: byNames(perPeriod, "errors"),
-  /** Each task's generator: its event-loop lag p99 (ms) and CPU (% of its worker cores) per period. */
+  /**
+   * Each task's generator per period: its event-loop lag (ms; the period's max: a period holds too
+   * few samples for a p99, saturation.ts) and CPU (% of its worker cores).
+   */
   generator: z.array(z.object({ file: z.string(), lagP99: perPeriod, cpu: perPeriod })),
 });
 
@@ -128,9 +133,15 @@ export const serverSeriesSchema = z.object({
 /** The run's time axis, shared by every column's series. */
 export const timelineSchema = z.object({
   periodMs: z.number(),
-  /** First period start of the run, epoch ms: elapsed times count from it. */
+  /**
+   * The load's start, epoch ms: elapsed times count from it (the first phase's start; files before
+   * the phases' own ends held the first period's start).
+   */
   start: z.number().nullable(),
-  /** Each phase's earliest start over the tasks (they start together behind the fan-out's barrier). */
+  /**
+   * Each phase as it ran: its earliest start over the tasks (they start together behind the
+   * fan-out's barrier), its end that start plus its written duration (phases.ts phaseBounds).
+   */
   phases: z.array(z.object({ index: z.number(), name: z.string(), startTime: z.number(), endTime: z.number().nullable() })),
   server: serverSeriesSchema.nullable(),
   /** What stopped the run early (`cable-fanout run --abort-on`), if anything. */
@@ -239,6 +250,18 @@ export const mergedSchema = z.object({
   /** Absent in merged files before version 3. */
   timeline: timelineSchema.optional(),
   verdicts: verdictsSchema.optional(),
+  /**
+   * The server loaded: scheme, host, port and path (no credentials, no query), and the server's own
+   * name and version where it gave one (absent in files written before it; null when the tasks
+   * disagreed or none said).
+   */
+  target: z.object({ url: z.string().nullable(), server: z.string().nullable() }).optional(),
+  /**
+   * How far two tasks' clocks may disagree by their error bounds (ms; cable-fanout collect, from each
+   * task's status): what a cross-task latency (cable.broadcast_latency) carries. null: unknown;
+   * absent: not measured (a plain merge).
+   */
+  clockBoundMs: z.number().nullable().optional(),
   /** The server's own words for refusals, a few per error key and cause, from every task (absent: none logged). */
   serverWords: z.array(z.object({ error: z.string(), cause: z.string(), text: z.string() })).optional(),
 });

@@ -1,7 +1,7 @@
 // report.md's "Over time" section, pure: the columns' series in, mermaid line charts (which GitHub
 // renders) out. Mermaid's xychart has no legend, no gaps and no time axis, so: the colours are fixed
 // and named under each chart; a period without samples is drawn from its neighbours (and said so);
-// the x-axis is minutes since the run's first period; long runs are folded into at most
+// the x-axis is minutes since the load's start, each period drawn at its end; long runs are folded into at most
 // MAX_POINTS points (the worst period of each fold for latencies and peaks, the mean for rates).
 import type { Column, MergedResults, Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
@@ -54,10 +54,10 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
   const out: string[] = ["", "### Over time", ""];
   const foldSize = Math.max(1, Math.ceil(axis.length / MAX_POINTS));
   const foldS = (foldSize * PERIOD_MS) / 1000;
-  // Points sit at their periods' starts, evenly spaced from the first to the last.
-  const minutes = (axis[axis.length - 1] - start) / 60_000;
+  // Each point sits at the end of the seconds it covers, evenly spaced from the first period's end to the last one's.
+  const span: [number, number] = [(axis[0] + PERIOD_MS - start) / 60_000, (axis[axis.length - 1] + PERIOD_MS - start) / 60_000];
   out.push(
-    `Per ${foldS} s, from the first period's start (0:00) to the last one's (${clock(axis[axis.length - 1] - start)}); x-axis in minutes.` +
+    `Per ${foldS} s, each point at the end of the seconds it covers, from ${clock(axis[0] + PERIOD_MS - start)} to ${clock(axis[axis.length - 1] + PERIOD_MS - start)} after the load's start (0:00); x-axis in minutes.` +
       (foldSize > 1 ? ` Each point folds ${foldSize} periods: the worst one for latencies, connections and errors, the mean for rates.` : ""),
   );
   const main = mainLatency(Object.keys(all.latency));
@@ -67,12 +67,12 @@ export function overTimeSection(merged: MergedResults, columns: Column[]): strin
   charts.push({ title: "Messages received per second", unit: "msg/s", fold: "mean", lines: lines((s) => s.messages.received) });
   charts.push({ title: `Errors per ${foldS} s`, unit: "errors", fold: "sum", lines: lines((s) => s.errors.total ?? s.periods.map((_, i) => (s.users.created[i] === null ? null : 0))) });
   for (const chart of charts) {
-    const drawn = lineChart(chart.title, chart.unit, minutes, chart.lines, chart.fold, foldSize);
+    const drawn = lineChart(chart.title, chart.unit, span, chart.lines, chart.fold, foldSize);
     // A chart of zeros says less than one line: "no errors".
     if (drawn.length === 0 && chart.unit === "errors") out.push("", "No errors in any period.");
     out.push(...drawn);
   }
-  out.push(...serverCharts(merged, axis, minutes, foldSize));
+  out.push(...serverCharts(merged, axis, start, span, foldSize));
   out.push(...phaseLine(merged, start));
   return out;
 }
@@ -110,7 +110,7 @@ function driftLines(merged: MergedResults, columns: Column[]): string[] {
 function spikeTable(merged: MergedResults, columns: Column[], start: number): string[] {
   const spikes = merged.verdicts?.spikes ?? [];
   if (spikes.length === 0) return [];
-  const out = ["", `**Recovery after each spike** (${code(spikes[0].metric, LIMITS.name)} p95; back = within ${RECOVERY_TOLERANCE * 100}% or ${RECOVERY_FLOOR_MS} ms of before, for ${STAY_PERIODS} periods in a row)`, "", "| Spike | Column | p95 before | Worst p95 | Back under | Recovered |", "|:--|:--|--:|--:|--:|:--|"];
+  const out = ["", `**Recovery after each spike** (${code(spikes[0].metric, LIMITS.name)} p95; back = within ${RECOVERY_TOLERANCE * 100}% or ${RECOVERY_FLOOR_MS} ms of before, or under the worst period before, for ${STAY_PERIODS} periods in a row)`, "", "| Spike | Column | p95 before | Worst p95 | Back under | Recovered |", "|:--|:--|--:|--:|--:|:--|"];
   const ms = (v: number | null) => (v === null ? "—" : `${v.toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`);
   for (const spike of spikes.slice(0, 10)) {
     const when = `${cell(spike.phase, LIMITS.name)} ${clock(spike.start - start)}–${spike.end === null ? "end" : clock(spike.end - start)} (${spike.rate}/s after ${spike.rateBefore}/s)`;
@@ -164,15 +164,29 @@ function stormTable(merged: MergedResults, columns: Column[]): string[] {
   ];
 }
 
-/** The server's own CPU and memory (`--server-metrics`), resampled onto the periods. */
-function serverCharts(merged: MergedResults, axis: number[], minutes: number, foldSize: number): string[] {
+/**
+ * The server's own CPU and memory (`--server-metrics`) from the load's start on, resampled onto the
+ * periods; the idle scrapes before the load are said in a line, not drawn.
+ */
+function serverCharts(merged: MergedResults, axis: number[], start: number, span: [number, number], foldSize: number): string[] {
   const server = merged.timeline?.server;
   if (!server || server.at.length === 0) return [];
   const out: string[] = [];
-  const vcpu = resample(axis, server.at, server.vcpu, "mean");
-  const memory = resample(axis, server.at, server.memoryMiB, "max");
-  if (vcpu.some((v) => v !== null)) out.push(...lineChart("Server CPU (vCPU)", "vCPU", minutes, [{ name: "server", ...ALL_COLOUR, values: vcpu }], "mean", foldSize));
-  if (memory.some((v) => v !== null)) out.push(...lineChart("Server memory (MiB)", "MiB", minutes, [{ name: "server", ...ALL_COLOUR, values: memory }], "max", foldSize));
+  const from = server.at.findIndex((t) => t >= start);
+  const cut = from === -1 ? server.at.length : from;
+  const at = server.at.slice(cut);
+  const vcpu = resample(axis, at, server.vcpu.slice(cut), "mean");
+  const memory = resample(axis, at, server.memoryMiB.slice(cut), "max");
+  if (vcpu.some((v) => v !== null)) out.push(...lineChart("Server CPU (vCPU)", "vCPU", span, [{ name: "server", ...ALL_COLOUR, values: vcpu }], "mean", foldSize));
+  if (memory.some((v) => v !== null)) out.push(...lineChart("Server memory (MiB)", "MiB", span, [{ name: "server", ...ALL_COLOUR, values: memory }], "max", foldSize));
+  if (cut > 0) {
+    const figure = (v: number | null | undefined, unit: string) => (v === null || v === undefined ? `– ${unit}` : `${Math.round(v * 100) / 100} ${unit}`);
+    out.push(
+      "",
+      `The server before the load (${cut} scrape${cut === 1 ? "" : "s"} from ${clock(server.at[0] - start)}), not drawn: ` +
+        `${figure(server.vcpu[cut - 1], "vCPU")}, ${figure(server.memoryMiB[cut - 1], "MiB")}, ${figure(server.connections[cut - 1], "connections")}.`,
+    );
+  }
   return out;
 }
 
@@ -250,13 +264,14 @@ export function fold(values: Array<number | null>, size: number, how: Fold): Arr
   return out;
 }
 
-function lineChart(title: string, unit: string, minutes: number, lines: Line[], how: Fold, foldSize: number): string[] {
+function lineChart(title: string, unit: string, span: [number, number], lines: Line[], how: Fold, foldSize: number): string[] {
   const prepared = lines.map((l) => ({ ...l, filled: fillGaps(fold(l.values, foldSize, how)) }));
   const drawn = prepared.filter((l) => l.filled !== null);
   if (drawn.every((l) => l.filled!.values.every((v) => v === 0))) return [];
   const round = (v: number) => Math.round(v * 10) / 10;
   const top = niceCeiling(Math.max(0, ...drawn.flatMap((l) => l.filled!.values)));
-  const xTop = Math.max(0.1, Math.round(minutes * 10) / 10);
+  const xFrom = Math.round(span[0] * 100) / 100;
+  const xTo = Math.max(xFrom + 0.01, Math.round(span[1] * 100) / 100);
   const missing = prepared.filter((l) => l.filled === null).map((l) => inline(l.name, LIMITS.name));
   const gaps = drawn.some((l) => l.filled!.filled);
   return [
@@ -267,7 +282,7 @@ function lineChart(title: string, unit: string, minutes: number, lines: Line[], 
     `%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "${drawn.map((l) => l.colour).join(", ")}"}}}}%%`,
     "xychart-beta",
     `    title "${chartLabel(title)}"`,
-    `    x-axis "minutes" 0 --> ${xTop}`,
+    `    x-axis "minutes" ${xFrom} --> ${xTo}`,
     `    y-axis "${chartLabel(unit)}" 0 --> ${top}`,
     ...drawn.map((l) => `    line [${l.filled!.values.map(round).join(", ")}]`),
     "```",

@@ -9,6 +9,7 @@ import { isMainThread } from "node:worker_threads";
 import { writeFileAtomic } from "./atomic-write.js";
 import { parseSoakMinimum, pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
 import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
+import { redactTarget, serverFromCounters } from "./target.js";
 import {
   encodeSketch,
   RELATIVE_ACCURACY,
@@ -39,12 +40,12 @@ interface ArtilleryGlobal {
 }
 
 interface PluginScript {
-  config?: { phases?: Phase[]; plugins?: Record<string, unknown> };
+  /** `config.target`: Artillery has applied --target, -e and the templates by the time the plugin sees it. */
+  config?: { target?: unknown; phases?: Phase[]; plugins?: Record<string, unknown> };
   scenarios?: Array<{ name?: string }>;
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var artillery: ArtilleryGlobal | undefined;
 }
 
@@ -87,6 +88,8 @@ export class Plugin {
       return;
     }
     const sidecarPath = sidecarPathFor(output);
+    // Redacted here, before anything holds it: credentials, a token in the query never reach a file.
+    const targetUrl = redactTarget(script.config?.target);
     // The merger judges them; a typo is said now, before the load (and fails its check in the report).
     for (const problem of verdictCheckProblems(script.config?.plugins?.["cable-report"])) artillery.log(`cable-report: ${problem}`, "error");
 
@@ -125,6 +128,8 @@ export class Plugin {
         phaseStarts: [...this.phaseStarts],
         checks: null,
         generator: this.cpu.summary(),
+        // The server's words about itself come from every worker thread as counters (engine's server-software.ts).
+        target: { url: targetUrl, server: serverFromCounters(stats.counters) },
         ...(this.serverWords.size > 0 ? { serverWords: this.serverWords.list() } : {}),
       };
       this.write(sidecarPath);

@@ -7,10 +7,12 @@
 //   so one slow period there does not lower the bar the recovery is judged against).
 // - Worst: the highest p95 of a period that overlaps the spike phase.
 // - Recovered: the first period, from the one the spike phase ends in, that starts a stretch of
-//   STAY_PERIODS periods whose p95 is back within RECOVERY_TOLERANCE of before (or within
-//   RECOVERY_FLOOR_MS of it, whichever is looser: a 3 ms baseline cannot be held to ±0.6 ms on a
-//   shared generator); the time from the spike phase's end to that period's start (0 when the period
-//   the spike ends in is already back: "at once"). None by the end of the run: not recovered.
+//   STAY_PERIODS periods whose p95 is back within RECOVERY_TOLERANCE of before, or within
+//   RECOVERY_FLOOR_MS of it (a 3 ms baseline cannot be held to ±0.6 ms on a shared generator), or
+//   no higher than the worst of those periods before (what the run already called normal: on a
+//   noisy runner a 10 s period's p95 swings by more than either), whichever is loosest; the time
+//   from the spike phase's end to that period's start (0 when the period the spike ends in is
+//   already back: "at once"). None by the end of the run: not recovered.
 // The resolution is one 10 s metrics period.
 import type { Column, MergedResults, Spike, SpikeColumn } from "./model.js";
 import { PERIOD_MS } from "./period.js";
@@ -57,7 +59,8 @@ function judgeColumn(column: Column, metric: string, beforeStart: number, start:
   const during = at.filter((p) => p.t + PERIOD_MS > start && p.t < stop && p.v !== null).map((p) => p.v!);
   const worst = during.length > 0 ? during.reduce((m, v) => Math.max(m, v)) : null;
   if (before === null || end === null) return { before, worst, threshold: null, recoveredAfterMs: null, recoveredAt: null };
-  const threshold = round1(Math.max(before * (1 + RECOVERY_TOLERANCE), before + RECOVERY_FLOOR_MS));
+  const worstBefore = Math.max(...wholeBefore.map((p) => p.v!));
+  const threshold = round1(Math.max(before * (1 + RECOVERY_TOLERANCE), before + RECOVERY_FLOOR_MS, worstBefore));
   const after = at.filter((p) => p.t + PERIOD_MS > end);
   for (let i = 0; i + STAY_PERIODS <= after.length; i++) {
     const stretch = after.slice(i, i + STAY_PERIODS);

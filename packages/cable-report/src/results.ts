@@ -10,6 +10,8 @@ import { judgeVerdictChecks } from "./verdict-checks.js";
 import { judgeConnectStorm, judgeStorm } from "./storms.js";
 import { ALL_REGIONS, MERGED_FORMAT, MERGED_VERSION, mergedSchema, serverSeriesSchema, type MergedResults, type RegionColumn, type RejectedFile, type ServerSeries, type ConnectStormColumn, type StormColumn, type Timeline } from "./model.js";
 import { PERIOD_MS } from "./period.js";
+import { phaseBounds } from "./phases.js";
+import { negativeLatencyNote } from "./clocks.js";
 import { isSidecarPath, sidecarPathFor } from "./sidecar.js";
 import { parseJsonFile, ResultsInputError } from "./input.js";
 import { loadTask, type TaskResult } from "./task.js";
@@ -68,15 +70,17 @@ export function readServerSeries(dir: string): ServerSeries | null {
   return parseJsonFile(file, serverSeriesSchema, "is not a server-metrics series (cable-fanout --server-metrics)");
 }
 
-/** The run's time axis: its first period, and each phase from its earliest start over the tasks to the next one's. */
+/**
+ * The run's time axis: elapsed time counts from the load's start (the first phase's, else the first
+ * period's), and each phase runs from its earliest start over the tasks for its written duration.
+ */
 function timelineOf(run: RunFold, periods: number[], server: ServerSeries | null): Timeline {
-  const starts = run.phaseStarts;
-  const end = periods.length > 0 ? periods[periods.length - 1] + PERIOD_MS : null;
-  const ordered = [...starts].sort(([a], [b]) => a - b);
+  const starts = [...run.phaseStarts].map(([index, p]) => ({ index, ...p }));
+  const phases = phaseBounds(starts, run.test?.phases ?? [], periods.length > 0 ? periods[periods.length - 1] : null);
   return {
     periodMs: PERIOD_MS,
-    start: periods[0] ?? null,
-    phases: ordered.map(([index, p], i) => ({ index, name: p.name, startTime: p.startTime, endTime: ordered[i + 1]?.[1].startTime ?? end })),
+    start: phases.length > 0 ? Math.min(...phases.map((p) => p.startTime)) : (periods[0] ?? null),
+    phases,
     server,
     aborted: null,
   };
@@ -292,6 +296,11 @@ function mergeFolds(regions: RegionFold[], run: RunFold, expectations: Expectati
   merged.verdicts = { spikes: findSpikes(merged), storms, connects, drift: soakDrift(merged, run.soakMinimumMs), checks: [] };
   merged.verdicts.checks = judgeVerdictChecks([...run.verdictChecks], merged);
   if (run.serverWords.length > 0) merged.serverWords = run.serverWords;
+  // The server loaded, as the tasks named it (target.ts): absent when none did.
+  const target = run.target.result();
+  if (target) merged.target = target;
+  const negative = negativeLatencyNote(all);
+  if (negative) merged.notes.push(negative);
   if (run.withoutSidecar > 0) {
     merged.notes.push(
       `${run.withoutSidecar} of ${run.tasks} reports have no sketches sidecar (enable the cable-report plugin); ` +

@@ -4,6 +4,8 @@
 import { METRICS } from "artillery-engine-cable/metrics";
 import { EVENT_LOOP_LAG, OPEN_PEAK_COUNTER } from "./merge.js";
 import { isLatencyMetric } from "./series.js";
+import { lagFigure } from "./saturation.js";
+import { isServerSoftwareCounter } from "./target.js";
 import type { Column, Distribution, MergedResults, RegionColumn } from "./model.js";
 
 export type Unit = "count" | "ms" | "rate" | "percent" | "value";
@@ -224,7 +226,8 @@ const SHOWN_COUNTERS = new Set([
 /** Every counter no other row shows (the engine's other counters, a processor's own), by name. */
 function otherCounterRows(all: Column, maxRows: number, seen: Set<string>): NumericRow[] {
   const names = Object.keys(all.counters)
-    .filter((name) => !SHOWN_COUNTERS.has(name) && !name.startsWith(ERROR_PREFIX) && !name.startsWith("vusers.created_by_name."))
+    // The server's own name per connection (target.ts) is the headline's, not a figure to compare.
+    .filter((name) => !SHOWN_COUNTERS.has(name) && !name.startsWith(ERROR_PREFIX) && !name.startsWith("vusers.created_by_name.") && !isServerSoftwareCounter(name))
     .sort()
     .slice(0, maxRows);
   return names.map((name) => counterRowOf("Other counters", name, name, null, seen));
@@ -240,7 +243,18 @@ function generatorRows(): NumericRow[] {
     return values.length > 0 ? Math.max(...values) : null;
   };
   return [
-    ...distributionRows("Load generator", EVENT_LOOP_LAG, [["Event-loop lag p99 (ms)", "p99"], ["Event-loop lag max (ms)", "max"]], null),
+    { kind: "numeric", section: "Load generator", label: "Event-loop lag samples", unit: "count", worse: null, value: (c) => c.histograms[EVENT_LOOP_LAG]?.count ?? null },
+    // A p99 over too few samples is the largest or second-largest of them: "—", and the max beside it (saturation.ts).
+    {
+      kind: "numeric",
+      section: "Load generator",
+      label: "Event-loop lag p99 (ms)",
+      unit: "ms",
+      worse: null,
+      value: (c) => (lagFigure(c.histograms[EVENT_LOOP_LAG])?.stat === "p99" ? c.histograms[EVENT_LOOP_LAG]!.p99 : null),
+      approximate: (c) => c.histograms[EVENT_LOOP_LAG]?.approximate ?? false,
+    },
+    ...distributionRows("Load generator", EVENT_LOOP_LAG, [["Event-loop lag max (ms)", "max"]], null),
     { kind: "numeric", section: "Load generator", label: "CPU, whole run, busiest task (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuMean") },
     { kind: "numeric", section: "Load generator", label: "CPU, busiest period (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuPeak") },
   ];

@@ -1,12 +1,9 @@
-// What happened when, pure: the periods of a column's tasks in, one series per figure out.
+// What happened when: the grid and the metric kinds fold.ts draws its series by.
 // Periods align by timestamp (Artillery cuts them at 10 s wall-clock boundaries on every task), so
 // the n-th entry of every series is the same 10 s of every task; a latency percentile of a period
 // is that of the period's sketches merged across tasks, as the whole-run figures are.
 import { METRICS } from "artillery-engine-cable/metrics";
-import { foldTasks } from "./fold.js";
-import type { Series } from "./model.js";
 import { PERIOD_MS } from "./period.js";
-import type { TaskResult } from "./task.js";
 
 /** Histograms of the engine that are not latencies: the generator's lag, and per-second open connections. */
 export const NOT_LATENCIES: ReadonlySet<string> = new Set([METRICS.eventLoopLag, METRICS.connectionsOpenPeak]);
@@ -29,7 +26,3 @@ export function gridPeriod(period: number): number {
   return period - (((period % PERIOD_MS) + PERIOD_MS) % PERIOD_MS);
 }
 
-/** The series of tasks held in memory (fold.ts folds them one at a time). */
-export function mergeSeries(tasks: TaskResult[], files: string[]): Series {
-  return foldTasks(tasks, files).series();
-}

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { PERIOD_MS, phaseStartSchema, periodRecordSchema } from "./period.js";
 import { RELATIVE_ACCURACY } from "./sketch-codec.js";
+import { cleanServerName, redactTarget, TARGET_LIMITS } from "./target.js";
 import { countRecordSchema, countSchema, listOf, maxPeriods, nameSchema, phaseSchema, sketchRecordSchema, TASK_FILE_LIMITS } from "./task-file.js";
 
 export { decodeSketch, encodeSketch, RELATIVE_ACCURACY } from "./sketch-codec.js";
@@ -24,6 +25,23 @@ export function isSidecarPath(path: string): boolean {
 
 export const serverWordsSchema = z.object({ error: nameSchema, cause: nameSchema, text: z.string().max(200) });
 export type ServerWords = z.infer<typeof serverWordsSchema>;
+
+/**
+ * The server the task loaded (target.ts). Redacted and cleaned again as it is read: a file written
+ * elsewhere, or by an older plugin, may hold what a URL must not keep.
+ */
+export const targetSchema = z.object({
+  url: z
+    .string()
+    .max(TARGET_LIMITS.url * 8)
+    .nullable()
+    .transform((url) => (url === null ? null : redactTarget(url))),
+  server: z
+    .string()
+    .max(TARGET_LIMITS.server * 4)
+    .nullable()
+    .transform((server) => (server === null ? null : cleanServerName(server))),
+});
 
 const checkSchema = z.object({
   check: nameSchema,
@@ -67,6 +85,12 @@ export const sidecarSchema = z.object({
    * server-words.ts): a few distinct texts per error key and cause. Absent before it was recorded.
    */
   serverWords: listOf(serverWordsSchema).optional(),
+  /**
+   * The server loaded: config.target without credentials, query or fragment, and what the server
+   * said it is (the engine's `cable.server_software.<identity>` counters, when they name one
+   * server). Absent in sidecars written before it was recorded.
+   */
+  target: targetSchema.optional(),
   /**
    * The generator's CPU: process CPU time (every thread) over wall time, in %
    * of `workers` threads, over the whole run since the first phase started and

@@ -7,11 +7,12 @@
 // read from the merged sketch: exact to its 1%, per region and for all regions.
 import { METRICS } from "artillery-engine-cable/metrics";
 import type { Column, ConnectStormColumn, MergedResults, StormColumn } from "./model.js";
+import { errorCounter } from "artillery-engine-cable/errors";
 import { PERIOD_MS } from "./period.js";
 import { phaseRate } from "./phases.js";
 import { decodeSketch } from "./sketch-codec.js";
 
-export const NEVER_BACK = "errors.cable.reconnect_timeout";
+const NEVER_BACK = errorCounter("reconnect_timeout");
 const SHARES = [0.5, 0.95, 1] as const;
 
 export function judgeStorm(column: Column): StormColumn | null {

@@ -53,6 +53,8 @@ export interface TaskResult {
   generator?: Sidecar["generator"];
   /** The server's words for refusals, from the sidecar. */
   serverWords?: Sidecar["serverWords"];
+  /** The server the task loaded (target.ts), from the sidecar: absent before it was recorded. */
+  target?: Sidecar["target"];
   /** Why the sidecar beside the report was not used (corrupt, or not matching the report). */
   sidecarProblem?: string;
   /** Rebuilt from its live periods: stopped before Artillery wrote its report (live-task.ts). */
@@ -100,6 +102,7 @@ export function loadTask(reportFile: string, now = Date.now()): TaskResult {
       testRunId: sidecar.testRunId || undefined,
       generator: sidecar.generator,
       serverWords: sidecar.serverWords,
+      target: sidecar.target,
     });
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;

@@ -110,7 +110,9 @@ export function niceCeiling(max: number): number {
 
 /** Elapsed time as m:ss (h:mm:ss past an hour). */
 export function clock(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+  // Before the load's start (the server's idle scrapes): a minus sign, never a wrapped clock.
+  if (Math.round(ms / 1000) < 0) return `-${clock(-ms)}`;
+  const s = Math.round(ms / 1000);
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   const ss = String(s % 60).padStart(2, "0");

@@ -1,4 +1,4 @@
-// The trend and the drift verdict (src/drift.ts) on synthetic soaks.
+// The trend (src/trend.ts) and the drift verdict (src/drift.ts) on synthetic soaks.
 //
 // Every series here comes from a seeded PRNG (mulberry32), so every figure is
 // reproducible. A soak is a flat level (or a level growing at a known rate)
@@ -23,16 +23,8 @@
 // weaker rule (estimate above max(20% of the level, 5 ms) per hour and an
 // interval merely above zero) 174 flat p95 soaks were "drifting".
 import { describe, expect, it } from "vitest";
-import {
-  DRIFT_MIN_SPAN_MS,
-  LATENCY_DRIFT_FLOOR,
-  MAX_TREND_POINTS,
-  MEMORY_DRIFT_FLOOR,
-  judgeDrift,
-  theilSen,
-  type DriftOptions,
-  type TrendPoint,
-} from "../src/drift.js";
+import { DRIFT_MIN_SPAN_MS, LATENCY_DRIFT_FLOOR, MEMORY_DRIFT_FLOOR, judgeDrift, type DriftOptions } from "../src/drift.js";
+import { MAX_TREND_POINTS, theilSen, type TrendPoint } from "../src/trend.js";
 
 const SWEEP = Number(process.env.DRIFT_SWEEP_SEEDS ?? 200);
 const SEEDS = Array.from({ length: 10 }, (_, i) => i + 1);

@@ -74,6 +74,8 @@ export interface TaskSpec {
   sidecar?: boolean;
   generator?: TaskResult["generator"];
   testRunId?: string;
+  /** The sidecar's target (target.ts); absent: a sidecar from before it was recorded. */
+  target?: TaskResult["target"];
 }
 
 export const TEST = { name: "chat.yml", scenarios: ["chat"], phases: [{ name: "steady", duration: 60, arrivalRate: 10 }] };
@@ -100,6 +102,7 @@ export function taskOf(spec: TaskSpec, reportFile = "report.json"): TaskResult {
     task.test = spec.test ?? TEST;
     task.generator = spec.generator;
     task.testRunId = spec.testRunId;
+    task.target = spec.target;
   }
   return task;
 }
@@ -139,6 +142,7 @@ export function writeTask(file: string, spec: TaskSpec): void {
     phaseStarts: task.phaseStarts,
     checks: task.checks,
     ...(spec.generator ? { generator: spec.generator } : {}),
+    ...(spec.target ? { target: spec.target } : {}),
   };
   writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
 }

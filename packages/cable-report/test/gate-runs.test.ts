@@ -72,15 +72,19 @@ async function task(name: string, target: string): Promise<string> {
   const results = join(dir, name);
   const outputDir = join(results, "local");
   mkdirSync(outputDir, { recursive: true });
-  const script = join(dir, `${name}.yml`);
+  // One file name for every task: Artillery names the test after it, and a baseline of another test is refused.
+  const script = join(results, "gate.yml");
   writeFileSync(script, JSON.stringify(scenario(target)));
   const run = await runArtillery({ script, outputDir, cwd: ROOT, timeoutMs: 90_000 });
   expect(run.code, run.output).toBe(0);
   return results;
 }
 
-/** `cable-report <current> --baseline <baseline> --fail-on-regression 10%`: its exit code and what it printed. */
-function gate(current: string, baseline: string): { code: number; stderr: string } {
+/**
+ * `cable-report <current> --baseline <baseline> --fail-on-regression 10%`: its exit code and what it
+ * printed. `extra`: `--baseline-any` where the two runs loaded two targets (A/B: two local targets).
+ */
+function gate(current: string, baseline: string, extra: string[] = []): { code: number; stderr: string } {
   const lines: string[] = [];
   const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
     lines.push(String(chunk));
@@ -88,7 +92,7 @@ function gate(current: string, baseline: string): { code: number; stderr: string
   });
   const out = join(current, "..", `${current.split("/").pop()}-vs-${baseline.split("/").pop()}.md`);
   try {
-    return { code: main([current, "--baseline", baseline, "--fail-on-regression", "10%", "--out", out]), stderr: lines.join("") };
+    return { code: main([current, "--baseline", baseline, "--fail-on-regression", "10%", "--out", out, ...extra]), stderr: lines.join("") };
   } finally {
     spy.mockRestore();
   }
@@ -138,7 +142,9 @@ describe("the regression gate on real runs against the local target", () => {
           const verdict = gate(current, baseline);
           if (verdict.code !== EXIT_OK) falseAlarms.push(`round ${i}: ${verdict.stderr}`);
         }
-        const verdict = gate(b, a);
+        // Another target (the slow one's port): refused without --baseline-any, compared with it.
+        expect(gate(b, a).stderr, `round ${i}`).toContain(`baseline is of another target: ${normal!.cableUrl}, this run ${slow!.cableUrl}`);
+        const verdict = gate(b, a, ["--baseline-any"]);
         if (verdict.code !== EXIT_REGRESSION) missed.push(`round ${i}: exit ${verdict.code} ${verdict.stderr}`);
         else expect(verdict.stderr, `round ${i}`).toMatch(/regression: Round-trip time \(rtt\) \(ms\): p(50|95) in local: .*all of it ≥ 10%, above the [\d.]+ ms floor/);
       };

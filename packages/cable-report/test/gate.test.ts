@@ -61,7 +61,7 @@ describe("the gate", () => {
     expect(findRegressions(run(latencies(21, 500, 2)), base, 10)).toEqual([]);
   });
 
-  it("never counts a change under the floor: 5 ms, or the generator's lag p99 when larger", () => {
+  it("never counts a change under the floor: 5 ms, or the generator's lag when larger", () => {
     expect(findRegressions(run(latencies(1.5, 2_000, 2)), run(latencies(1, 2_000, 1)), 10)).toEqual([]);
     // Like a real A/A pair against Rails on a loaded runner (p95 2.6 → 7 ms): certain by the interval, but noise.
     expect(findRegressions(run(latencies(4.5, 2_000, 2)), run(latencies(1.8, 2_000, 1)), 10)).toEqual([]);
@@ -69,6 +69,16 @@ describe("the gate", () => {
     expect(rows(findRegressions(run(latencies(12, 2_000, 2)), run(latencies(1.8, 2_000, 1)), 10))).toContain("Round-trip time (rtt) (ms): p95");
     const lag = latencies(30, 20, 5);
     expect(findRegressions(run(latencies(26, 500, 2), { lag }), run(latencies(20, 500, 1), { lag }), 10)).toEqual([]);
+  });
+
+  it("reads the lag for the floor as the report does: the max under 100 samples, where a p99 means nothing", () => {
+    // A short run on a busy runner: one slow second in eight. Its p99 is a rank of eight samples.
+    const current = latencies(7, 2_000, 2);
+    const base = run(latencies(1.8, 2_000, 1));
+    const oneSlowSecond = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? 9 : 1));
+    expect(findRegressions(run(current, { lag: oneSlowSecond(8) }), base, 10)).toEqual([]);
+    // Over 100 samples the p99 speaks, and one slow second in 150 does not raise the floor.
+    expect(rows(findRegressions(run(current, { lag: oneSlowSecond(150) }), base, 10))).toContain("Round-trip time (rtt) (ms): p95");
   });
 
   it("leaves a saturated generator's latencies out", () => {

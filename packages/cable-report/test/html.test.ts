@@ -95,7 +95,8 @@ function syntheticRun(spec: RunSpec): RegionTasks[] {
 /** The 3-minute, 2-region, 2-task run of the screenshot, with the server's own figures and an early stop. */
 function screenshotRun(): MergedResults {
   const merged = mergeRegions(syntheticRun({ regions: ["eu-west-2", "us-east-1"], tasksPerRegion: 2, periods: 18 }));
-  const at = Array.from({ length: 36 }, (_, i) => START + 2_500 + i * 5_000);
+  // The first scrape 4.5 s before the load's start (START + 1 s): the idle server, said and not drawn.
+  const at = Array.from({ length: 37 }, (_, i) => START - 3_500 + i * 5_000);
   merged.timeline!.server = {
     at,
     vcpu: at.map((_, i) => (i >= 12 && i < 24 ? 1.6 : 0.4) + (i % 3) * 0.05),
@@ -322,7 +323,7 @@ describe("report.html in headless Chromium", () => {
       expect(c.colours.size, `canvas ${i}: colours`).toBeGreaterThanOrEqual(4);
       expect([...c.colours].some((colour) => near(colour, REGION_PALETTE[0]) || near(colour, "#333333")), `canvas ${i}: a series drawn`).toBe(true);
     }
-    expect(await page.locator(".chart-card", { hasText: "Load generator" }).innerText()).toContain("Over 100 ms lag p99 or 90% CPU");
+    expect(await page.locator(".chart-card", { hasText: "Load generator" }).innerText()).toContain("Over 100 ms lag or 90% CPU");
     // The legend names the regions and shows hover values.
     const legend = await page.locator(".u-legend").first().innerText();
     expect(legend).toContain("eu-west-2 p95");
@@ -331,9 +332,20 @@ describe("report.html in headless Chromium", () => {
     await expect.poll(() => page.locator(".u-legend .u-value").first().innerText()).toMatch(/^1:\d\d · 12:01:\d\d UTC$/);
     await expect.poll(() => page.locator(".u-legend .u-value").nth(1).innerText()).toMatch(/^\d+(\.\d)?$/);
 
-    // The x-axis spans the whole run (to the last period's end, past the early stop at 2:55).
+    // The x-axis spans the whole run (from the load's start, 1 s into the first period, to the last period's end, past the early stop).
     const ranges = () => page.evaluate(() => (window as unknown as { reportCharts: Array<{ scales: Record<string, { min: number; max: number }> }> }).reportCharts.map((u) => [u.scales.x.min, u.scales.x.max]));
-    expect(new Set((await ranges()).map(String))).toEqual(new Set(["0,180"]));
+    expect(new Set((await ranges()).map(String))).toEqual(new Set(["0,179"]));
+    // Every client-side series starts inside the first phase (each period drawn at its end), the
+    // bands are the phases as they ran, and the server's scrapes before the load are not drawn.
+    const data = JSON.parse((await page.locator("#report-data").textContent())!) as { x: number[]; phases: Array<{ from: number; to: number }>; connections: Array<Array<number | null>>; active: Array<Array<number | null>>; server: { x: number[] }; serverBefore: { scrapes: number } | null };
+    expect(data.phases[0].from).toBe(0);
+    for (const values of [...data.connections, ...data.active]) {
+      const first = data.x[values.findIndex((v) => v !== null)];
+      expect(first).toBeGreaterThan(data.phases[0].from);
+      expect(first).toBeLessThanOrEqual(data.phases[0].to);
+    }
+    expect(Math.min(...data.server.x)).toBeGreaterThanOrEqual(0);
+    expect(data.serverBefore).toEqual({ scrapes: 1, fromS: -4.5, vcpu: 0.4, memory: 300, connections: 20 });
     // Dragging across one chart zooms them all; a double-click zooms back out.
     await page.locator("#charts .u-over").nth(1).scrollIntoViewIfNeeded();
     const over = (await page.locator("#charts .u-over").nth(1).boundingBox())!;
@@ -346,7 +358,7 @@ describe("report.html in headless Chromium", () => {
     expect(zoomed[0][1]).toBeLessThan(100);
     expect(new Set(zoomed.map(String)).size).toBe(1);
     await page.mouse.dblclick(over.x + over.width / 2, over.y + over.height / 2);
-    expect(new Set((await ranges()).map(String))).toEqual(new Set(["0,180"]));
+    expect(new Set((await ranges()).map(String))).toEqual(new Set(["0,179"]));
 
     // The percentile checkboxes and the metric select redraw the latency chart.
     await page.locator("input[type=checkbox][value=p99]").check();

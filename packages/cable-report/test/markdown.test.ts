@@ -105,7 +105,7 @@ describe("the markdown layout", () => {
 
   it("shows the saturation banner naming the task, the corrupt file, custom metrics and what only the baseline had", () => {
     const markdown = renderMarkdown(chatRun(1, { current: true }), { baseline: chatRun(1), regressionThreshold: 10 });
-    expect(markdown).toMatch(/> ⚠️ \*\*The load generator was saturated\*\* in 1 task: `eu-west-2\/t1.json` \(event-loop lag p99 \d+ ms > 100 ms, CPU 100% > 90%\)/);
+    expect(markdown).toMatch(/> ⚠️ \*\*The load generator was saturated\*\* in 1 task: `eu-west-2\/t1.json` \(event-loop lag (p99|max) \d+ ms over [\d,]+ samples > 100 ms, CPU 100% > 90%\)/);
     expect(markdown.indexOf("⚠️ **The load generator was saturated**")).toBeLessThan(markdown.indexOf("| Metric |"));
     expect(markdown).toContain("| Merged | ⚠️ 1 of 3 | ⚠️ 2 of 3, 1 corrupt |");
     expect(markdown).toContain("- ⚠️ **eu-west-2**: 2 of 3 tasks reported; corrupt `eu-west-2/t3.json`");

@@ -1,6 +1,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { describe, expect, it } from "vitest";
-import { approximateDistribution, mergeColumn, mergeDistribution, mergeSketches, summarizeSketch } from "../src/merge.js";
+import { foldTasks, mergeDistribution } from "../src/fold.js";
+import { approximateDistribution, mergeSketches, summarizeSketch } from "../src/merge.js";
 import { mergeRegions } from "../src/results.js";
 import { around, exactQuantile, random, sketchOf, summaryOf, taskOf } from "./fixtures.js";
 
@@ -120,7 +121,7 @@ describe("counters, periods and checks", () => {
     }),
     taskOf({ counters: { "vusers.created": 1 }, sidecar: false }),
   ];
-  const column = mergeColumn("eu-west-2", tasks, []);
+  const column = foldTasks(tasks, []).column("eu-west-2");
 
   it("adds counters and never reports the meaningless sum of the open-connections peak", () => {
     expect(column.counters["vusers.created"]).toBe(16);
@@ -147,6 +148,6 @@ describe("counters, periods and checks", () => {
   });
 
   it("has no peak when the engine never emitted the counter", () => {
-    expect(mergeColumn("x", [taskOf({ counters: { "vusers.created": 1 } })], []).peakOpenConnections).toBeNull();
+    expect(foldTasks([taskOf({ counters: { "vusers.created": 1 } })], []).column("x").peakOpenConnections).toBeNull();
   });
 });

@@ -17,8 +17,11 @@ const PHASES = [
   { name: "after", duration: 80, arrivalRate: 1 },
 ];
 
-/** 18 periods; p95 ~20 ms, ~200 ms from period 6 (the spike's start) through period `slowUntil` − 1. */
-function run(slowUntil: number, regions = ["eu-west-2", "us-east-1"]) {
+/**
+ * 18 periods; p95 ~20 ms, ~200 ms from period 6 (the spike's start) through period `slowUntil` − 1;
+ * `noise` sets the p95 of chosen periods instead (a noisy runner).
+ */
+function run(slowUntil: number, regions = ["eu-west-2", "us-east-1"], noise: Record<number, number> = {}) {
   return mergeRegions(
     regions.map((name, r) => ({
       name,
@@ -37,7 +40,7 @@ function run(slowUntil: number, regions = ["eu-west-2", "us-east-1"]) {
             periods: Array.from({ length: 18 }, (_, i) => ({
               period: T0 + i * 10_000,
               counters: { "vusers.created": 1 },
-              samples: { [BROADCAST]: around(i >= 6 && i < slowUntil ? 200 : 20, 40, r * 100 + i) },
+              samples: { [BROADCAST]: around(noise[i] ?? (i >= 6 && i < slowUntil ? 200 : 20), 40, r * 100 + i) },
             })),
           },
           `${name}/t.json`,
@@ -68,6 +71,17 @@ describe("spike recovery", () => {
     const late = findSpikes(run(13))[0];
     expect(late.columns["all regions"].recoveredAfterMs).toBe(30_000);
     expect(late.columns["all regions"].recoveredAt).toBe(T0 + 130_000);
+  });
+
+  it("holds the periods after the spike to the worst the phase before saw, when that is looser than 20% or 5 ms", () => {
+    // One noisy period before the spike (p95 ~40 ms) and noise of the same size after it: back.
+    const noisy = findSpikes(run(10, ["eu-west-2"], { 4: 40, 10: 38, 11: 36 }))[0].columns["eu-west-2"];
+    expect(noisy.threshold).toBeGreaterThan(38);
+    expect(noisy.recoveredAfterMs).toBe(0);
+    // Without it, the same periods after the spike are not back until the noise ends.
+    expect(findSpikes(run(10, ["eu-west-2"], { 10: 38, 11: 36 }))[0].columns["eu-west-2"].recoveredAfterMs).toBe(20_000);
+    // Worse than the worst before is not back.
+    expect(findSpikes(run(10, ["eu-west-2"], { 4: 40, 10: 60, 11: 60 }))[0].columns["eu-west-2"].recoveredAfterMs).toBe(20_000);
   });
 
   it("says when latency never came back, and one period back is not a recovery", () => {

@@ -10,8 +10,11 @@ import { promisify } from "node:util";
 import { runArtillery } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_OK, main } from "../src/cli.js";
-import { detectSaturation, SATURATION_THRESHOLDS } from "../src/saturation.js";
+import { detectSaturation, lagFigure, SATURATION_THRESHOLDS } from "../src/saturation.js";
 import type { MergedResults } from "../src/model.js";
+import { renderMarkdown } from "../src/markdown.js";
+import { mergeRegions } from "../src/results.js";
+import { taskOf } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");
 const PACKAGE = resolve(__dirname, "..");
@@ -79,9 +82,13 @@ describe("the saturation flag on real runs", () => {
     expect(task.file).toBe("eu-west-2/report.json");
     expect(task.lagP99).toBeGreaterThan(SATURATION_THRESHOLDS.lagP99Ms);
     expect(task.saturated).toBe(true);
-    expect(busy.markdown).toMatch(/> ⚠️ \*\*The load generator was saturated\*\* in 1 task: `eu-west-2\/report.json` \(event-loop lag p99 \d+ ms > 100 ms/);
+    expect(busy.markdown).toMatch(/> ⚠️ \*\*The load generator was saturated\*\* in 1 task: `eu-west-2\/report.json` \(event-loop lag (p99|max) \d+ ms over [\d,]+ samples? > 100 ms/);
     expect(busy.markdown.indexOf("saturated**")).toBeLessThan(busy.markdown.indexOf("| Metric |"));
-    expect(busy.markdown).toMatch(/\| Event-loop lag p99 \(ms\) \| [\d,.]+ \|/);
+    // The banner's figure is the table's: one task, one column.
+    const figure = Number(/event-loop lag (?:p99|max) (\d+) ms/.exec(busy.markdown)![1]);
+    const row = task.lag!.stat === "p99" ? "Event-loop lag p99 (ms)" : "Event-loop lag max (ms)";
+    const cell = new RegExp(`\\| ${row.replace(/[()]/g, "\\$&")} \\| ([\\d,.]+) \\|`).exec(busy.markdown)![1];
+    expect(Math.round(Number(cell.replace(/,/g, "")))).toBe(figure);
 
     const idle = report(join(dir, "idle"));
     const calm = idle.merged.regions[0].generator[0];
@@ -97,10 +104,56 @@ describe("the saturation flag on real runs", () => {
 });
 
 describe("detectSaturation (pure, shared with the capacity search)", () => {
-  it("flags lag p99 over 100 ms or CPU over 90%, with the numbers, and nothing else", () => {
-    expect(detectSaturation({ lagP99: 424, cpuMean: 50, cpuPeak: 60 })).toEqual({ saturated: true, reasons: ["event-loop lag p99 424 ms > 100 ms"] });
-    expect(detectSaturation({ lagP99: 5, cpuMean: 80, cpuPeak: 95.4 })).toEqual({ saturated: true, reasons: ["CPU 95% > 90%"] });
-    expect(detectSaturation({ lagP99: 100, cpuMean: 90, cpuPeak: 90 })).toEqual({ saturated: false, reasons: [] });
-    expect(detectSaturation({ lagP99: null, cpuMean: null, cpuPeak: null })).toEqual({ saturated: false, reasons: [] });
+  const lag = (ms: number, samples = 500) => lagFigure({ count: samples, p99: ms, max: ms * 2 });
+  it("flags lag over 100 ms or CPU over 90%, with the numbers and the sample count, and nothing else", () => {
+    expect(detectSaturation({ lag: lag(424, 1200), cpuMean: 50, cpuPeak: 60 })).toEqual({ saturated: true, reasons: ["event-loop lag p99 424 ms over 1,200 samples > 100 ms"] });
+    expect(detectSaturation({ lag: lag(5), cpuMean: 80, cpuPeak: 95.4 })).toEqual({ saturated: true, reasons: ["CPU 95% > 90%"] });
+    expect(detectSaturation({ lag: lag(100), cpuMean: 90, cpuPeak: 90 })).toEqual({ saturated: false, reasons: [] });
+    expect(detectSaturation({ lag: null, cpuMean: null, cpuPeak: null })).toEqual({ saturated: false, reasons: [] });
+  });
+
+  it("gives the lag as its max, with the count, under 100 samples: never a small-sample p99", () => {
+    expect(lagFigure({ count: 13, p99: 90, max: 103 })).toEqual({ stat: "max", ms: 103, samples: 13 });
+    expect(lagFigure({ count: 99, p99: 90, max: 103 })).toEqual({ stat: "max", ms: 103, samples: 99 });
+    expect(lagFigure({ count: 100, p99: 90, max: 103 })).toEqual({ stat: "p99", ms: 90, samples: 100 });
+    expect(lagFigure({ count: 0, p99: 0, max: 0 })).toBeNull();
+    expect(lagFigure(undefined)).toBeNull();
+    expect(detectSaturation({ lag: lagFigure({ count: 13, p99: 90, max: 103 }), cpuMean: null, cpuPeak: null }).reasons).toEqual(["event-loop lag max 103 ms over 13 samples > 100 ms"]);
+  });
+});
+
+describe("the generator's lag reads one way (banner, table, chart)", () => {
+  // The issue's shape: a few dozen one-second samples per region, where a "p99" is the largest or
+  // second-largest sample depending on the count, and the all-regions figure came out above both regions'.
+  const lagTask = (samples: number[], file: string) =>
+    taskOf({ histograms: { "cable.event_loop_lag": samples, "cable.broadcast_latency": [5, 6, 7] }, counters: { "vusers.created": 1 }, generator: { workers: 1, cpuMean: 10, cpuPeak: 20 } }, file);
+  const merged = mergeRegions([
+    { name: "local-a", tasks: [lagTask([...Array(12).fill(5), 103], "local-a/t1.json"), lagTask([...Array(12).fill(6), 130], "local-a/t2.json")], files: ["local-a/t1.json", "local-a/t2.json"] },
+    { name: "local-b", tasks: [lagTask([...Array(12).fill(4), 108.9], "local-b/t1.json"), lagTask([...Array(12).fill(7), 149.9], "local-b/t2.json")], files: ["local-b/t1.json", "local-b/t2.json"] },
+  ]);
+  const markdown = renderMarkdown(merged);
+  const row = (label: string) => new RegExp(`\\| ${label.replace(/[()]/g, "\\$&")} \\| ([^|]+) \\| ([^|]+) \\| ([^|]+) \\|`).exec(markdown)!.slice(1).map((c) => c.trim());
+
+  it("shows the max and the count, never a p99, for columns under 100 samples, and no column above its parts", () => {
+    expect(row("Event-loop lag samples")).toEqual(["26", "26", "52"]);
+    // No column has a p99 to show: the row goes.
+    expect(markdown).not.toContain("Event-loop lag p99");
+    const max = row("Event-loop lag max (ms)").map(Number);
+    expect(max).toEqual([130, 149.9, 149.9]);
+    expect(max[2]).toBe(Math.max(max[0], max[1]));
+  });
+
+  it("names in the banner the same figure, statistic and count as the task's own", () => {
+    const tasks = merged.regions.flatMap((r) => r.generator);
+    expect(tasks.map((t) => t.lag)).toEqual([
+      { stat: "max", ms: 103, samples: 13 },
+      { stat: "max", ms: 130, samples: 13 },
+      { stat: "max", ms: 108.9, samples: 13 },
+      { stat: "max", ms: 149.9, samples: 13 },
+    ]);
+    expect(markdown).toContain("`local-a/t2.json` (event-loop lag max 130 ms over 13 samples > 100 ms)");
+    expect(markdown).toContain("`local-b/t2.json` (event-loop lag max 150 ms over 13 samples > 100 ms)");
+    // Every task's figure is at most its region's, every region's at most all regions'.
+    for (const region of merged.regions) for (const t of region.generator) expect(t.lag!.ms).toBeLessThanOrEqual(region.histograms["cable.event_loop_lag"].max);
   });
 });

@@ -281,7 +281,6 @@ const PATCHED = Symbol.for("cable.strictAws");
 export function installStrictAws(from: string[] = [process.cwd(), __dirname]): boolean {
   let mod: { Client?: { prototype: Record<string | symbol, any> } };
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(require.resolve("@smithy/core/client", { paths: from }));
   } catch {
     return false;

@@ -33,7 +33,6 @@ export class Plugin {
       return;
     }
     // A dependency of this package (and in the image beside it); required in the main thread only.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { CpuMeter, recordPeriod } = require("artillery-plugin-cable-report") as typeof import("artillery-plugin-cable-report");
     const writer = new LiveWriter(openTaskStore(storeUrl), LIVE_PLUGIN, redactorFromEnv(process.env));
     const cpu = new CpuMeter();

@@ -17,6 +17,8 @@
  *   <region>/live/ended/<task>.live      task (cable-capacity-probe)  runner (live/feed.ts)
  *   <region>/capacity-stop.live   runner (capacity)           task (cable-capacity-probe, by listing)
  *   <task>/status.json            task (run-task.ts)          runner (store.ts, collect.ts)
+ *     its end (TaskEnd)           task (run-task.ts,          runner (run/task-end.ts), beside the
+ *                                 task-stops.ts)              runner's own stops in fanout.json
  *
  * CABLE_SLICE is the one entry that is no file: each task's own slice travels in its environment
  * (RunTask's container overrides, the local backend's spawn), since every task reads the same bundle.
@@ -34,7 +36,21 @@ export * from "./live-keys.js";
 export * from "./markers.js";
 export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
 export { formatSlice, type PayloadFile, readPayloadRows, SLICE_ENV, type TaskSlice } from "./payload-slice.js";
-export { EXIT, STOPPED_FROM_OUTSIDE, type TaskStatus, taskStatusSchema } from "./status.js";
+export {
+  describeStop,
+  EXIT,
+  type RunnerStop,
+  runnerStopSchema,
+  type SeenEnd,
+  seenEndSchema,
+  type TaskClock,
+  taskClockSchema,
+  type TaskEnd,
+  taskEndSchema,
+  type TaskStatus,
+  taskStatusSchema,
+  unreachable,
+} from "./status.js";
 export { makeRedactor, type Redact, SECRET_ENV } from "./redact.js";
 export type { Store } from "./store.js";
 // The live period and phase files hold cable-report's own records: the sidecar and the report read the same shapes.

@@ -23,10 +23,8 @@ export function artilleryLog(message: string, level: string): void {
 
 /** The run's store, from the worker's environment; loaded on demand: it pulls in the S3 SDK, which no worker thread needs. */
 export function openTaskStore(storeUrl: string): Store {
-  /* eslint-disable @typescript-eslint/no-require-imports */
   const { openStore } = require("./open-store.js") as typeof import("./open-store.js");
   return openStore(storeUrl, { s3Client: () => new (require("@aws-sdk/client-s3") as typeof import("@aws-sdk/client-s3")).S3Client({}) });
-  /* eslint-enable @typescript-eslint/no-require-imports */
 }
 
 export class LiveWriter {

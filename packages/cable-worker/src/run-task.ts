@@ -11,7 +11,8 @@ import { GATE_CANCELLED_EXIT } from "./artillery-plugin-cable-start-gate.js";
 import { StartGate } from "./gate.js";
 import { taskKey, waitForGo, writeReady } from "./markers.js";
 import { envSecretValues, makeRedactor, type Redact, redactFile, redactJson, SECRET_ENV } from "./redact.js";
-import { EXIT, type TaskStatus } from "./status.js";
+import { readClockBound, UNKNOWN_CLOCK, worseClock } from "./clock-bound.js";
+import { describeStop, EXIT, type SeenEnd, type TaskClock, type TaskStatus } from "./status.js";
 import { type Store, fetchTree } from "./store.js";
 import { TaskStops } from "./task-stops.js";
 
@@ -32,19 +33,23 @@ export interface TaskDeps {
   onArtillerySpawn?: (child: ChildProcess) => void;
   /** The signal the worker was asked to stop with (ECS StopTask sends SIGTERM), if any. */
   stopSignal?: () => NodeJS.Signals | undefined;
+  /** This task's clock error bound (default: clock-bound.ts, from `baseEnv`); bounded in time, never throws. */
+  readClock?: () => Promise<TaskClock>;
 }
 
 class TaskFailure extends Error {
   constructor(
     readonly exitCode: number,
     reason: string,
+    readonly end: SeenEnd,
   ) {
     super(reason);
   }
 }
 
-const fail = (exitCode: number, reason: string): never => {
-  throw new TaskFailure(exitCode, reason);
+/** Ends the task with `reason` (status.json's words) and `end` (how it ended; by default a crash). */
+const fail = (exitCode: number, reason: string, end: SeenEnd = { by: "crash", reason: oneLine(reason) }): never => {
+  throw new TaskFailure(exitCode, reason, end);
 };
 
 /** What every stage of a task reads: who it is, where its files go, what it may call, why it would stop. */
@@ -73,6 +78,9 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
   const workDir = path.join(config.workDir, config.runId, config.region, config.taskId);
   const task: Task = { config, deps, stops: new TaskStops(deps, config.selfStopGraceMs), workDir, bundleDir: path.join(workDir, "bundle"), resultsDir: path.join(workDir, "results"), redact: (text) => text };
   const status = newStatus(config, deps.now());
+  // Read at the start (beside the bundle's download) and again at the end: status.json keeps the worse.
+  const readClock = () => (deps.readClock ?? (() => readClockBound(deps.baseEnv)))().catch(() => UNKNOWN_CLOCK);
+  const clockAtStart = readClock();
   try {
     await mkdir(task.bundleDir, { recursive: true });
     await mkdir(task.resultsDir, { recursive: true });
@@ -97,9 +105,11 @@ export async function runTask(config: WorkerConfig & { taskId: string }, deps: T
   } catch (err) {
     status.exitCode = err instanceof TaskFailure ? err.exitCode : EXIT.setup;
     status.reason = oneLine(err instanceof Error ? err.message : String(err));
+    status.end = err instanceof TaskFailure ? err.end : { by: "crash", reason: status.reason };
   } finally {
     task.stops.dispose();
   }
+  status.clock = worseClock(await clockAtStart, await readClock());
   return publish(task, status);
 }
 
@@ -188,8 +198,8 @@ async function runAtGate(task: Task, manifest: RunManifest, artillery: Launcher,
 /** Until Artillery has loaded the scenario and waits at the gate; it may exit instead, or the task stop. */
 async function loadedAtGate(task: Task, gate: StartGate, artillery: Launcher, running: Promise<ArtilleryOutcome>, boundMs: number): Promise<void> {
   const { stops } = task;
-  await until(() => gate.loaded() || artillery.exited() || stops.reason() !== undefined, boundMs, 100, { now: task.deps.now, sleep: stops.sleep });
-  if (stops.reason()) fail(EXIT.artillery, `${stops.reason()} before artillery started`);
+  await until(() => gate.loaded() || artillery.exited() || stops.end() !== undefined, boundMs, 100, { now: task.deps.now, sleep: stops.sleep });
+  stoppedBeforeStart(stops);
   if (gate.loaded()) return;
   if (artillery.exited()) {
     const early = await running;
@@ -206,11 +216,17 @@ async function passBarrier(task: Task, barrier: NonNullable<RunManifest["barrier
   await writeReady(deps.store, { runId, region, taskId, readyAt: status.readyAt }).catch((err: Error) => fail(EXIT.upload, `writing the ready marker failed: ${err.message}`));
   deps.log(`ready (artillery loaded); waiting up to ${Math.round(barrier.waitMs / 1000)} s for the go marker`);
   const go = await waitForGo(deps.store, runId, { waitMs: barrier.waitMs, pollMs: barrier.pollMs, signal: stops.signal }, { now: deps.now, sleep: deps.sleep });
-  if (stops.reason()) fail(EXIT.artillery, `${stops.reason()} before artillery started`);
+  stoppedBeforeStart(stops);
   if (!go) return fail(EXIT.setup, `no go marker within ${Math.round(barrier.waitMs / 1000)} s of being ready`);
-  if ("cancelled" in go) return fail(EXIT.setup, `the run was called off before the start: ${go.cancelled}`);
-  if (!go.tasks.includes(taskKey(region, taskId))) fail(EXIT.setup, "missed the ready barrier: the run started without this task");
+  if ("cancelled" in go) return fail(EXIT.setup, `the run was called off before the start: ${go.cancelled}`, { by: "go-cancelled", reason: go.cancelled });
+  if (!go.tasks.includes(taskKey(region, taskId))) fail(EXIT.setup, "missed the ready barrier: the run started without this task", { by: "barrier-missed" });
   return go.startAt;
+}
+
+/** A stop that came before Artillery's load ends the task here. */
+function stoppedBeforeStart(stops: TaskStops): void {
+  const end = stops.end();
+  if (end) fail(EXIT.artillery, `${describeStop(end)} before artillery started`, end);
 }
 
 /** A task succeeds when Artillery ran to its end by itself, exited 0 and wrote its report. */
@@ -218,12 +234,14 @@ async function judgeOutcome(task: Task, outcome: ArtilleryOutcome, status: TaskS
   const report = path.join(task.resultsDir, REPORT_FILE);
   // Called off at the gate: Artillery never ran load, so it has no exit code worth reporting.
   status.artilleryExitCode = status.loadStartedAt === null && outcome.exitCode === GATE_CANCELLED_EXIT ? null : outcome.exitCode;
-  const stopped = task.stops.reason();
-  if (stopped) fail(EXIT.artillery, `${stopped} ${status.loadStartedAt === null ? "before artillery started" : `before artillery finished (artillery exit code ${outcome.exitCode ?? outcome.signal})`}`);
-  if (outcome.signal) fail(EXIT.artillery, `artillery was stopped by ${outcome.signal}`);
-  if (outcome.exitCode !== 0) fail(EXIT.artillery, `artillery exited with code ${outcome.exitCode} (see ${LOG_FILE})`);
+  const stopped = task.stops.end();
+  if (stopped) fail(EXIT.artillery, `${describeStop(stopped)} ${status.loadStartedAt === null ? "before artillery started" : `before artillery finished (artillery exit code ${outcome.exitCode ?? outcome.signal})`}`, stopped);
+  const failed: SeenEnd = { by: "artillery-failed", exitCode: outcome.exitCode, signal: outcome.signal };
+  if (outcome.signal) fail(EXIT.artillery, `artillery was stopped by ${outcome.signal}`, failed);
+  if (outcome.exitCode !== 0) fail(EXIT.artillery, `artillery exited with code ${outcome.exitCode} (see ${LOG_FILE})`, failed);
   await access(report).catch(() => fail(EXIT.artillery, `artillery exited 0 but wrote no ${REPORT_FILE}`));
   status.firstMetricAt = await firstMetricAt(report);
+  status.end = { by: "phases-done" };
 }
 
 /**

@@ -3,7 +3,7 @@ import { terminate } from "./artillery.js";
 import type { StartGate } from "./gate.js";
 import { type WaitDeps, watchHeartbeat } from "./markers.js";
 import type { RunManifest } from "./manifest.js";
-import { STOPPED_FROM_OUTSIDE } from "./status.js";
+import { describeStop, type SelfStop } from "./status.js";
 import type { Store } from "./store.js";
 
 /**
@@ -14,7 +14,7 @@ import type { Store } from "./store.js";
  */
 export class TaskStops {
   private readonly self = new AbortController();
-  private selfReason: string | undefined;
+  private selfStop: SelfStop | undefined;
   private artillery: ChildProcess | undefined;
   private gate: StartGate | undefined;
   private readonly disposers: Array<() => void> = [];
@@ -40,20 +40,20 @@ export class TaskStops {
     return this.self.signal;
   }
 
-  /** Why the task is stopping, in the words status.json carries; undefined while it is not. */
-  reason(): string | undefined {
+  /** Why the task is stopping (a stop from outside first); undefined while it is not. */
+  end(): SelfStop | undefined {
     const signal = this.deps.stopSignal?.();
-    return signal ? `${STOPPED_FROM_OUTSIDE} (${signal})` : this.selfReason;
+    return signal ? { by: "stop-signal", signal } : this.selfStop;
   }
 
   /** Sleeps `ms`, or less when the task stops itself. */
   readonly sleep = (ms: number): Promise<void> => this.deps.sleep(ms, this.self.signal);
 
   /** The task's own stop: the first reason counts. */
-  stopSelf(reason: string): void {
-    if (this.selfReason) return;
-    this.selfReason = reason;
-    this.deps.log(`stopping: ${reason}`);
+  stopSelf(stop: SelfStop): void {
+    if (this.selfStop) return;
+    this.selfStop = stop;
+    this.deps.log(`stopping: ${describeStop(stop)}`);
     this.self.abort();
     this.gate?.cancel();
     if (this.artillery) terminate(this.artillery, this.graceMs, this.deps.log);
@@ -62,7 +62,7 @@ export class TaskStops {
   /** Artillery was spawned: a stop that came first reaches it now. */
   artillerySpawned(child: ChildProcess): void {
     this.artillery = child;
-    if (this.selfReason) terminate(child, this.graceMs, this.deps.log);
+    if (this.selfStop) terminate(child, this.graceMs, this.deps.log);
   }
 
   heldAt(gate: StartGate): void {
@@ -73,13 +73,13 @@ export class TaskStops {
   watchRun(manifest: RunManifest, store: Store, runId: string): void {
     if (manifest.maxDurationMs !== undefined) {
       const limit = manifest.maxDurationMs;
-      const timer = setTimeout(() => this.stopSelf(`the run's --max-duration (${Math.round(limit / 1000)} s) passed`), limit);
+      const timer = setTimeout(() => this.stopSelf({ by: "max-duration", limitMs: limit }), limit);
       timer.unref();
       this.disposers.push(() => clearTimeout(timer));
     }
     if (manifest.heartbeat) {
       const { staleMs, pollMs } = manifest.heartbeat;
-      const onStale = (silent: number) => this.stopSelf(`the runner's heartbeat has not changed for ${Math.round(silent / 1000)} s (runner gone?)`);
+      const onStale = (silentMs: number) => this.stopSelf({ by: "heartbeat", silentMs });
       const heartbeat = watchHeartbeat(store, runId, { staleMs, pollMs, onStale }, { now: this.deps.now, sleep: this.deps.sleep });
       this.disposers.push(() => heartbeat.stop());
     }

@@ -50,7 +50,7 @@ describe("worker entrypoint against a local directory store", () => {
     // The payload file and the manifest's env reached the scenario; the overrides set the target.
     expect(server.paths.slice(before).sort()).toEqual(["/hello?user=alice", "/hello?user=bob", "/hello?user=carol"]);
     const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
-    expect(status).toMatchObject({ runId: "r1", region: "eu-west-2", taskId: "task-1", exitCode: 0, reason: null, artilleryExitCode: 0 });
+    expect(status).toMatchObject({ runId: "r1", region: "eu-west-2", taskId: "task-1", exitCode: 0, reason: null, artilleryExitCode: 0, end: { by: "phases-done" } });
     expect(Date.parse(status.endedAt)).toBeGreaterThan(startAt);
     // Artillery loaded while the worker waited, and the start gate released it at startAt (or, when
     // loading took longer than the wait on a busy machine, as soon as it had loaded).
@@ -74,7 +74,7 @@ describe("worker entrypoint against a local directory store", () => {
     const results = path.join(store, "runs/r2/eu-west-2/task-1");
     expect((await readdir(results)).sort()).toEqual(["artillery.log", "report.json", "report.json.sketches.json", "status.json"]);
     const status = JSON.parse(await readFile(path.join(results, "status.json"), "utf8"));
-    expect(status).toMatchObject({ exitCode: 1, artilleryExitCode: 1, reason: "artillery exited with code 1 (see artillery.log)" });
+    expect(status).toMatchObject({ exitCode: 1, artilleryExitCode: 1, reason: "artillery exited with code 1 (see artillery.log)", end: { by: "artillery-failed", exitCode: 1, signal: null } });
   });
 
   it("passes SIGTERM (ECS StopTask) on to artillery and still uploads what there is", async () => {
@@ -98,6 +98,7 @@ describe("worker entrypoint against a local directory store", () => {
     expect(status.exitCode).toBe(code);
     // Artillery 2.0.34 exits 143 on SIGTERM without writing a report; the log is still uploaded.
     expect(status.reason).toBe("the task was stopped (SIGTERM) before artillery finished (artillery exit code 143)");
+    expect(status.end).toEqual({ by: "stop-signal", signal: "SIGTERM" });
     expect(await readdir(path.join(store, "runs/stopped/eu-west-2/task-1"))).toContain("artillery.log");
   });
 
@@ -110,6 +111,7 @@ describe("worker entrypoint against a local directory store", () => {
     expect(capped.stderr).toContain("stopping: the run's --max-duration (8 s) passed");
     const status = JSON.parse(await readFile(path.join(store, "runs/capped/eu-west-2/task-1/status.json"), "utf8"));
     expect(status.reason).toMatch(/^the run's --max-duration \(8 s\) passed before artillery finished/);
+    expect(status.end).toEqual({ by: "max-duration", limitMs: 8_000 });
     expect(await readdir(path.join(store, "runs/capped/eu-west-2/task-1"))).toContain("artillery.log");
 
     // A heartbeat that never changes (its runner died): the task gives up on it after staleMs.
@@ -118,6 +120,8 @@ describe("worker entrypoint against a local directory store", () => {
     const orphan = await runWorker(env("orphan"));
     expect(orphan.code).toBe(1);
     expect(orphan.stderr).toMatch(/stopping: the runner's heartbeat has not changed for \d+ s \(runner gone\?\)/);
+    const orphaned = JSON.parse(await readFile(path.join(store, "runs/orphan/eu-west-2/task-1/status.json"), "utf8"));
+    expect(orphaned.end).toEqual({ by: "heartbeat", silentMs: expect.any(Number) });
   }, 60_000);
 
   it("ends the wait for startAt on SIGTERM without starting artillery", async () => {
@@ -131,7 +135,7 @@ describe("worker entrypoint against a local directory store", () => {
 
     expect(await closed).toBe(1);
     const status = JSON.parse(await readFile(path.join(store, "runs/early/eu-west-2/task-1/status.json"), "utf8"));
-    expect(status).toMatchObject({ reason: "the task was stopped (SIGTERM) before artillery started", artilleryExitCode: null });
+    expect(status).toMatchObject({ reason: "the task was stopped (SIGTERM) before artillery started", artilleryExitCode: null, end: { by: "stop-signal", signal: "SIGTERM" } });
   });
 
   it("at the ready barrier, a go marker that calls the run off or leaves the task out, or none at all, ends it at the gate without load", async () => {
@@ -148,6 +152,7 @@ describe("worker entrypoint against a local directory store", () => {
     const runs = await Promise.all(["called-off", "left-out", "no-go"].map((runId) => runWorker(env(runId))));
 
     const reasons: string[] = [];
+    const ends: unknown[] = [];
     for (const [i, runId] of ["called-off", "left-out", "no-go"].entries()) {
       expect(runs[i].code, runs[i].stderr).toBe(2);
       const results = path.join(store, `runs/${runId}/eu-west-2/task-1`);
@@ -156,11 +161,17 @@ describe("worker entrypoint against a local directory store", () => {
       expect((await readdir(results)).sort(), status.reason).toEqual(expect.arrayContaining(["artillery.log", "ready.json", "status.json"]));
       expect(status).toMatchObject({ exitCode: 2, artilleryExitCode: null, loadStartedAt: null, readyAt: expect.any(Number) });
       reasons.push(status.reason);
+      ends.push(status.end);
     }
     expect(reasons).toEqual([
       "the run was called off before the start: only 1 of 2 task(s) were ready",
       "missed the ready barrier: the run started without this task",
       "no go marker within 30 s of being ready",
+    ]);
+    expect(ends).toEqual([
+      { by: "go-cancelled", reason: "only 1 of 2 task(s) were ready" },
+      { by: "barrier-missed" },
+      { by: "crash", reason: "no go marker within 30 s of being ready" },
     ]);
     expect(server.paths.length).toBe(before);
   }, 120_000);
@@ -170,7 +181,7 @@ describe("worker entrypoint against a local directory store", () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`FAILED (exit 2): no bundle at ${store}/runs/nothing-here/bundle/`);
     const status = JSON.parse(await readFile(path.join(store, "runs/nothing-here/eu-west-2/task-1/status.json"), "utf8"));
-    expect(status).toMatchObject({ exitCode: 2, artilleryExitCode: null });
+    expect(status).toMatchObject({ exitCode: 2, artilleryExitCode: null, end: { by: "crash", reason: `no bundle at ${store}/runs/nothing-here/bundle/` } });
 
     await writeTree(path.join(store, "runs/bad/bundle"), { "run.json": JSON.stringify({ scenario: "../etc/passwd", startAt: "soon" }) });
     const bad = await runWorker(env("bad"));

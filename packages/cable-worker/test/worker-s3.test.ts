@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";

@@ -1,3 +1,4 @@
+import type { ErrorName } from "../error-names.js";
 import { CableError } from "../errors.js";
 import { signStreamName } from "./anycable-signatures.js";
 import { scanActionCableInto } from "./scan.js";
@@ -135,7 +136,8 @@ export function subscriptionIdentifier(request: SubscribeRequest, streamsSecret:
  * `cable.token_expired`. A restart or a server-side close (`server_restart`, `remote`) and unknown
  * reasons are `cable.server_disconnect`.
  */
-const NAMED_DISCONNECTS = new Set(["unauthorized", "token_expired", "idle_timeout", "no_pong", "too_slow"]);
+const NAMED_DISCONNECTS: ReadonlySet<string> = new Set<ErrorName>(["unauthorized", "token_expired", "idle_timeout", "no_pong", "too_slow"]);
+const isNamedDisconnect = (reason: string): reason is ErrorName => NAMED_DISCONNECTS.has(reason);
 
 /** The causes `cable.server_disconnect.<cause>` counts (Rails' disconnect reasons; any other is `other`): a fixed set. */
 export const DISCONNECT_CAUSES = new Set(["server_restart", "remote", "invalid_request"]);
@@ -145,7 +147,7 @@ export function disconnectCause(reason: string): string {
 }
 
 export function disconnectError(reason: string): CableError {
-  return NAMED_DISCONNECTS.has(reason)
+  return isNamedDisconnect(reason)
     ? new CableError(reason, `the server disconnected the client (${reason})`)
     : new CableError("server_disconnect", `the server disconnected the client (${reason})`);
 }

@@ -158,5 +158,6 @@ export function scanPusherInto(data: Buffer, stampField: Buffer, out: RawBroadca
       return undefined;
     }
   }
-  return event && channel ? out : undefined;
+  // An empty channel is no channel to the decoder (an event it ignores): it reads those itself.
+  return event && channel && out.idEnd > out.idStart ? out : undefined;
 }

@@ -1,3 +1,4 @@
+import { pusherCodeError } from "../error-names.js";
 import { CableError } from "../errors.js";
 import type { TlsOptions } from "../tls.js";
 import { httpRequest, jsonObject } from "../sidecall.js";
@@ -40,20 +41,6 @@ export function parseData(data: unknown): unknown {
   }
 }
 
-const UNLISTED_CODE = "pusher_error";
-
-/**
- * The error key of a Pusher close or `pusher:error` code. Only the codes Pusher documents get their
- * own key ("Pusher Channels Protocol", and pusher-js's getCloseAction): 4000–4099 do not reconnect,
- * 4100–4199 back off then reconnect, 4200–4299 reconnect now (the ranges servers fill with their
- * own codes: Soketi's 4100, Reverb's 4001), and of "4300–4399: any other error" the one documented,
- * 4301 (a client event over its rate). Any other code is `pusher_error`, its number kept in the
- * server's words: a server inventing a code per frame cannot mint a metric per frame.
- */
-export function pusherCodeKey(code: unknown): string {
-  return typeof code === "number" && Number.isInteger(code) && ((code >= 4000 && code <= 4299) || code === 4301) ? `pusher_${code}` : UNLISTED_CODE;
-}
-
 const PONG = JSON.stringify({ event: "pusher:pong", data: {} });
 export const PING = JSON.stringify({ event: "pusher:ping", data: {} });
 
@@ -91,8 +78,8 @@ export function decodePusher(text: string): Inbound {
       const message = typeof d?.message === "string" ? d.message : "";
       // Some servers (Sockudo among them) answer a bad subscription auth with pusher:error 4009.
       if (d?.code === 4009) return { kind: "reject", channel: on ?? "*", reason: `4009 ${message}`.trim(), cause: "unauthorized" };
-      const reason = pusherCodeKey(d?.code);
-      if (reason !== UNLISTED_CODE || d?.code === undefined || d.code === null) return { kind: "error", reason, channel: on, message };
+      const reason = pusherCodeError(d?.code);
+      if (reason !== "pusher_error" || d?.code === undefined || d.code === null) return { kind: "error", reason, channel: on, message };
       const code = typeof d.code === "number" || typeof d.code === "string" ? String(d.code).slice(0, 40) : typeof d.code;
       return { kind: "error", reason, channel: on, message: `code ${code}${message ? `: ${message}` : ""}` };
     }
@@ -195,7 +182,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
     },
     unsubscribe: (key) => encode("pusher:unsubscribe", { channel: key }),
     // 4000–4099: do not reconnect; 4100–4199: back off, then reconnect; 4200–4299: reconnect now.
-    closeReason: pusherCodeKey,
+    closeReason: pusherCodeError,
     keepalive: PING,
     pong: (_extended, reply) => reply,
   };

@@ -1,3 +1,4 @@
+import type { ErrorName } from "../error-names.js";
 import type { CableError } from "../errors.js";
 import type { RejectCause } from "./rejections.js";
 import type { RawBroadcast } from "./scan.js";
@@ -13,7 +14,7 @@ export type Inbound =
   | { kind: "message"; channel: string; event?: string; payload: unknown; position?: StreamPosition }
   | { kind: "history"; channel: string; ok: boolean }
   | { kind: "disconnect"; reason: string; reconnect: boolean }
-  | { kind: "error"; reason: string; channel?: string; message?: string }
+  | { kind: "error"; reason: ErrorName; channel?: string; message?: string }
   | { kind: "other" };
 
 /** Where a message stands in its stream (AnyCable reliable streams: `stream_id`, `epoch`, `offset`). */
@@ -68,7 +69,7 @@ export interface Protocol {
   /** The unsubscribe frame for a channel key (the identifier, or Pusher's channel name). */
   unsubscribe(key: string): string;
   /** Names a 4xxx close code (Pusher gives them meaning); absent: every close is `connection_closed`. */
-  closeReason?(code: number): string;
+  closeReason?(code: number): ErrorName;
   /** Sent when the server has been quiet for a ping interval (Pusher clients ping; Action Cable's don't). */
   keepalive?: string;
   /** The answer to a server ping, if the protocol wants one (Pusher's pong; AnyCable's extended pong). */

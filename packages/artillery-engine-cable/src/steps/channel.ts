@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { nowMs } from "../clock.js";
+import { cableCode } from "../error-names.js";
 import { CableError } from "../errors.js";
 import { compilePattern, matches, parsePath, readPath, type Pattern } from "../match.js";
 import { customMetric, METRICS } from "../metrics.js";
@@ -57,7 +58,7 @@ export async function requestHistory(compiler: Compiler, connection: CableConnec
   const startedAt = nowMs();
   const { ok, replayed } = await connection.history(key, frame, compiler.settings.timeout * 1000);
   if (!ok) {
-    compiler.events.emit("error", "cable.history_rejected");
+    compiler.events.emit("error", cableCode("history_rejected"));
     return;
   }
   compiler.events.emit("histogram", METRICS.historyLatency, nowMs() - startedAt);

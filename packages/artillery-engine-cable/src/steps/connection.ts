@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cableCode } from "../error-names.js";
 import { CableError } from "../errors.js";
 import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
 import { withCookies } from "../session.js";
@@ -75,7 +76,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       await connection.open(vu.opened);
     } catch (err) {
       // "preferred": a server without AnyCable's extended protocol gets a second, plain handshake.
-      if (settings.anycable.extended !== "preferred" || (err as CableError).code !== "cable.ext_unsupported") throw err;
+      if (settings.anycable.extended !== "preferred" || (err as CableError).code !== cableCode("ext_unsupported")) throw err;
       vu.opened = { ...vu.opened, subprotocols: [ACTIONCABLE_V1_JSON] };
       connection = compiler.connect(vu);
       await connection.open(vu.opened);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { runCaptures, type CaptureSpec } from "../capture.js";
 import { nowMs } from "../clock.js";
 import type { CableConfig } from "../config.js";
+import { httpStatusError } from "../error-names.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
 import { httpRequest, type HttpAnswer } from "../sidecall.js";
@@ -123,7 +124,7 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
     }
     events.emit("histogram", METRICS.httpLatency, nowMs() - startedAt);
     // The URL is the scenario's; the answer's body is the app's and may hold anything: not in the message.
-    if (!accepts(s.expect, answer.status)) throw new CableError(`http_${answer.status}`, `${method} ${pathOf(hop.url)} answered HTTP ${answer.status}`);
+    if (!accepts(s.expect, answer.status)) throw new CableError(httpStatusError(answer.status), `${method} ${pathOf(hop.url)} answered HTTP ${answer.status}`);
     if (!captures.length) return;
     const { values, missing } = runCaptures(captures.map((c) => (isTemplatedCapture(c) ? compiler.helpers.template(c, context) : c)), answer);
     Object.assign(context.vars, values);

@@ -10,7 +10,7 @@ import { SSMClient } from "@aws-sdk/client-ssm";
 import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
 import { type Backend, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
-import type { Bundle } from "../bundle.js";
+import type { Bundle } from "../run/bundle.js";
 import { FanoutInputError } from "../errors.js";
 import pLimit from "p-limit";
 import { regionNameProblem } from "../region-names.js";
@@ -313,4 +313,4 @@ export class AwsRegion implements Region {
   }
 }
 
-export const taskIdOf = (arn: string): string => arn.slice(arn.lastIndexOf("/") + 1);
+const taskIdOf = (arn: string): string => arn.slice(arn.lastIndexOf("/") + 1);

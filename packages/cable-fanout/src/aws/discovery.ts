@@ -24,7 +24,7 @@ export interface RegionStack {
 /** Stack states in which its resources exist and match its outputs. */
 const USABLE = new Set(["CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"]);
 
-export const deployHint = (region: string): string => `cd infra && npx cdk deploy -c regions=${region} ${stackNameFor(region)}`;
+const deployHint = (region: string): string => `cd infra && npx cdk deploy -c regions=${region} ${stackNameFor(region)}`;
 
 export async function describeRegionStack(cloudFormation: CloudFormationClient, region: string): Promise<RegionStack> {
   const name = stackNameFor(region);

@@ -3,16 +3,14 @@ import path from "node:path";
 import { type Command, Option } from "commander";
 import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
-import { BUNDLE_ROOT_HELP } from "../bundle-root.js";
-import { FanoutInputError } from "../errors.js";
-import { costFlags, parseHttpUrl, parsePositiveInt, parseRegions, parseScenarioRunFlags, parseSecrets } from "../options.js";
+import { BUNDLE_ROOT_HELP } from "../run/bundle-root.js";
+import { type BackendFlags, capacityOptions } from "../cli-options.js";
 import { askAtTerminal } from "../plan/ask.js";
 import { usd } from "../plan/estimate.js";
 import { ASK_ABOVE_USD } from "../plan/launch.js";
 import { LineProgress } from "../progress.js";
-import { CAPACITY_EXIT, runCapacity } from "./controller.js";
-import { checkRefine, checkStair } from "./plan.js";
-import { parseSlo } from "../slo.js";
+import { runCapacity } from "./controller.js";
+import { CAPACITY_EXIT } from "./options.js";
 
 export const CAPACITY_HELP = `
 A step adds --step users (the scenario's own flow; users that hold their connection stay through
@@ -55,8 +53,8 @@ beside them. Exit status: 0 done; 1 held fewer than --min-capacity; 2 bad input;
 4 no verdict (a task left no data, or interrupted); 6 generator-bound below --min-capacity.`;
 
 interface Hooks {
-  makeBackend: (flags: { local?: boolean; store?: string; out: string }) => Backend;
-  localStore: (flags: { local?: boolean; store?: string; out: string }) => string;
+  makeBackend: (flags: BackendFlags) => Backend;
+  localStore: (flags: BackendFlags) => string;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   log: (line: string) => void;
   exit: (code: number) => void;
@@ -97,27 +95,12 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
     .option("--max-cost <usd>", "refuse a segment whose cost estimate is higher (the first segment's plan is printed and guarded)")
     .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`)
-    .action(async (scenario: string, o: Record<string, string | boolean | string[] | undefined>) => {
-      const flags = { out: o.out as string, local: o.local as boolean | undefined, store: o.store as string | undefined };
+    .action(async (scenario: string, raw: unknown) => {
+      // Every flag is checked before any region is opened: a typo costs no AWS call.
+      const { backend: flags, placement, search, task } = capacityOptions(raw);
+      const { regions, count } = placement;
+      const { users, refine } = search;
       const backend = hooks.makeBackend(flags);
-      const regions = parseRegions(o.regions as string, backend.kind);
-      const count = parsePositiveInt("--count", o.count as string);
-      const stair = {
-        start: parsePositiveInt("--start", o.start as string),
-        step: parsePositiveInt("--step", o.step as string),
-        max: parsePositiveInt("--max", o.max as string),
-        holdS: parsePositiveInt("--hold", o.hold as string),
-        climbS: parsePositiveInt("--climb", o.climb as string),
-      };
-      const vary = o.vary === "rate" ? "rate" : "users";
-      if (vary === "users" && o.users !== undefined) throw new FanoutInputError("--users is the fixed user count of --vary rate; by users, the levels are the users (--start, --step, --max)");
-      if (vary === "rate" && o.users === undefined) throw new FanoutInputError("--vary rate needs --users N: how many users send the levels' messages (all regions together)");
-      const users = vary === "rate" ? parsePositiveInt("--users", o.users as string) : undefined;
-      checkStair(stair, regions.length * count, users);
-      const refine = o.refine === undefined ? undefined : parsePositiveInt("--refine", o.refine as string);
-      if (refine !== undefined) checkRefine(refine, stair, regions.length * count, vary === "rate");
-      const slos = (o.slo as string[]).map(parseSlo);
-      const secrets = parseSecrets((o.secret as string[] | undefined) ?? [], backend.kind, process.env);
       const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
       // The tasks write their live files into their region's store (its bucket on AWS, from the
       // stack's outputs; the directory locally), and read the stop marker there.
@@ -139,16 +122,13 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             regions,
             count,
             outDir: flags.out,
-            ...parseScenarioRunFlags(o, secrets),
+            ...task,
             ...(storeDir ? { store: storeDir } : {}),
-            slos,
-            stair,
-            vary,
+            slos: search.slos,
+            stair: search.stair,
+            vary: search.vary,
             ...(users !== undefined ? { users } : {}),
             ...(refine !== undefined ? { refine } : {}),
-            ...costFlags(o),
-            minCapacity: o.minCapacity === undefined ? undefined : parsePositiveInt("--min-capacity", o.minCapacity as string),
-            serverMetricsUrl: o.serverMetrics === undefined ? undefined : parseHttpUrl("--server-metrics", o.serverMetrics as string),
           },
           {
             backend,

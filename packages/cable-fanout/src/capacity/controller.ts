@@ -12,93 +12,27 @@
 // (report).
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { type Store, CAPACITY_PLUGIN } from "cable-worker/contract";
 import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
-import type { Backend } from "../backend.js";
-import { newRunId, runFanout, type RunDeps, type RunOptions, type RunResult } from "../runner.js";
+import { newRunId } from "../run/runner.js";
 import { loadScenario } from "../scenario.js";
-import { allTasks, RegionLive, stopKey, type LiveFeed, type LiveSnapshot } from "../live/feed.js";
+import { allTasks, RegionLive, stopKey, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
-import { levels, planRateLevel, planSegment, type Axis, type PlannedStep, type StairOptions } from "./plan.js";
+import { CAPACITY_EXIT, type CapacityDeps, type CapacityOptions, type CapacityResult, type SegmentRecord } from "./options.js";
+import { levels, planRateLevel, planSegment, type PlannedStep } from "./plan.js";
 import { renderCapacityMarkdown } from "./report.js";
 import { buildAnswer, decideNext, headline, judgeStep, markUnrecovered, MAX_ATTEMPTS, refineLevel, type Answer, type Attempt, type Next, type StepResult } from "./search.js";
+import { SegmentRun, segmentOverrides } from "./segment-run.js";
 import { redactUrl, scrape, summarizeServer, type ServerSample } from "../server-metrics.js";
-import { statOf, type Slo } from "../slo.js";
+import { statOf } from "../slo.js";
 
 type Json = Record<string, unknown>;
 
-export interface CapacityOptions extends Omit<RunOptions, "maxDurationMs" | "baseline" | "regressionThreshold" | "title" | "outDir"> {
-  outDir: string;
-  slos: Slo[];
-  stair: StairOptions;
-  /** What the stair steps (default users). By rate, the levels are messages a second from `users` users. */
-  vary?: Axis;
-  /** By rate: the users held at every level, all regions together. */
-  users?: number;
-  /** After a confirmed breach, search between the last level held and the first that broke, down to this resolution. */
-  refine?: number;
-  minCapacity?: number;
-  /** A Prometheus text endpoint of the server, scraped during the search (`--server-metrics`). */
-  serverMetricsUrl?: string;
-}
-
-export interface CapacityDeps {
-  backend: Backend;
-  /** The store the region's tasks write their live periods to (a directory locally, the region's bucket on AWS). */
-  liveStore: (region: string) => Store;
-  now: () => number;
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  log: (line: string) => void;
-  /** Ctrl-C: ends the search at once, with what was judged so far. */
-  abort: AbortController;
-  progress: RunDeps["progress"];
-  /** Asks before a costly first segment (RunDeps.ask). */
-  ask?: RunDeps["ask"];
-}
-
-export interface CapacityResult {
-  answer: Answer;
-  searchDir: string;
-  jsonFile: string;
-  markdownFile: string;
-  exitCode: number;
-  runs: SegmentRecord[];
-}
-
-export interface SegmentRecord {
-  runId: string;
-  attempt: Attempt;
-  /** The levels the run planned (by rate, one). */
-  levels: number[];
-  /** Users every task started and ended in that run, from its ended.live (every user ends once). */
-  users: { created: number; completed: number; failed: number } | null;
-  stoppedEarly: boolean;
-}
-
-/** Capacity search exit codes, beside `run`'s (EXIT in collect.ts). */
-export const CAPACITY_EXIT = { ok: 0, belowMinimum: 1, usage: 2, internal: 3, incomplete: 4, generatorBound: 6 } as const;
-
-const POLL_MS = 2_000;
 /** Levels --refine tries at most (a bisection of 200 levels' worth of resolutions needs 8). */
 const MAX_REFINE_ROUNDS = 20;
 /** How long after a hold's end its periods may take to arrive before the step is judged with what is there. */
 const LATE_PERIOD_MS = 45_000;
 /** How long the users have to end after the stop (beyond a climb and a hold) before the run is ended anyway. */
 const END_GRACE_MS = 45_000;
-
-/**
- * The overrides of one segment's run: the stair's phases, and the probe plugin by name only. The
- * probe ships with the worker (cable-worker's artillery-plugin-cable-capacity-probe), which puts its
- * own directory on ARTILLERY_PLUGIN_PATH: no path of this machine goes to a task.
- */
-export function segmentOverrides(base: Json | undefined, phases: Json[], endAfterS: number, segmentVariables: Json = {}): Json {
-  const config = { ...((base?.config as Json | undefined) ?? {}) };
-  const plugins = { ...((config.plugins as Json | undefined) ?? {}), [CAPACITY_PLUGIN]: { endAfterS } };
-  // A user stays at most the stair's length and a margin, even if the stop never reached it.
-  // The segment's own variables (by rate: capacity_users, capacity_rate) win over the user's.
-  const variables = { ...((config.variables as Json | undefined) ?? {}), ...segmentVariables, capacity_max_s: endAfterS + 120 };
-  return { ...base, config: { ...config, phases, plugins, variables } };
-}
 
 /** What every stage of one search reads: its options and deps, its whole stair, and what it has judged and run so far. */
 interface Search {
@@ -303,7 +237,7 @@ async function watchSegment(search: Search, run: SegmentRun, planned: PlannedSte
       if (!run.runId || !run.feed) return false;
       const live = run.feed.snapshot();
       const step = planned[judged];
-      if (stepReady(search, live, step) === "wait") {
+      if (stepReady(search, live, step, run.feed.final) === "wait") {
         const line = progressLine(search, live, step, segment.levels);
         if (line !== lastLine) deps.log((lastLine = line));
         return false;
@@ -359,7 +293,7 @@ async function endEarly(search: Search, run: SegmentRun, planned: PlannedStep[],
     },
     { lookFirst: true, until },
   );
-  if (!run.finished) run.abort.abort();
+  if (!run.finished) run.end();
 }
 
 /** The users every task said it started and ended (ended.live), once every task has said so. */
@@ -385,74 +319,7 @@ function serverScraper(search: Search): { samples: ServerSample[]; scrape: () =>
   return { samples, scrape: take };
 }
 
-/**
- * One segment's fan-out run while it goes on, and the one place the search waits on a run. Its
- * abort is the segment's own (the search ends the run early with it; --max-duration inside the run
- * trips it too), which the user's Ctrl-C also reaches until the run is over.
- */
-class SegmentRun {
-  runId = "";
-  feed: LiveFeed | undefined;
-  finished = false;
-  readonly abort = new AbortController();
-  private readonly run: Promise<RunResult>;
-  private readonly settled: Promise<unknown>;
-  private readonly detach: () => void;
-
-  constructor(
-    private readonly deps: CapacityDeps,
-    options: RunOptions,
-  ) {
-    const onUserAbort = () => this.abort.abort();
-    deps.abort.signal.addEventListener("abort", onUserAbort);
-    this.detach = () => deps.abort.signal.removeEventListener("abort", onUserAbort);
-    this.run = runFanout(options, {
-      backend: deps.backend,
-      now: deps.now,
-      sleep: deps.sleep,
-      log: deps.log,
-      abort: this.abort,
-      progress: deps.progress,
-      newRunId: () => (this.runId = newRunId(deps.now())),
-      onFeed: (feed) => (this.feed = feed),
-      ...(deps.ask ? { ask: deps.ask } : {}),
-    });
-    this.settled = this.run.then(
-      () => (this.finished = true),
-      () => (this.finished = true),
-    );
-  }
-
-  /**
-   * Looks at the run until `look` says it has seen enough, the run ends or is stopped, or `until`
-   * passes. Before each look (after it, with `lookFirst`) it waits for the feed's next read of the
-   * live files (every 2 s; a poll's time before the run has a feed) or the run's end, then runs `afterRead`.
-   */
-  async poll(look: () => boolean | Promise<boolean>, opts: { lookFirst?: boolean; until?: number; afterRead?: () => Promise<void> } = {}): Promise<void> {
-    const until = opts.until ?? Infinity;
-    while (!this.finished && this.deps.now() < until && !this.abort.signal.aborted) {
-      if (opts.lookFirst && (await look())) return;
-      await Promise.race([this.feed ? this.feed.next(this.abort.signal) : this.deps.sleep(POLL_MS, this.abort.signal), this.settled]);
-      await opts.afterRead?.();
-      if (!opts.lookFirst && (await look())) return;
-    }
-  }
-
-  /** The live files now (a fresh read, or the last one if that fails); nothing before the run has a feed. */
-  readLive(): Promise<LiveSnapshot> {
-    const feed = this.feed;
-    return feed ? feed.refresh().catch(() => feed.snapshot()) : Promise.resolve(new Map());
-  }
-
-  /** The run's result once it is over (undefined if it failed); the user's Ctrl-C no longer reaches this segment after it. */
-  async result(): Promise<RunResult | undefined> {
-    const result = await this.run.catch(() => undefined);
-    this.detach();
-    return result;
-  }
-}
-
-function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep): "wait" | "judge" {
+function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep, final: boolean): "wait" | "judge" {
   const holdS = search.options.stair.holdS;
   const all = allTasks(live);
   const windows = all.map((t) => taskWindows(t, step, holdS));
@@ -461,6 +328,9 @@ function stepReady(search: Search, live: LiveSnapshot, step: PlannedStep): "wait
     return "wait";
   }
   if (all.every((t, i) => taskHasStep(t, windows[i]!))) return "judge";
+  // Every task has stopped and its files have been read for the last time: nothing more is coming
+  // (a task without its hold's periods is "missing", and the level is tried again).
+  if (final) return "judge";
   const latestEnd = Math.max(...windows.map((w) => w!.holdEnd));
   return search.deps.now() > latestEnd + LATE_PERIOD_MS ? "judge" : "wait";
 }

@@ -111,7 +111,7 @@ export function stepHealth(lagP90: number | null, cpuPeak: number | null, starve
   const reasons: string[] = [];
   if (lagP90 !== null && lagP90 > SATURATION_THRESHOLDS.lagP99Ms) reasons.push(`event-loop lag p90 ${lagP90} ms > ${SATURATION_THRESHOLDS.lagP99Ms} ms`);
   // The report's rule as it stands for CPU: the busiest period over the threshold.
-  reasons.push(...detectSaturation({ lagP99: null, cpuMean: null, cpuPeak }).reasons);
+  reasons.push(...detectSaturation({ lag: null, cpuMean: null, cpuPeak }).reasons);
   if (starved) reasons.push(starved);
   return { saturated: reasons.length > 0, reasons };
 }

@@ -2,8 +2,9 @@
 // tasks and regions, a pause between them, then one report with a column per server.
 import path from "node:path";
 import { compareServers, loadResultsDir, renderMarkdown, serverFiguresSection, serverGateSection, serverRegressions, writeFileAtomic, type MergedResults, type Regression, type ServerRun } from "artillery-plugin-cable-report";
-import { EXIT } from "../collect.js";
-import { newRunId, runFanout, type RunDeps, type RunOptions } from "../runner.js";
+import { EXIT } from "../run/collect.js";
+import type { RunDeps, RunOptions } from "../run/run-options.js";
+import { newRunId, runFanout } from "../run/runner.js";
 import { loadScenario } from "../scenario.js";
 import { processFigures, sampleProcess, watchProcess } from "./process-meter.js";
 

@@ -161,6 +161,8 @@ export class LiveFeed {
   private readonly stopped = new AbortController();
   private readonly warned = new Set<string>();
   readonly pollMs: number;
+  /** Whether the feed has made its last read (finish()). */
+  final = false;
 
   constructor(
     readonly runId: string,
@@ -185,10 +187,20 @@ export class LiveFeed {
     return this;
   }
 
-  stop(): void {
+  /**
+   * Every task has stopped: polling ends with one last read, which holds every file the tasks
+   * wrote (their last periods land as they exit, often after the poll before). Readers waiting on
+   * next(), and those who call it meanwhile, wake after that read; `final` says nothing more is coming.
+   */
+  async finish(): Promise<LiveSnapshot> {
     this.stopped.abort();
+    // A read in flight may have listed the folders before the last files landed: a fresh one after it.
+    while (this.reading) await this.reading.catch(() => undefined);
+    const last = await this.refresh().catch(() => this.live);
+    this.final = true;
     for (const wake of this.waiters) wake();
     this.waiters.clear();
+    return last;
   }
 
   /** Every region's state as of the last poll (the same objects, updated by each poll). */
@@ -207,9 +219,13 @@ export class LiveFeed {
     return () => this.listeners.delete(listener);
   }
 
-  /** Resolves after the next poll (or at once when stopped, or when `signal` aborts). */
+  /**
+   * Resolves after the next poll, or at once once the last read is in or `signal` aborts. Not at
+   * once while the last read is under way: a caller looping on next() would spin on resolved
+   * promises and starve that read's own I/O.
+   */
   next(signal?: AbortSignal): Promise<void> {
-    if (this.stopped.signal.aborted || signal?.aborted) return Promise.resolve();
+    if (this.final || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         this.waiters.delete(done);

@@ -6,12 +6,12 @@ import path from "node:path";
 import { formatSlice, SECRET_ENV, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
 import { type Backend, type Preflight, LOCAL_PREFLIGHT, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
-import type { Bundle } from "../bundle.js";
+import type { Bundle } from "../run/bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { regionNameProblem } from "../region-names.js";
 import { uploadBundle } from "../store.js";
 
-export const LOCAL_TIMING: Timing = {
+const LOCAL_TIMING: Timing = {
   startDelayMs: 2_000,
   startTimeoutMs: 60_000,
   readyTimeoutMs: 60_000,
@@ -23,7 +23,7 @@ export const LOCAL_TIMING: Timing = {
   heartbeatStaleMs: 30_000,
 };
 
-export function workerEntrypoint(): string {
+function workerEntrypoint(): string {
   return require.resolve("cable-worker/main");
 }
 

@@ -2,7 +2,9 @@
 // started. Without credentials or a deployed stack it still prices the run (from --cpu/--memory or
 // the stack's default size) and says what it could not check.
 import type { Backend, Region, RegionFacts } from "../backend.js";
-import { defaultMaxDuration, effectiveOverrides, openRegions, type RunOptions, runTiming } from "../runner.js";
+import { effectiveOverrides, type RunOptions } from "../run/run-options.js";
+import { planTiming } from "../run/timing.js";
+import { openRegions } from "../run/runner.js";
 import { loadScenario } from "../scenario.js";
 import { guardCost, type LaunchPlan, makePlan, planInput } from "./launch.js";
 
@@ -14,9 +16,9 @@ export interface PlanOutcome {
 
 export async function planCommand(options: RunOptions, deps: { backend: Backend; log: (line: string) => void; warn: (line: string) => void }): Promise<PlanOutcome> {
   const { backend } = deps;
-  const timing = runTiming(backend, options);
   const overrides = effectiveOverrides(options);
   const scenario = loadScenario(options.scenarioFile, overrides, options.bundleRoot);
+  const timing = planTiming(backend.timing, options, scenario.durationMs);
   let regions: Region[] = [];
   let unreached: string | undefined;
   try {
@@ -29,7 +31,7 @@ export async function planCommand(options: RunOptions, deps: { backend: Backend;
     regions.map((r) => r.preflight({ count: options.count, spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs })),
   );
   const facts = new Map<string, RegionFacts>(regions.map((r, i) => [r.name, checked[i].facts]));
-  const plan = makePlan(planInput(options, backend.kind, scenario, overrides, { maxDurationMs: defaultMaxDuration(options, timing, scenario), startDelayMs: timing.startDelayMs }, facts, unreached));
+  const plan = makePlan(planInput(options, backend.kind, scenario, overrides, { maxDurationMs: timing.maxDurationMs, startDelayMs: timing.startDelayMs }, facts, unreached));
   for (const line of plan.lines) deps.log(line);
   for (const line of checked.flatMap((c) => c.warnings)) deps.warn(`warning: ${line}`);
   const refusals = checked.flatMap((c) => c.problems);

@@ -1,7 +1,7 @@
 // report.md's "Cost" section: the estimate the run was started on, and what its tasks were billed
 // for once they stopped (Fargate and public IPv4 at the table's list prices), side by side.
 import type { TaskSnapshot } from "../backend.js";
-import type { RunRecord } from "../record.js";
+import type { RunRecord } from "../run/record.js";
 import { billedCost, usd } from "./estimate.js";
 
 type Billed = NonNullable<RunRecord["billed"]>;

@@ -5,7 +5,8 @@ import path from "node:path";
 import { PERIOD_MS } from "artillery-plugin-cable-report";
 import { parseAbortOn } from "../../src/live/abort";
 import type { Progress } from "../../src/progress";
-import { type RunResult, runFanout } from "../../src/runner";
+import type { RunResult } from "../../src/run/run-options";
+import { runFanout } from "../../src/run/runner";
 import type { SimClock } from "./sim-clock";
 import type { SimFleet } from "./sim-backend";
 

@@ -5,7 +5,7 @@
 import path from "node:path";
 import { LocalStore } from "cable-worker/local-store";
 import { type Backend, LOCAL_PREFLIGHT, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing } from "../../src/backend";
-import type { Bundle } from "../../src/bundle";
+import type { Bundle } from "../../src/run/bundle";
 import { uploadBundle } from "../../src/store";
 import type { SimClock } from "./sim-clock";
 import { SimTask } from "./sim-task";

@@ -5,6 +5,7 @@
 // artillery.log and status.json last; or, when stopped (StopTask), what a stopped worker uploads.
 import { PERIOD_MS, type PhaseStart, sidecarPathFor } from "artillery-plugin-cable-report";
 import {
+  describeStop,
   EXIT,
   LOG_FILE,
   phasesKey,
@@ -12,7 +13,7 @@ import {
   REPORT_FILE,
   resultPrefix,
   STATUS_FILE,
-  STOPPED_FROM_OUTSIDE,
+  type SeenEnd,
   type Store,
   taskKey,
   type TaskStatus,
@@ -84,18 +85,22 @@ export class SimTask {
       await writeReady(plan.store, { runId: plan.runId, region: plan.region, taskId: plan.taskId, readyAt: status.readyAt });
       const go = await waitForGo(plan.store, plan.runId, { ...plan.go, signal: this.stopSignal.signal }, clock);
       if (this.stopped) throw new Stopped();
-      if (!go) return await this.finish(status, EXIT.setup, `no go marker within ${Math.round(plan.go.waitMs / 1000)} s of being ready`);
-      if ("cancelled" in go) return await this.finish(status, EXIT.setup, `the run was called off before the start: ${go.cancelled}`);
-      if (!go.tasks.includes(taskKey(plan.region, plan.taskId))) return await this.finish(status, EXIT.setup, "missed the ready barrier: the run started without this task");
+      if (!go) {
+        const reason = `no go marker within ${Math.round(plan.go.waitMs / 1000)} s of being ready`;
+        return await this.finish(status, EXIT.setup, reason, { by: "crash", reason });
+      }
+      if ("cancelled" in go) return await this.finish(status, EXIT.setup, `the run was called off before the start: ${go.cancelled}`, { by: "go-cancelled", reason: go.cancelled });
+      if (!go.tasks.includes(taskKey(plan.region, plan.taskId))) return await this.finish(status, EXIT.setup, "missed the ready barrier: the run started without this task", { by: "barrier-missed" });
       status.startAt = go.startAt;
       await this.pause(go.startAt - clock.now());
       status.loadStartedAt = clock.now();
       status.startLagMs = Math.max(0, status.loadStartedAt - go.startAt);
       await this.runLoad(status);
-      await this.finish(status, EXIT.ok, null);
+      await this.finish(status, EXIT.ok, null, { by: "phases-done" });
     } catch (err) {
       if (!(err instanceof Stopped)) throw err;
-      await this.finish(status, EXIT.artillery, `${STOPPED_FROM_OUTSIDE} (SIGTERM) before artillery ${status.loadStartedAt === null ? "started" : "finished"}`);
+      const end = { by: "stop-signal", signal: "SIGTERM" } as const;
+      await this.finish(status, EXIT.artillery, `${describeStop(end)} before artillery ${status.loadStartedAt === null ? "started" : "finished"}`, end);
     }
   }
 
@@ -134,11 +139,12 @@ export class SimTask {
   }
 
   /** The worker's last steps: every write settled, its log, then status.json; then the container exits. */
-  private async finish(status: TaskStatus, exitCode: number, reason: string | null): Promise<void> {
+  private async finish(status: TaskStatus, exitCode: number, reason: string | null, end: SeenEnd): Promise<void> {
     const { plan } = this;
     await Promise.allSettled(this.writes);
     status.exitCode = exitCode;
     status.reason = reason;
+    status.end = end;
     status.endedAt = new Date(plan.clock.now()).toISOString();
     const prefix = resultPrefix(plan.runId, plan.region, plan.taskId);
     await plan.store.putText(prefix + LOG_FILE, `simulated task ${plan.taskId}: ${reason ?? "done"}\n`);

@@ -5,10 +5,11 @@ import * as ext from "../anycable/ext-frames.js";
 import { HistoryStore, type HistoryOptions, type HistoryRequest } from "../anycable/history.js";
 import { PresenceSets, type PresenceEvent } from "../anycable/presence.js";
 import { SessionCache } from "../anycable/sessions.js";
-import { send, malformed, type Counters } from "../counters.js";
+import { send, type Counters } from "../counters.js";
 import type { Faults, ChannelFaults } from "../faults.js";
 import { Hub } from "../hub.js";
 import { TimerSet } from "../timers.js";
+import { CableConnection, cookie, PreparedBroadcast, previousSid, type SessionSnapshot, type Subscription } from "./connection.js";
 import { actionCableChannels, userIdFromUid, type ChannelContext, type ChannelDefinition, type PubSubOptions } from "./channels.js";
 import * as frames from "./frames.js";
 
@@ -34,99 +35,6 @@ export interface ActionCableOptions extends PubSubOptions {
   sessionsTtlMs: number;
   /** AnyCable `--presence_ttl`. */
   presenceTtlMs: number;
-}
-
-/** A subscription as a session cache entry keeps it (session.go `cacheEntry`: subscriptions and channel state). */
-interface SubscriptionState {
-  channel: string;
-  params: Record<string, unknown>;
-  streams: string[];
-  /** AnyCable's `$w` channel state: the stream whispers go to; undefined means whispers are ignored. */
-  whisperStream?: string;
-  /** AnyCable's `$p` channel state: the stream presence commands act on. */
-  presenceStream?: string;
-}
-
-interface Subscription extends SubscriptionState {
-  /** Set while a delayed confirmation is pending. */
-  pendingConfirm?: NodeJS.Timeout;
-}
-
-interface SessionSnapshot {
-  userId: string;
-  subscriptions: Array<[identifier: string, state: SubscriptionState]>;
-}
-
-/** Cookie header → value of one cookie, unescaped the way Rack does. */
-function cookie(header: string | undefined, name: string): string | undefined {
-  for (const part of header?.split(";") ?? []) {
-    const eq = part.indexOf("=");
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
-    const raw = part.slice(eq + 1).trim().replace(/\+/g, " ");
-    try {
-      return decodeURIComponent(raw);
-    } catch {
-      return raw;
-    }
-  }
-  return undefined;
-}
-
-/** session.go `PrevSid`: the `X-ANYCABLE-RESTORE-SID` header first, then the `sid` query parameter. */
-function previousSid(request: IncomingMessage): string | undefined {
-  const header = request.headers["x-anycable-restore-sid"];
-  if (typeof header === "string" && header) return header;
-  return new URL(request.url ?? "/", "http://localhost").searchParams.get("sid") || undefined;
-}
-
-class CableConnection {
-  readonly subscriptions = new Map<string, Subscription>();
-  readonly timers = new TimerSet();
-  /** Cleared by `restart({ forgetState: true })`: the session is then not cached when the socket closes. */
-  cacheOnClose = true;
-
-  constructor(
-    readonly ws: WebSocket,
-    readonly userId: string,
-    /** The session id; only extended-protocol connections have one. */
-    readonly sid: string | undefined,
-  ) {}
-
-  get extended(): boolean {
-    return this.sid !== undefined;
-  }
-
-  snapshot(): SessionSnapshot {
-    const subscriptions: SessionSnapshot["subscriptions"] = [];
-    for (const [identifier, { pendingConfirm, ...state }] of this.subscriptions) {
-      if (!pendingConfirm) subscriptions.push([identifier, { ...state, streams: [...state.streams] }]);
-    }
-    return { userId: this.userId, subscriptions };
-  }
-}
-
-/**
- * One group's frame for one broadcast, serialised at most once per protocol flavour: plain
- * connections get Rails' frame, extended ones AnyCable's (with the stream position when it has one).
- */
-class PreparedBroadcast {
-  private readonly frames: [Buffer?, Buffer?] = [];
-  private readonly cut: [Buffer?, Buffer?] = [];
-
-  constructor(
-    readonly faults: ChannelFaults,
-    private readonly build: (extended: boolean) => string,
-  ) {}
-
-  frame(extended: boolean): Buffer {
-    const i = extended ? 1 : 0;
-    return (this.frames[i] ??= Buffer.from(this.build(extended)));
-  }
-
-  malformed(extended: boolean): Buffer {
-    const i = extended ? 1 : 0;
-    return (this.cut[i] ??= malformed(this.frame(extended)));
-  }
 }
 
 /** AnyCable's broker sweeps expired history, sessions and presence every second (memory.go `expireLoop`). */

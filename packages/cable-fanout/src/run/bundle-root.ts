@@ -10,7 +10,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { FanoutInputError } from "./errors.js";
+import { FanoutInputError } from "../errors.js";
 
 export interface BundleRoot {
   /** Absolute, as given or found: the files' places in the bundle are measured from it. */

@@ -2,9 +2,9 @@
 // their common directory (so `../processors/x.js` still resolves), plus the run.json manifest.
 import path from "node:path";
 import { MANIFEST_FILE, type RunManifest } from "cable-worker/contract";
-import { FanoutInputError } from "./errors.js";
-import type { SlicedPayload } from "./payloads.js";
-import type { Scenario } from "./scenario.js";
+import { FanoutInputError } from "../errors.js";
+import type { SlicedPayload } from "../payloads.js";
+import type { Scenario } from "../scenario.js";
 
 export interface BundleFile {
   /** Path inside the bundle, `/`-separated. */

@@ -2,8 +2,9 @@
 // read it back; the merger ignores top-level files, so it sits beside report.md.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { runnerStopSchema } from "cable-worker/contract";
 import { z } from "zod";
-import { FanoutInputError } from "./errors.js";
+import { FanoutInputError } from "../errors.js";
 
 export const RECORD_FILE = "fanout.json";
 
@@ -46,6 +47,12 @@ export const recordSchema = z.object({
   /** The local backend's store directory. */
   store: z.string().optional(),
   scenario: z.string(),
+  /**
+   * The server loaded (--target, else the scenario's config.target under -e and --overrides): scheme,
+   * host, port and path only (cable-report's redactTarget: no credentials, query or fragment). null:
+   * a template only the tasks resolve, or not a URL. Absent in records before it was recorded.
+   */
+  target: z.string().nullable().optional(),
   regions: z.array(z.string()),
   count: z.number().int().positive(),
   /** The names of the run's secrets (never a value): the merge redacts the values this machine holds under them (collect.ts). */
@@ -56,6 +63,13 @@ export const recordSchema = z.object({
   barrier: barrierRecordSchema.optional(),
   /** Refs of every task started, per region, so `stop` can reach them. */
   started: z.record(z.string(), z.array(z.string())),
+  /**
+   * Per region and task id, why the runner stopped the task (the first reason counts): what the
+   * task saw as a stop signal, and all that is known of a task killed before it wrote its status.
+   * Absent from records before it, which collect reads as an --abort-on stop of every task when the
+   * run was aborted, and as no stop otherwise (collect.ts runnerStop).
+   */
+  stops: z.record(z.string(), z.record(z.string(), runnerStopSchema)).optional(),
   /** Filled in when the results are collected. */
   tasks: z.array(taskOutcomeSchema).default([]),
   regionFailures: z.record(z.string(), z.array(z.string())).default({}),

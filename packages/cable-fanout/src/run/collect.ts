@@ -2,15 +2,16 @@
 // cable-report and write report.md, merged.json and the run record.
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { findRegressions, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
-import { makeRedactor, type Redact, REPORT_FILE, STOPPED_FROM_OUTSIDE, type TaskStatus } from "cable-worker/contract";
-import type { Region, TaskSnapshot } from "./backend.js";
-import { DownloadProgress } from "./download-progress.js";
+import { findRegressions, judgeBaseline, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, withBaselineVerdict, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
+import { makeRedactor, type Redact, REPORT_FILE, type RunnerStop, type TaskStatus } from "cable-worker/contract";
+import type { Region, TaskSnapshot } from "../backend.js";
+import { DownloadProgress } from "../download-progress.js";
 import { RECORD_FILE, type RunRecord, type TaskOutcome } from "./record.js";
-import { toServerSeries, type ServerSample } from "./server-metrics.js";
+import { toServerSeries, type ServerSample } from "../server-metrics.js";
 import { renderStartSection, type StartSummary, summarizeStart } from "./start-report.js";
-import { billedFromSnapshots, renderCostSection } from "./plan/cost-report.js";
-import { downloadRegionResults } from "./store.js";
+import { billedFromSnapshots, renderCostSection } from "../plan/cost-report.js";
+import { downloadRegionResults } from "../store.js";
+import { outcomeOf } from "./task-end.js";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
 
@@ -26,6 +27,8 @@ export interface CollectInput {
   serverSamples?: ServerSample[];
   baseline?: string;
   regressionThreshold?: number;
+  /** --baseline-any: compare with a baseline of another scenario or target anyway. */
+  baselineAny?: boolean;
   title?: string;
   log: (line: string) => void;
   /** The download's progress, a line every few seconds at most (default: stderr). */
@@ -42,6 +45,8 @@ export interface CollectResult {
   tasks: TaskOutcome[];
   failedRegions: string[];
   regressions: Regression[];
+  /** Why the gate refused the baseline (another scenario or target, without --baseline-any): nothing was compared. */
+  baselineRefused?: string;
 }
 
 export async function collectRun(input: CollectInput): Promise<CollectResult> {
@@ -58,6 +63,8 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const billed = billedFromSnapshots(record, input.snapshots, Date.now()) ?? record.billed;
   if (merged) {
     merged.notes.push(...notes);
+    // What every cross-task latency carries: the most two tasks' clocks may disagree (start-report.ts).
+    merged.clockBoundMs = start.clock ? start.clock.crossTaskBoundMs : null;
     writeReports(input, merged, `${renderStartSection(start)}${renderCostSection({ ...record, ...(billed ? { billed } : {}) })}`, result);
   }
 
@@ -72,7 +79,6 @@ async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[];
   const { runDir, record } = input;
   const tasks: TaskOutcome[] = [];
   const statusesByRegion = new Map<string, TaskStatus[]>();
-  const missedBarrier = new Set(Object.entries(record.barrier?.missed ?? {}).flatMap(([region, ids]) => ids.map((id) => `${region}/${id}`)));
   const regionFailures = new Map(input.regionFailures);
   const addFailure = (region: string, line: string) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), line]);
   const progress = new DownloadProgress(input.regions.length, input.progress ?? ((line) => process.stderr.write(`${line}\n`)));
@@ -89,7 +95,7 @@ async function gatherTasks(input: CollectInput): Promise<{ tasks: TaskOutcome[];
       }
       progress.regionDone();
       statusesByRegion.set(region.name, statuses);
-      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => missedBarrier.has(`${region.name}/${id}`), record.aborted !== undefined);
+      const outcomes = taskOutcomes(region.name, dir, input.snapshots.get(region.name) ?? [], statuses, (id) => runnerStop(record, region.name, id));
       tasks.push(...outcomes);
       const failed = outcomes.filter((t) => t.state === "failed");
       if (failed.length > 0) addFailure(region.name, `${failed.length} of ${record.count} task(s) failed`);
@@ -170,14 +176,22 @@ function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv)
 /** merged.json, report.md (with the fan-out's start section) and report.html; the regressions against a baseline. */
 function writeReports(input: CollectInput, merged: MergedResults, startSection: string, result: CollectResult): void {
   const { runDir, record } = input;
-  const baseline = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
+  const given = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
+  // Of another scenario or target: the gate refuses it (unless --baseline-any), the report says so.
+  const verdict = given && judgeBaseline(merged, given, { gate: input.regressionThreshold !== undefined, any: input.baselineAny === true });
+  const baseline = verdict?.refused ? undefined : given;
+  if (verdict?.refused) {
+    result.baselineRefused = verdict.refused;
+    input.log(verdict.refused);
+  }
   const renderOptions: RenderOptions = {
     title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
     baseline,
     baselineLabel: input.baseline,
     regressionThreshold: input.regressionThreshold,
   };
-  const markdown = renderMarkdown(merged, renderOptions);
+  const rendered = renderMarkdown(merged, renderOptions);
+  const markdown = verdict ? withBaselineVerdict(rendered, verdict, input.baseline!) : rendered;
   // The start and cost sections are the fan-out's own: report.md's tables come from cable-report.
   const page = renderReportPage(merged, renderOptions, startSection);
   result.mergedFile = path.join(runDir, "merged.json");
@@ -193,7 +207,7 @@ function writeReports(input: CollectInput, merged: MergedResults, startSection: 
   }
 }
 
-/** The run's exit code: a failed region first, then an abort, failed ensure checks, a regression. */
+/** The run's exit code: a failed region first, then an abort, failed ensure checks, a refused baseline, a regression. */
 function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResults | undefined): number {
   const ensureFailed =
     result.tasks.some((t) => t.state === "ensure-failed") ||
@@ -203,45 +217,35 @@ function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResu
   if (result.failedRegions.length > 0 || !merged) return EXIT.regionFailed;
   if (record.aborted) return EXIT.aborted;
   if (ensureFailed) return EXIT.ensureFailed;
+  if (result.baselineRefused) return EXIT.usage;
   if (result.regressions.length > 0) return EXIT.regression;
   return EXIT.ok;
 }
 
 /**
- * One outcome per task, from what the backend saw (stop codes, exit codes) and what the worker
- * wrote (status.json). A worker that failed only because `ensure` checks failed (Artillery exit 1,
- * a report whose checks failed) is "ensure-failed": its numbers count, the run still fails.
+ * Why the runner stopped a task, from its record: the barrier's missed tasks first (those that had
+ * stopped by then are listed there only). A record from before `stops` knows only that the run was
+ * aborted: every task of it that did not end by itself reads as stopped for it.
  */
-export function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[], missedBarrier: (taskId: string) => boolean = () => false, aborted = false): TaskOutcome[] {
+function runnerStop(record: RunRecord, region: string, taskId: string): RunnerStop | undefined {
+  if (record.barrier?.missed[region]?.includes(taskId)) return { by: "barrier-missed" };
+  if (record.stops === undefined) return record.aborted ? { by: "abort" } : undefined;
+  return record.stops[region]?.[taskId];
+}
+
+/** One outcome per task, from what the backend saw (snapshots), what the worker wrote (status.json) and what the runner decided. */
+function taskOutcomes(region: string, regionDir: string, snapshots: TaskSnapshot[], statuses: TaskStatus[], stopOf: (taskId: string) => RunnerStop | undefined): TaskOutcome[] {
   const byId = new Map<string, { snapshot?: TaskSnapshot; status?: TaskStatus }>();
   for (const s of snapshots) byId.set(s.taskId, { snapshot: s });
   for (const s of statuses) byId.set(s.taskId, { ...byId.get(s.taskId), status: s });
-  return [...byId].map(([taskId, { snapshot, status }]) => {
-    const base = { region, taskId, ref: snapshot?.ref, log: snapshot?.log, startLagMs: status?.startLagMs ?? null };
-    // Stopped (or exited) because the run started without it: marked, and not a failure of the region.
-    if (missedBarrier(taskId) && !(status && status.exitCode === 0)) return { ...base, state: "missed-barrier" as const, reason: "not ready when the run started" };
-    // Stopped by the run's own --abort-on after its load began: its live periods still count. A task
-    // killed before it could write its status (Fargate's stop timeout) is known by its live periods.
-    if (aborted && status && status.loadStartedAt !== null && status.exitCode !== 0 && (status.reason ?? "").startsWith(STOPPED_FROM_OUTSIDE)) {
-      return { ...base, state: "aborted" as const, reason: status.reason };
-    }
-    if (aborted && !status && existsSync(path.join(regionDir, taskId, "live"))) {
-      return { ...base, state: "aborted" as const, reason: "stopped by --abort-on before it wrote its status.json; its live periods count" };
-    }
-    const stopFailure = snapshot && snapshot.phase === "stopped" && snapshot.stopCode && !["EssentialContainerExited"].includes(snapshot.stopCode);
-    if (status && status.exitCode === 0 && !stopFailure) return { ...base, state: "ok" as const, reason: null };
-    if (status && status.artilleryExitCode === 1 && !stopFailure && checksFailed(path.join(regionDir, taskId, REPORT_FILE))) {
-      return { ...base, state: "ensure-failed" as const, reason: status.reason };
-    }
-    const reasons = [
-      snapshot?.stopCode && snapshot.stopCode !== "EssentialContainerExited" ? snapshot.stopCode : undefined,
-      snapshot?.stoppedReason,
-      status?.reason ?? undefined,
-      snapshot?.exitCode !== undefined && snapshot.exitCode !== null && snapshot.exitCode !== 0 ? `exit code ${snapshot.exitCode}` : undefined,
-    ].filter((r): r is string => Boolean(r));
-    if (!status) reasons.push("the worker wrote no status.json");
-    return { ...base, state: "failed" as const, reason: [...new Set(reasons)].join("; ") };
-  });
+  return [...byId].map(([taskId, { snapshot, status }]) => ({
+    region,
+    taskId,
+    ref: snapshot?.ref,
+    log: snapshot?.log,
+    startLagMs: status?.startLagMs ?? null,
+    ...outcomeOf({ status, snapshot, stop: stopOf(taskId), checksFailed: () => checksFailed(path.join(regionDir, taskId, REPORT_FILE)) }),
+  }));
 }
 
 function checksFailed(reportFile: string): boolean {

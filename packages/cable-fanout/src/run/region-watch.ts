@@ -1,14 +1,15 @@
 // One region's tasks from RunTask to STOPPED: started, polled, stopped on abort or when they do not
 // start in time, StopTask sent again to those that keep running, and given up on past the grace.
-import type { Region, TaskSnapshot, Timing } from "./backend.js";
-import type { Progress } from "./progress.js";
-import { isThrottling } from "./retry.js";
-import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
+import type { RunnerStop } from "cable-worker/contract";
+import type { Region, TaskSnapshot, Timing } from "../backend.js";
+import type { Progress } from "../progress.js";
+import { isThrottling } from "../retry.js";
+import { backoffDelay, RESTOP_BACKOFF } from "../schedule.js";
 
 /** What the barrier needs from a region's watch: its tasks as last seen, and a way to stop some. */
 export interface RegionControl {
   tasks: () => TaskSnapshot[];
-  stop: (refs: string[], reason: string) => Promise<void>;
+  stop: (refs: string[], reason: string, why: RunnerStop) => Promise<void>;
 }
 
 export interface WatchInput {
@@ -24,6 +25,10 @@ export interface WatchInput {
   };
   progress: Progress;
   abortReason: () => string;
+  /** Why the run was stopped early, for the tasks' ends (default: an interrupt). */
+  abortedBy?: () => RunnerStop;
+  /** The runner asked these tasks to stop (each once): the run's record keeps why. */
+  onStopping?: (taskIds: string[], why: RunnerStop) => void;
   onStarted: (refs: string[]) => void;
   /** Called once RunTask has returned (also when it failed), for the ready barrier. */
   onControl?: (control: RegionControl) => void;
@@ -57,7 +62,7 @@ function describeStop(task: TaskSnapshot): string {
 }
 
 /** A task that stopped for any reason other than its worker finishing cleanly. */
-export function isFailedStop(task: TaskSnapshot): boolean {
+function isFailedStop(task: TaskSnapshot): boolean {
   return (task.exitCode !== undefined && task.exitCode !== 0) || (task.stopCode !== undefined && task.stopCode !== "EssentialContainerExited");
 }
 
@@ -102,7 +107,7 @@ class RegionWatch {
     }
     input.onStarted(this.tasks.map((t) => t.ref));
     this.startDeadline = input.deps.now() + input.timing.startTimeoutMs;
-    input.onControl?.({ tasks: () => this.tasks, stop: (refs, reason) => this.requestStop(this.tasks.filter((t) => refs.includes(t.ref)), reason) });
+    input.onControl?.({ tasks: () => this.tasks, stop: (refs, reason, why) => this.requestStop(this.tasks.filter((t) => refs.includes(t.ref)), reason, why) });
     return true;
   }
 
@@ -111,7 +116,7 @@ class RegionWatch {
     const { deps, progress } = this.input;
     progress.update(this.region.name, this.counts());
     while (this.running().length > 0) {
-      if (deps.abort.signal.aborted) await this.requestStop(this.tasks, this.input.abortReason());
+      if (deps.abort.signal.aborted) await this.requestStop(this.tasks, this.input.abortReason(), this.input.abortedBy?.() ?? { by: "interrupt" });
       await this.restop();
       if (this.pastStopGrace()) break;
       const delay = await this.poll();
@@ -146,10 +151,13 @@ class RegionWatch {
     };
   }
 
-  private async requestStop(targets: TaskSnapshot[], reason: string): Promise<void> {
-    const refs = targets.filter((t) => t.phase !== "stopped" && !this.stopRequested.has(t.ref)).map((t) => t.ref);
+  private async requestStop(targets: TaskSnapshot[], reason: string, why: RunnerStop): Promise<void> {
+    const asked = targets.filter((t) => t.phase !== "stopped" && !this.stopRequested.has(t.ref));
+    const refs = asked.map((t) => t.ref);
     if (refs.length === 0) return;
     refs.forEach((r) => this.stopRequested.add(r));
+    // Recorded before StopTask: a task killed before it writes its status is still known by it.
+    this.input.onStopping?.(asked.map((t) => t.taskId), why);
     this.event(`stopping ${refs.length} task(s): ${reason}`);
     try {
       await this.region.stopTasks(refs, `cable-fanout: ${reason}`);
@@ -224,7 +232,7 @@ class RegionWatch {
       if (this.pollErrors < MAX_POLL_ERRORS) return delay;
       const message = `gave up watching after ${this.pollErrors} DescribeTasks errors in a row`;
       this.failures.push(message);
-      await this.requestStop(this.tasks, message);
+      await this.requestStop(this.tasks, message, { by: "watch-lost" });
       return undefined;
     }
   }
@@ -236,6 +244,6 @@ class RegionWatch {
     this.startTimedOut = true;
     const message = `${pending.length} task(s) did not start within ${Math.round(this.input.timing.startTimeoutMs / 1000)} s`;
     this.failures.push(message);
-    await this.requestStop(pending, message);
+    await this.requestStop(pending, message, { by: "start-timeout" });
   }
 }

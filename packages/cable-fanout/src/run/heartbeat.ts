@@ -1,7 +1,7 @@
 // The runner's heartbeat: a counter rewritten into every region's store, so that tasks notice when
 // the runner is gone (killed, laptop closed, CI job cancelled) and stop themselves.
 import { writeHeartbeat } from "cable-worker/contract";
-import type { Region } from "./backend.js";
+import type { Region } from "../backend.js";
 
 export interface HeartbeatDeps {
   now: () => number;

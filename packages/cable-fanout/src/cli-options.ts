@@ -1,0 +1,222 @@
+// Commander hands each action an untyped bag of flags; these schemas turn it into typed values, one
+// group of flags at a time, once, at the top of the action.
+//
+// The values are checked by options.ts' helpers, which throw FanoutInputError (exit 2). zod lets
+// an error thrown in a transform through as it is, so the first bad flag stops the parse with the
+// message it always had. Which flag is reported first when several are bad is the order the
+// commands have always checked them in: the fields of a group in their order here, then the
+// group's own transform, the groups in the order each command parses them. A ZodError from these
+// schemas is no user's mistake: commander handed something they do not describe (exit 3).
+import { z } from "zod";
+import { parseCompareTargets } from "./compare/targets.js";
+import { checkRefine, checkStair } from "./capacity/plan.js";
+import { FanoutInputError } from "./errors.js";
+import { parseAbortOn } from "./live/abort.js";
+import {
+  parseDuration,
+  parseHttpUrl,
+  parseJsonObject,
+  parseMaxCost,
+  parseMinReady,
+  parsePercent,
+  parsePositiveInt,
+  parseRegions,
+  parseRunId,
+  parseSecrets,
+  parseTaskSize,
+} from "./options.js";
+import type { BackendKind } from "./region-names.js";
+import { parseSlo } from "./slo.js";
+
+// What commander gives: a valued flag's string (its default when it has one), true for a bare flag,
+// an array for a repeatable one, undefined for a flag not given.
+const text = z.string().optional();
+const bare = z.boolean().default(false);
+const repeated = z.array(z.string()).default([]);
+const positiveInt = (flag: string) => z.string().transform((t) => parsePositiveInt(flag, t));
+const duration = (flag: string) => z.string().transform((t) => parseDuration(flag, t));
+const percent = (flag: string) => z.string().transform((t) => parsePercent(flag, t));
+const jsonObject = (flag: string) => z.string().transform((t) => parseJsonObject(flag, t));
+const httpUrl = (flag: string) => z.string().transform((t) => parseHttpUrl(flag, t));
+const runId = z.string().transform((t) => parseRunId(t));
+
+/** --out, --local, --store; `kind` is what the kind-dependent groups below are built for. */
+export const backendFlags = z
+  .object({ out: z.string(), local: bare, store: text })
+  .transform(({ out, local, store }) => ({ out, local, store, kind: backendKind(local) }));
+export type BackendFlags = z.output<typeof backendFlags>;
+
+function backendKind(local: boolean): BackendKind {
+  return local ? "local" : "aws";
+}
+
+/** --secret: whether a bare NAME may pass this machine's $NAME, and which references the task role may read, depend on the backend. */
+export const secretsFlags = (kind: BackendKind, env: NodeJS.ProcessEnv = process.env) =>
+  z.object({ secret: repeated }).transform((o) => {
+    const secrets = parseSecrets(o.secret, kind, env);
+    return { secretRefs: secrets.refs, secretValues: secrets.values };
+  });
+
+/** --regions and --count: which region names are valid depends on the backend. */
+export const placementFlags = (kind: BackendKind) =>
+  z.object({
+    regions: z.string().transform((t) => parseRegions(t, kind)),
+    count: positiveInt("--count"),
+  });
+
+const artilleryFlags = z.object({
+  bundleRoot: text,
+  overrides: jsonObject("--overrides").optional(),
+  variables: jsonObject("--variables").optional(),
+  insecure: bare,
+  environment: text,
+});
+
+/** --cpu and --memory are checked as the Fargate pair they make, so neither is read alone. */
+const taskSizeFlags = z.object({ cpu: text, memory: text }).transform((o) => parseTaskSize(o.cpu, o.memory));
+
+const startFlags = z
+  .object({ spot: bare, spotOnly: bare, startDelay: duration("--start-delay").optional(), startTimeout: duration("--start-timeout").optional() })
+  .transform((o) => ({ spot: o.spot || o.spotOnly, spotOnly: o.spotOnly, startDelayMs: o.startDelay, startTimeoutMs: o.startTimeout }));
+
+/** The task flags `run`, `compare`, `plan` and `capacity` share, one schema so that they cannot read them differently. */
+export const taskFlags = artilleryFlags.and(taskSizeFlags).and(startFlags);
+
+const maxCost = z.string().transform((t) => parseMaxCost(t));
+
+/** --max-cost and --yes: absent from the run's options when not given, as they always were. */
+const costOf = (o: { maxCost?: number; yes: boolean }): { maxCostUsd?: number; yes?: true } => ({
+  ...(o.maxCost === undefined ? {} : { maxCostUsd: o.maxCost }),
+  ...(o.yes ? { yes: true } : {}),
+});
+
+const runLimitFlags = z
+  .object({
+    maxDuration: duration("--max-duration").optional(),
+    maxCost: maxCost.optional(),
+    yes: bare,
+    minReady: z.string().transform((t) => parseMinReady(t)).optional(),
+    readyTimeout: duration("--ready-timeout").optional(),
+    heartbeatTimeout: duration("--heartbeat-timeout").optional(),
+  })
+  .transform((o) => ({
+    maxDurationMs: o.maxDuration,
+    ...costOf(o),
+    minReadyPct: o.minReady,
+    readyTimeoutMs: o.readyTimeout,
+    heartbeatTimeoutMs: o.heartbeatTimeout,
+  }));
+
+/**
+ * The flags of a run of the scenario, as `run`, `compare` and `plan` take them (cli.ts scenarioRunOptions).
+ * --secret is a group of its own: `run` checks it before these, `compare` before its servers, `capacity` after its SLOs.
+ */
+export const scenarioRunFlags = (kind: BackendKind) => placementFlags(kind).and(taskFlags).and(runLimitFlags);
+
+/** `run`'s and `collect`'s; the needs-a-baseline checks come after the threshold's own, as they always did. */
+export const reportFlags = z
+  .object({ baseline: text, failOnRegression: percent("--fail-on-regression").optional(), baselineAny: bare, title: text })
+  .transform((o) => {
+    if (o.failOnRegression !== undefined && o.baseline === undefined) throw new FanoutInputError("--fail-on-regression needs --baseline");
+    if (o.baselineAny && o.baseline === undefined) throw new FanoutInputError("--baseline-any needs --baseline");
+    return { baseline: o.baseline, regressionThreshold: o.failOnRegression, baselineAny: o.baselineAny, title: o.title };
+  });
+
+export const runFlags = z
+  .object({ target: text, runId: runId.optional(), abortOn: repeated.transform((l) => l.map((t) => parseAbortOn(t))), serverMetrics: httpUrl("--server-metrics").optional() })
+  .transform((o) => ({ target: o.target, runId: o.runId, abortOn: o.abortOn, serverMetricsUrl: o.serverMetrics }));
+
+export const planFlags = z.object({ target: text });
+
+/** `compare`'s servers: --target, --server-metrics and --server-pid, each NAME=… and repeatable, read together since the last two name a --target. */
+export const compareTargetFlags = z
+  .object({ target: repeated, serverMetrics: repeated, serverPid: repeated })
+  .transform((o) => parseCompareTargets(o.target, o.serverMetrics, o.serverPid));
+
+/** --compare-id's error says --run-id, as it always has (the two take the same ids). */
+export const compareFlags = z
+  .object({ title: text, pause: duration("--pause"), compareId: runId.optional(), failOnRegression: percent("--fail-on-regression").optional() })
+  .transform((o) => ({ title: o.title, pauseMs: o.pause, compareId: o.compareId, regressionThreshold: o.failOnRegression }));
+
+// `collect` and `stop` fall back to the run's own regions and count (fanout.json) for an empty
+// value as for none, as they always have.
+const regionsOfRun = (kind: BackendKind) => text.transform((t) => (t ? parseRegions(t, kind) : undefined));
+const countOfRun = text.transform((t) => (t ? parsePositiveInt("--count", t) : undefined));
+
+export const collectFlags = (kind: BackendKind) => z.object({ regions: regionsOfRun(kind), count: countOfRun });
+
+export const stopFlags = (kind: BackendKind) => z.object({ regions: regionsOfRun(kind) });
+
+/**
+ * The capacity search's stair, axis and SLOs. The stair is checked against the tasks it is spread
+ * over (regions × --count: every task adds the same share of a step), so the schema takes them.
+ */
+export const capacitySearchFlags = (tasks: number) =>
+  z
+    .object({
+      start: positiveInt("--start"),
+      step: positiveInt("--step"),
+      max: positiveInt("--max"),
+      hold: positiveInt("--hold"),
+      climb: positiveInt("--climb"),
+      vary: z.enum(["users", "rate"]),
+      users: text,
+      refine: text,
+      slo: z.array(z.string()),
+    })
+    .transform((o) => {
+      const stair = { start: o.start, step: o.step, max: o.max, holdS: o.hold, climbS: o.climb };
+      if (o.vary === "users" && o.users !== undefined) throw new FanoutInputError("--users is the fixed user count of --vary rate; by users, the levels are the users (--start, --step, --max)");
+      if (o.vary === "rate" && o.users === undefined) throw new FanoutInputError("--vary rate needs --users N: how many users send the levels' messages (all regions together)");
+      const users = o.users === undefined ? undefined : parsePositiveInt("--users", o.users);
+      checkStair(stair, tasks, users);
+      const refine = o.refine === undefined ? undefined : parsePositiveInt("--refine", o.refine);
+      if (refine !== undefined) checkRefine(refine, stair, tasks, o.vary === "rate");
+      return { stair, vary: o.vary, users, refine, slos: o.slo.map((t) => parseSlo(t)) };
+    });
+
+const capacityLimitFlags = z
+  .object({ target: text, maxCost: maxCost.optional(), yes: bare, minCapacity: positiveInt("--min-capacity").optional(), serverMetrics: httpUrl("--server-metrics").optional() })
+  .transform((o) => ({ target: o.target, ...costOf(o), minCapacity: o.minCapacity, serverMetricsUrl: o.serverMetrics }));
+
+// Each command parses its groups in the order it has always checked its flags in (see the top).
+
+export function runOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  return {
+    backend,
+    scenarioRun: { ...secretsFlags(backend.kind).parse(raw), ...scenarioRunFlags(backend.kind).parse(raw) },
+    run: runFlags.parse(raw),
+    report: reportFlags.parse(raw),
+  };
+}
+
+export function compareOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  const secrets = secretsFlags(backend.kind).parse(raw);
+  const targets = compareTargetFlags.parse(raw);
+  return { backend, scenarioRun: { ...secrets, ...scenarioRunFlags(backend.kind).parse(raw) }, targets, compare: compareFlags.parse(raw) };
+}
+
+export function planOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  return { backend, scenarioRun: { ...secretsFlags(backend.kind).parse(raw), ...scenarioRunFlags(backend.kind).parse(raw), ...planFlags.parse(raw) } };
+}
+
+export function collectOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  return { backend, lookup: collectFlags(backend.kind).parse(raw), report: reportFlags.parse(raw) };
+}
+
+export function stopOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  return { backend, lookup: stopFlags(backend.kind).parse(raw) };
+}
+
+export function capacityOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  const placement = placementFlags(backend.kind).parse(raw);
+  const search = capacitySearchFlags(placement.regions.length * placement.count).parse(raw);
+  const secrets = secretsFlags(backend.kind).parse(raw);
+  return { backend, placement, search, task: { ...secrets, ...taskFlags.parse(raw), ...capacityLimitFlags.parse(raw) } };
+}

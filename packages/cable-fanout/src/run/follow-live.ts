@@ -1,0 +1,71 @@
+// The run's live side: the tasks' live files read every LIVE_POLL_MS into lines per region and
+// period, --abort-on judged on them, and the feed handed to whoever judges more (a capacity search).
+import type { RunnerStop } from "cable-worker/contract";
+import { LiveFeed } from "../live/feed.js";
+import { judgeAbort, type AbortCondition } from "../live/abort.js";
+import { formatFinal, LiveView } from "../live/view.js";
+import type { Region } from "../backend.js";
+import type { Progress } from "../progress.js";
+import type { RunRecord } from "./record.js";
+import type { RunDeps } from "./run-options.js";
+
+/** How often the live files are read. */
+const LIVE_POLL_MS = 2_000;
+
+/** What of a run under way its live side reads and may stop. */
+export interface FollowedRun {
+  readonly runId: string;
+  readonly regions: Region[];
+  readonly record: RunRecord;
+  readonly scenario: { phaseCount?: number };
+  readonly stopped: boolean;
+  stop(reason: string, why: RunnerStop): void;
+  save(): void;
+}
+
+export interface FollowOptions {
+  count: number;
+  liveLines?: boolean;
+  abortOn?: AbortCondition[];
+}
+
+/**
+ * What the tasks stream while they run: a line per region and period, and --abort-on's verdict on
+ * the merged figures. `stop` prints the whole run per region, from the last of the live files.
+ */
+export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<RunDeps, "now" | "sleep" | "onFeed">, progress: Progress): { stop: () => Promise<void> } {
+  // Once the barrier has gone, only a region's ready tasks send periods: one that missed it, or never
+  // started, holds no line back.
+  const expected = (region: string) => run.record.barrier?.readyByRegion?.[region] ?? options.count;
+  const feed = new LiveFeed(
+    run.runId,
+    new Map(run.regions.map((r) => [r.name, r.store])),
+    { now: deps.now, sleep: deps.sleep, warn: (line) => progress.event(line) },
+    { expected, phaseCount: run.scenario.phaseCount, pollMs: LIVE_POLL_MS },
+  ).start();
+  deps.onFeed?.(feed);
+  const view = options.liveLines === false ? undefined : new LiveView(expected);
+  const offFeed = feed.onUpdate((snapshot) => {
+    const now = deps.now();
+    for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
+    if (!options.abortOn?.length || run.record.aborted || run.stopped) return;
+    const firstPeriod = Math.min(...[...snapshot.values()].map((region) => region.periods()[0]?.period ?? Infinity));
+    const verdict = judgeAbort(options.abortOn, snapshot, expected, now, Number.isFinite(firstPeriod) ? firstPeriod : now);
+    if (!verdict) return;
+    run.record.aborted = verdict;
+    run.save();
+    const reason = `--abort-on ${verdict.condition}: ${verdict.figure}`;
+    progress.event(`⛔ ${reason}; stopping every task`);
+    run.stop(reason, { by: "abort" });
+  });
+  return {
+    async stop() {
+      offFeed();
+      const last = await feed.finish();
+      if (!view) return;
+      // Every task has stopped: no period it has not sent is coming.
+      for (const line of view.lines(last, Infinity)) progress.event(line);
+      for (const region of last.values()) if (region.tasks.size > 0) progress.event(formatFinal(region));
+    },
+  };
+}
