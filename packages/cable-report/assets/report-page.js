@@ -7,15 +7,16 @@
   var root = document.getElementById("charts");
   // By position, not by id: an element of the same id placed earlier in the page cannot stand in.
   var source = document.currentScript && document.currentScript.previousElementSibling;
-  if (!root || !source || source.type !== "application/json" || typeof uPlot === "undefined") return;
+  if (!root || !source || source.type !== "application/json" || typeof uPlot === "undefined" || typeof CableReportAxes === "undefined") return;
   var data = JSON.parse(source.textContent);
 
   var HEIGHT = 280;
   var PERCENTILES = ["p50", "p95", "p99"];
   var DASH = { p50: [2, 3], p95: undefined, p99: [7, 4] };
   var TASK_DASH = [undefined, [7, 4], [2, 3], [10, 3, 2, 3], [4, 4], [1, 5]];
-  /** Steps of the time axis, in seconds. */
-  var INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  // Axis arithmetic and number formats: assets/report-axes.js, inlined before the data.
+  var axes = CableReportAxes;
+  var INCRS = axes.INCRS, clock = axes.clock, number = axes.number, fromZero = axes.fromZero, pxRatio = axes.pxRatio, axisSize = axes.axisSize;
 
   var charts = [];
   var ready = false;
@@ -23,38 +24,10 @@
   /** The x range every chart shows once someone zoomed: {min, max} in elapsed seconds. */
   var zoom = null;
 
-  // ---- formatting ----
-
-  /** Elapsed seconds as m:ss (h:mm:ss past an hour). */
-  function clock(seconds) {
-    var sign = seconds < 0 ? "-" : "";
-    var s = Math.round(Math.abs(seconds));
-    var h = Math.floor(s / 3600);
-    var m = Math.floor((s % 3600) / 60);
-    var ss = String(s % 60).padStart(2, "0");
-    return sign + (h > 0 ? h + ":" + String(m).padStart(2, "0") + ":" + ss : m + ":" + ss);
-  }
+  // ---- the run's clock ----
 
   function utc(seconds) {
     return new Date(data.start + seconds * 1000).toISOString().slice(11, 19) + " UTC";
-  }
-
-  function number(v) {
-    return v == null ? "—" : v.toLocaleString("en-US", { maximumFractionDigits: 1 });
-  }
-
-  /** A round top a little above the largest value, so the y-axis always starts at 0. */
-  function niceTop(max) {
-    if (!(max > 0)) return 1;
-    var target = max * 1.08;
-    var magnitude = Math.pow(10, Math.floor(Math.log10(target)));
-    var steps = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
-    for (var i = 0; i < steps.length; i++) if (steps[i] * magnitude >= target) return steps[i] * magnitude;
-    return target;
-  }
-
-  function fromZero(u, min, max) {
-    return [0, niceTop(max)];
   }
 
   /**
@@ -74,24 +47,6 @@
     var xs = u.data && u.data[0];
     if (xs && xs.length > 0 && min === xs[0] && max === xs[xs.length - 1]) return [Math.min(min, domain.min), Math.max(max, domain.max)];
     return [min, max];
-  }
-
-  function pxRatio(u) {
-    return u.pxRatio || uPlot.pxRatio || window.devicePixelRatio || 1;
-  }
-
-  /** A y-axis as wide as its longest tick label (uPlot's axis-size recipe). */
-  function axisSize(u, values, axisIdx, cycleNum) {
-    var axis = u.axes[axisIdx];
-    if (cycleNum > 1) return axis._size;
-    var size = axis.ticks.size + axis.gap;
-    var longest = (values || []).reduce(function (a, v) { return v.length > a.length ? v : a; }, "");
-    if (longest !== "") {
-      u.ctx.font = axis.font[0];
-      size += u.ctx.measureText(longest).width / pxRatio(u);
-    }
-    // At least a 5-digit label's width, so that most charts' plots line up one above the other.
-    return Math.max(56, Math.ceil(size));
   }
 
   // ---- the hooks every chart shares ----

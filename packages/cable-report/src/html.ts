@@ -86,9 +86,10 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
   const data = pageData(merged);
   const uplot = asset(requireResolve("uplot/dist/uPlot.iife.min.js"));
   const uplotCss = asset(requireResolve("uplot/dist/uPlot.min.css"));
+  const axesScript = asset(join(ASSETS, "report-axes.js"));
   const pageScript = asset(join(ASSETS, "report-page.js"));
   const pageCss = asset(join(ASSETS, "report-page.css"));
-  const scripts = [uplot, pageScript];
+  const scripts = [uplot, axesScript, pageScript];
   for (const s of scripts) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
   const styles = `${uplotCss}\n${pageCss}`;
   if (/<\/style/i.test(styles)) throw new Error("an inline style sheet would end its <style> element early");
@@ -128,6 +129,7 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     "</div>",
     "</main>",
     `<script>${uplot}</script>`,
+    `<script>${axesScript}</script>`,
     // The page's script reads its data from the element right before it (report-page.js).
     `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
     `<script>${pageScript}</script>`,

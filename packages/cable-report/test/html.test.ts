@@ -171,7 +171,7 @@ describe("report.html's text", () => {
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain("https://github.com/leeoniya/uPlot"); // uPlot's banner, inlined
     expect(html).not.toMatch(/<(script|link|img|iframe)[^>]+(src|href)=/i);
-    expect(html).toMatch(/Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[^']+' 'sha256-[^']+'; style-src 'sha256-[^']+';/);
+    expect(html).toMatch(/Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[^']+' 'sha256-[^']+' 'sha256-[^']+'; style-src 'sha256-[^']+';/);
     expect(html.indexOf("<table>")).toBeGreaterThan(0);
     expect(html.indexOf('id="charts"')).toBeLessThan(html.indexOf("<table>"));
     expect(html).toContain("<noscript>");
@@ -209,7 +209,7 @@ describe("report.html's text", () => {
   it("puts the chart data right before the page's script, where its script reads it", () => {
     const html = page(screenshotRun());
     const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]);
-    expect(scripts).toEqual(["", ' type="application/json" id="report-data"', ""]);
+    expect(scripts).toEqual(["", "", ' type="application/json" id="report-data"', ""]);
     expect(html).toMatch(/<script type="application\/json" id="report-data">[^<]*<\/script>\n<script>\/\/ report.html's charts over time/);
   });
 
