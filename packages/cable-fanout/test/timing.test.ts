@@ -24,6 +24,7 @@ describe("planTiming", () => {
       expect({ maxDurationMs: t.maxDurationMs, beatEveryMs: t.beatEveryMs, goWaitMs: t.task.barrier.waitMs, stalePollMs: t.task.heartbeat.pollMs, staleMs: t.task.heartbeat.staleMs, startDelayMs: t.startDelayMs }).toEqual(want);
       expect(t.task.maxDurationMs).toBe(t.maxDurationMs);
       expect(t.task.barrier.pollMs).toBe(AWS_TIMING.goPollMs);
+      expect(t.readyPollMs).toBe(2 * AWS_TIMING.goPollMs);
     });
   }
 

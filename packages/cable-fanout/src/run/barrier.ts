@@ -2,11 +2,12 @@
 // write the go marker (a start time from the store's clock and the tasks that made it) into every
 // region. Kept apart from the run loop so other loops (a capacity search) can drive it too.
 import { READY_FILE, regionResultsPrefix, type GoMarker, taskKey, writeGo } from "cable-worker/contract";
-import type { Region, Timing } from "../backend.js";
+import type { Region } from "../backend.js";
 import type { Progress } from "../progress.js";
 import type { BarrierRecord } from "./record.js";
 import type { RegionControl } from "./region-watch.js";
 import type { RunDeps } from "./run-options.js";
+import type { RunTiming } from "./timing.js";
 
 /** The task ids of a region whose ready marker exists. */
 export async function readyTaskIds(region: Pick<Region, "store">, runId: string, regionName: string): Promise<string[]> {
@@ -84,7 +85,7 @@ export interface BarrierInput {
   controls: Map<string, RegionControl>;
   count: number;
   minReadyPct: number;
-  timing: Timing;
+  timing: Pick<RunTiming, "readyTimeoutMs" | "startDelayMs" | "readyPollMs">;
   deps: Pick<RunDeps, "now" | "sleep" | "abort">;
   progress: Progress;
   abortReason: () => string;
@@ -156,6 +157,6 @@ export async function runBarrier(input: BarrierInput): Promise<BarrierRecord> {
       const readyByRegion = Object.fromEntries(regions.map((r) => [r.name, ready.get(r.name)?.length ?? 0]));
       return { ...base, outcome: "go", ready: count(), waitedMs: deps.now() - began, missed, readyByRegion };
     }
-    await deps.sleep(Math.min(2 * timing.goPollMs, Math.max(0, deadline - deps.now()) || timing.goPollMs), deps.abort.signal);
+    await deps.sleep(Math.min(timing.readyPollMs, Math.max(0, deadline - deps.now()) || timing.readyPollMs), deps.abort.signal);
   }
 }

@@ -10,6 +10,8 @@ export interface RunTiming extends Timing {
   maxDurationMs: number;
   /** How often the runner writes its heartbeat: several beats per stale time, so one slow write never looks like a dead runner. */
   beatEveryMs: number;
+  /** How often the runner lists the ready markers: half as often as a ready task looks for the go marker (a list per region per look, at 500 tasks a region). */
+  readyPollMs: number;
   /** What every task is told (the bundle's run.json). */
   task: {
     /** A ready task waits for the go marker as long as the runner may take to decide, plus the lead and a minute. */
@@ -40,6 +42,7 @@ export function planTiming(defaults: Timing, flags: TimingFlags, phasesMs: numbe
     ...timing,
     maxDurationMs,
     beatEveryMs: Math.max(100, Math.min(timing.heartbeatMs, Math.floor(timing.heartbeatStaleMs / 4))),
+    readyPollMs: 2 * timing.goPollMs,
     task: {
       barrier: { waitMs: timing.readyTimeoutMs + timing.startDelayMs + GO_WAIT_SLACK_MS, pollMs: timing.goPollMs },
       heartbeat: { staleMs: timing.heartbeatStaleMs, pollMs: Math.max(250, Math.min(15_000, Math.floor(timing.heartbeatStaleMs / 6))) },
