@@ -15,6 +15,7 @@ import { LocalBackend } from "./local/local-backend.js";
 import { type BackendFlags, collectOptions, compareOptions, planOptions, runOptions, stopOptions } from "./cli-options.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./run/runner.js";
+import type { RunDeps } from "./run/run-options.js";
 import { askAtTerminal } from "./plan/ask.js";
 import { planCommand } from "./plan/command.js";
 import { usd } from "./plan/estimate.js";
@@ -82,6 +83,20 @@ export function stopOnSignals(abort: AbortController): { off: () => void } {
   };
   for (const s of signals) process.on(s, handler);
   return { off: () => signals.forEach((s) => process.off(s, handler)) };
+}
+
+/**
+ * What a command that starts tasks runs under: its backend, and an abort that Ctrl-C, SIGTERM and
+ * SIGHUP trip (stopOnSignals) for as long as `go` runs.
+ */
+async function startingTasks(flags: BackendFlags, progress: RunDeps["progress"], go: (deps: RunDeps) => Promise<void>): Promise<void> {
+  const abort = new AbortController();
+  const signals = stopOnSignals(abort);
+  try {
+    await go({ backend: makeBackend(flags), now: Date.now, sleep, log, abort, ...askAtTerminal(), progress });
+  } finally {
+    signals.off();
+  }
 }
 
 const localStore = (flags: BackendFlags): string => path.resolve(flags.store ?? path.join(flags.out, ".local-store"));
@@ -152,27 +167,13 @@ function program(exit: (code: number) => void): Command {
     .addHelpText("after", ABORT_HELP)
     .action(async (scenario: string, raw: unknown) => {
       const o = runOptions(raw);
-      const backend = makeBackend(o.backend);
-      const abort = new AbortController();
-      const signals = stopOnSignals(abort);
-      try {
-        const result = await runFanout(
-          { scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, ...o.run, ...o.report },
-          {
-            backend,
-            now: Date.now,
-            sleep,
-            log,
-            abort,
-            ...askAtTerminal(),
-            progress: (clock) => (process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now })),
-          },
-        );
+      const progress: RunDeps["progress"] = (clock) =>
+        process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now });
+      await startingTasks(o.backend, progress, async (deps) => {
+        const result = await runFanout({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, ...o.run, ...o.report }, deps);
         printOutcome(result);
         exit(result.exitCode);
-      } finally {
-        signals.off();
-      }
+      });
     });
 
   backendOptions(
@@ -192,21 +193,13 @@ function program(exit: (code: number) => void): Command {
     .addHelpText("after", COMPARE_HELP)
     .action(async (scenario: string, raw: unknown) => {
       const o = compareOptions(raw);
-      const backend = makeBackend(o.backend);
-      const abort = new AbortController();
-      const signals = stopOnSignals(abort);
-      try {
-        const result = await runCompare(
-          { scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, targets: o.targets, ...o.compare },
-          { backend, now: Date.now, sleep, log, abort, ...askAtTerminal(), progress: (clock) => new LineProgress(log, { ...clock, now: Date.now }) },
-        );
+      await startingTasks(o.backend, (clock) => new LineProgress(log, { ...clock, now: Date.now }), async (deps) => {
+        const result = await runCompare({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, targets: o.targets, ...o.compare }, deps);
         log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
         process.stdout.write(readFileSync(result.reportFile, "utf8"));
         log(`report: ${path.relative(process.cwd(), result.reportFile)}`);
         exit(result.exitCode);
-      } finally {
-        signals.off();
-      }
+      });
     });
 
   backendOptions(

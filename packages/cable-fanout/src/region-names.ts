@@ -3,6 +3,8 @@
 // mean are taken, before anything starts: an AWS region's (eu-west-2), or a local one (local,
 // local-a). Any other word (`constructor`, `__proto__`, `bundle`) is refused.
 
+import { FanoutInputError } from "./errors.js";
+
 /** eu-west-2, us-gov-west-1, ap-southeast-3, eusc-de-east-1: a partition's letters, words, a number. */
 const AWS_REGION = /^[a-z]{2,4}(-[a-z]+)+-\d{1,2}$/;
 /** `local`, or `local-` and a name: what the local backend's docs, the demo and the Action use. */
@@ -17,4 +19,11 @@ export function regionNameProblem(name: string, backend: BackendKind): string | 
   return backend === "local"
     ? `--regions: "${name}" is not a region name: with --local, use local or local-<name> (local-a, local-b), or an AWS region's name (eu-west-2)`
     : `--regions: "${name}" is not an AWS region name (such as eu-west-2 or us-east-1)`;
+}
+
+/** `name` as a region of `backend`; else the refusal, before any call (it goes into endpoints, stack names and folders). */
+export function checkedRegionName(name: string, backend: BackendKind): string {
+  const problem = regionNameProblem(name, backend);
+  if (problem) throw new FanoutInputError(problem);
+  return name;
 }

@@ -11,9 +11,8 @@ import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
 import { type Backend, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
-import { FanoutInputError } from "../errors.js";
 import pLimit from "p-limit";
-import { regionNameProblem } from "../region-names.js";
+import { checkedRegionName } from "../region-names.js";
 import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from "../retry.js";
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { uploadBundle } from "../store.js";
@@ -86,10 +85,7 @@ export class AwsBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
-    // The name goes into endpoints and the stack's name: refused before any call.
-    const problem = regionNameProblem(name, this.kind);
-    if (problem) throw new FanoutInputError(problem);
-    const clients = (this.options.clients ?? defaultClients)(name);
+    const clients = (this.options.clients ?? defaultClients)(checkedRegionName(name, this.kind));
     const stack = await describeRegionStack(clients.cloudFormation, name);
     return new AwsRegion(stack, clients, this.options.retry);
   }

@@ -8,7 +8,7 @@ import { LocalStore } from "cable-worker/local-store";
 import { type Backend, type Preflight, LOCAL_PREFLIGHT, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
 import { FanoutInputError } from "../errors.js";
-import { regionNameProblem } from "../region-names.js";
+import { checkedRegionName } from "../region-names.js";
 import { uploadBundle } from "../store.js";
 
 const LOCAL_TIMING: Timing = {
@@ -44,8 +44,7 @@ export class LocalBackend implements Backend {
   }
 
   async openRegion(name: string): Promise<Region> {
-    const problem = regionNameProblem(name, this.kind);
-    if (problem) throw new FanoutInputError(problem);
+    checkedRegionName(name, this.kind);
     const worker = workerEntrypoint();
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-worker)`);
     return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
