@@ -26,6 +26,8 @@ export interface Expectations {
   server?: ServerSeries | null;
   /** Applied to every text quoted from a server: the caller's redaction of the run's secrets (cable-fanout knows them with --local). */
   redact?: (text: string) => string;
+  /** What stopped the run early (cable-fanout's --abort-on), as the runner recorded it. */
+  aborted?: Timeline["aborted"];
 }
 
 export interface RegionTasks {
@@ -74,7 +76,7 @@ export function readServerSeries(dir: string): ServerSeries | null {
  * The run's time axis: elapsed time counts from the load's start (the first phase's, else the first
  * period's), and each phase runs from its earliest start over the tasks for its written duration.
  */
-function timelineOf(run: RunFold, periods: number[], server: ServerSeries | null): Timeline {
+function timelineOf(run: RunFold, periods: number[], server: ServerSeries | null, aborted: Timeline["aborted"]): Timeline {
   const starts = [...run.phaseStarts].map(([index, p]) => ({ index, ...p }));
   const phases = phaseBounds(starts, run.test?.phases ?? [], periods.length > 0 ? periods[periods.length - 1] : null);
   return {
@@ -82,7 +84,7 @@ function timelineOf(run: RunFold, periods: number[], server: ServerSeries | null
     start: phases.length > 0 ? Math.min(...phases.map((p) => p.startTime)) : (periods[0] ?? null),
     phases,
     server,
-    aborted: null,
+    aborted,
   };
 }
 
@@ -283,7 +285,7 @@ function mergeFolds(regions: RegionFold[], run: RunFold, expectations: Expectati
     regions: columns,
     all,
     notes: [...notes],
-    timeline: timelineOf(run, all.series.periods, expectations.server ?? null),
+    timeline: timelineOf(run, all.series.periods, expectations.server ?? null, expectations.aborted ?? null),
   };
   const storms = byName<StormColumn>();
   const connects = byName<ConnectStormColumn>();

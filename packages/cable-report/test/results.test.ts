@@ -53,6 +53,13 @@ describe("loading a results directory", () => {
     ]);
   });
 
+  it("takes the run's early stop as an input of the merge: in the timeline, and nowhere without one", () => {
+    writeTask(join(dir, "eu-west-2", "a.json"), task(2));
+    const aborted = { condition: "errors>5%", at: 1_700_000_030_000, figure: "errors 7.1% for 30 s" };
+    expect(mergeResults(dir, { aborted }).timeline?.aborted).toEqual(aborted);
+    expect(mergeResults(dir).timeline?.aborted).toBeNull();
+  });
+
   it("notes a sidecar whose report is missing", () => {
     writeTask(join(dir, "eu-west-2", "a.json"), task(1));
     writeTask(join(dir, "eu-west-2", "b.json"), task(1));

@@ -145,13 +145,12 @@ function mergeRun(input: CollectInput, tasks: TaskOutcome[]): MergedResults | un
   const { record } = input;
   let merged: MergedResults;
   try {
-    merged = mergeResults(input.runDir, { regions: record.regions, tasksPerRegion: record.count, redact: heldSecrets(record, process.env) });
+    merged = mergeResults(input.runDir, { regions: record.regions, tasksPerRegion: record.count, redact: heldSecrets(record, process.env), aborted: record.aborted ?? null });
   } catch (err) {
     if (!(err instanceof ResultsInputError)) throw err;
     input.log(`no report: ${err.message}`);
     return undefined;
   }
-  if (record.aborted && merged.timeline) merged.timeline.aborted = record.aborted;
   if (record.aborted || tasks.some((t) => t.state !== "ok")) {
     // Artillery cannot end a virtual user from outside: those still in their flow at the stop are neither completed nor failed.
     const count = (name: string) => merged.all.counters[name] ?? 0;
