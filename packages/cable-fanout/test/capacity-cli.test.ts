@@ -96,6 +96,9 @@ describe("cable-fanout capacity --local", () => {
     expect(md).toContain("xychart-beta");
     expect(r.stderr).toMatch(/capacity: level 40, hold \d+\/20 s/);
     expect(r.stderr).toContain("capacity: 60 users breached (repeat)");
+    // The stair stopped early says why, in the progress lines and so in every StopTask's reason.
+    expect(r.stderr).toMatch(/stopping \d+ task\(s\): the capacity search has its answer/);
+    expect(r.stderr).not.toContain("interrupted (signal)");
   });
 
   it("says so when the SLO holds up to --max (no false alarm), and passes --min-capacity", async () => {

@@ -84,7 +84,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
 
 /** A run under way: its record on disk, its regions and limits, and why it was stopped early, if it was. */
 class RunInProgress {
-  abortReason = "interrupted (signal)";
+  private stopReason: string | undefined;
   private stoppedBy: RunnerStop | undefined;
 
   constructor(
@@ -108,9 +108,14 @@ class RunInProgress {
 
   /** Stops every task (through the run's abort signal), for `reason`. */
   stop(reason: string, why: RunnerStop): void {
-    this.abortReason = reason;
+    this.stopReason = reason;
     this.stoppedBy = why;
     this.abort.abort();
+  }
+
+  /** Why the run was stopped, in words: the progress lines' and every StopTask's reason. */
+  get abortReason(): string {
+    return this.stopReason ?? (this.abortedBy().by === "capacity-stop" ? "the capacity search has its answer" : "interrupted (signal)");
   }
 
   /**
