@@ -237,7 +237,7 @@ describe("the start section of report.md", () => {
         "Ready barrier: 3 of 4 task(s) ready after 42 s (--min-ready 50%, --ready-timeout 600 s).",
         "Common start: 1970-01-01T00:00:10.000Z (go marker, S3's clock).",
         "Start skew across all tasks and regions: **260 ms** (latest minus earliest first virtual user, by Artillery's first metric).",
-        "Clock error bound: unknown here (no chrony): cross-task latencies are only as good as the machines' clocks.",
+        "Clock error bound: unknown here (no Fargate metadata, no chrony, no synchronized kernel clock): cross-task latencies are only as good as the machines' clocks.",
         "",
         "| Region | Tasks started | First start | Last start | Skew | Missed the barrier | Clock error bound |",
         "|---|---|---|---|---|---|---|",

@@ -57,20 +57,30 @@ describe("the Start section's clocks", () => {
     expect(text).toContain("| us-east-1 | 2/2 | +50 ms | +50 ms | 0 ms | – | ≤ 1.2 ms |");
   });
 
-  it("says unknown plainly: everywhere (no chrony), or for some tasks; and counts unsynchronized clocks", () => {
+  it("says unknown plainly: everywhere, or for some tasks; and counts unsynchronized clocks", () => {
     const local = summarize({ "local-a": [status("local-a", "a", unknown), status("local-a", "b", unknown)] });
-    expect(renderClockLine(local.clock!)).toBe("Clock error bound: unknown here (no chrony): cross-task latencies are only as good as the machines' clocks.");
+    expect(renderClockLine(local.clock!)).toBe("Clock error bound: unknown here (no Fargate metadata, no chrony, no synchronized kernel clock): cross-task latencies are only as good as the machines' clocks.");
     expect(renderStartSection(local)).toContain("| local-a | 2/2 | +50 ms | +50 ms | 0 ms | – | unknown |");
 
     const mixed = summarize({ "eu-west-2": [status("eu-west-2", "a", fargate(0.5, false))], "us-east-1": [status("us-east-1", "b", undefined)] });
     expect(mixed.regions.map((r) => r.clockBoundMs)).toEqual([0.5, null]);
     expect(renderClockLine(mixed.clock!)).toBe(
-      "Clock error bound: unknown for 1 of 2 task(s) (no Fargate metadata, no chrony): cross-task latencies are only as good as the machines' clocks. 1 task(s) reported their clock not synchronized.",
+      "Clock error bound: unknown for 1 of 2 task(s) (no Fargate metadata, no chrony, no synchronized kernel clock): cross-task latencies are only as good as the machines' clocks. 1 task(s) reported their clock not synchronized.",
     );
   });
 
   it("with one task, says its latencies are measured on one clock; with chrony, names it", () => {
     const one = summarize({ "local-a": [status("local-a", "a", { errorBoundMs: 0.462, source: "chrony", synchronized: true })] });
     expect(renderClockLine(one.clock!)).toBe("Clock error bound: ≤ 0.46 ms (chrony); one task: its latencies are measured on one clock.");
+  });
+
+  it("names the kernel's NTP state where it gave the bound, and an unsynchronized kernel clock as unknown", () => {
+    const kernel = (errorBoundMs: number | null): TaskClock => ({ errorBoundMs, source: "kernel", synchronized: errorBoundMs !== null });
+    const synced = summarize({ "local-a": [status("local-a", "a", kernel(15.25)), status("local-a", "b", kernel(3))] });
+    expect(renderClockLine(synced.clock!)).toBe("Clock error bound: ≤ 15 ms (the kernel's NTP state); cross-task latencies carry up to ±18 ms.");
+    const unsynced = summarize({ "local-a": [status("local-a", "a", kernel(null)), status("local-a", "b", kernel(null))] });
+    expect(renderClockLine(unsynced.clock!)).toBe(
+      "Clock error bound: unknown here (no Fargate metadata, no chrony, no synchronized kernel clock): cross-task latencies are only as good as the machines' clocks. 2 task(s) reported their clock not synchronized.",
+    );
   });
 });

@@ -7,6 +7,9 @@
 //   (SYNCHRONIZED or NOT_SYNCHRONIZED), from Amazon Time Sync.
 // - Elsewhere, chrony if it runs: `chronyc -c tracking`, whose bound is chrony's own,
 //   |system time offset| + root dispersion + root delay / 2.
+// - Else the kernel's own NTP state, which whatever disciplines the clock (ntpd, systemd-timesyncd)
+//   keeps: `adjtimex --print` (Debian's adjtimex), its `maxerror` the bound, unless `status` has
+//   STA_UNSYNC (the clock is not synchronized: no bound).
 // - Else unknown.
 // Each source has about a second; nothing here throws.
 import { execFile } from "node:child_process";
@@ -19,12 +22,14 @@ export interface ClockBoundDeps {
   fetchFn?: typeof fetch;
   /** Runs `chronyc -c tracking`; its stdout, or undefined when chronyc is missing or fails. */
   chronyc?: (timeoutMs: number) => Promise<string | undefined>;
+  /** Runs `adjtimex --print`; its stdout, or undefined when adjtimex is missing or fails. */
+  adjtimex?: (timeoutMs: number) => Promise<string | undefined>;
   timeoutMs?: number;
 }
 
 export const UNKNOWN_CLOCK: TaskClock = { errorBoundMs: null, source: "unknown" };
 
-/** This task's clock error bound: Fargate's metadata, else chrony, else unknown. Never throws. */
+/** This task's clock error bound: Fargate's metadata, else chrony, else the kernel's, else unknown. Never throws. */
 export async function readClockBound(env: NodeJS.ProcessEnv, deps: ClockBoundDeps = {}): Promise<TaskClock> {
   const timeoutMs = deps.timeoutMs ?? CLOCK_SOURCE_TIMEOUT_MS;
   try {
@@ -33,8 +38,11 @@ export async function readClockBound(env: NodeJS.ProcessEnv, deps: ClockBoundDep
       const fargate = await fromTaskMetadata(metadataUri, deps.fetchFn ?? fetch, timeoutMs);
       if (fargate) return fargate;
     }
-    const tracking = await (deps.chronyc ?? runChronyc)(timeoutMs);
-    return (tracking !== undefined && parseChronyTracking(tracking)) || UNKNOWN_CLOCK;
+    const tracking = await (deps.chronyc ?? ((ms) => run("chronyc", ["-c", "tracking"], ms)))(timeoutMs);
+    const chrony = tracking !== undefined ? parseChronyTracking(tracking) : undefined;
+    if (chrony) return chrony;
+    const timex = await (deps.adjtimex ?? ((ms) => run("adjtimex", ["--print"], ms)))(timeoutMs);
+    return (timex !== undefined && parseAdjtimex(timex)) || UNKNOWN_CLOCK;
   } catch {
     return UNKNOWN_CLOCK;
   }
@@ -86,11 +94,30 @@ export function parseChronyTracking(output: string): TaskClock | undefined {
   return { errorBoundMs: Math.round(bound * 1e6) / 1e3, source: "chrony", synchronized: true };
 }
 
-/** `chronyc -c tracking`'s output; undefined when chronyc is missing, fails or takes too long. */
-function runChronyc(timeoutMs: number): Promise<string | undefined> {
+/** STA_UNSYNC in the kernel's timex status (linux/timex.h): the clock is not synchronized. */
+const STA_UNSYNC = 0x40;
+
+/**
+ * `adjtimex --print`'s `status` and `maxerror` (µs: the kernel's bound on its clock's error, grown by
+ * 500 ppm a second since the last NTP update), as status.json's clock; undefined when it is not that output.
+ */
+export function parseAdjtimex(output: string): TaskClock | undefined {
+  const field = (name: string) => {
+    const m = new RegExp(`^\\s*${name}:\\s*(-?\\d+)\\s*$`, "m").exec(output);
+    return m ? Number(m[1]) : undefined;
+  };
+  const status = field("status");
+  const maxerrorUs = field("maxerror");
+  if (status === undefined || maxerrorUs === undefined || maxerrorUs < 0) return undefined;
+  if (status & STA_UNSYNC) return { errorBoundMs: null, source: "kernel", synchronized: false };
+  return { errorBoundMs: maxerrorUs / 1000, source: "kernel", synchronized: true };
+}
+
+/** A clock tool's output; undefined when it is missing, fails or takes too long. */
+function run(command: string, args: string[], timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolve) => {
     try {
-      execFile("chronyc", ["-c", "tracking"], { timeout: timeoutMs, windowsHide: true }, (err, stdout) => resolve(err ? undefined : String(stdout)));
+      execFile(command, args, { timeout: timeoutMs, windowsHide: true }, (err, stdout) => resolve(err ? undefined : String(stdout)));
     } catch {
       resolve(undefined);
     }

@@ -7,8 +7,8 @@ import { z } from "zod";
 export const taskClockSchema = z.object({
   /** The clock error bound, ms (the largest of the task's readings); null: not known. */
   errorBoundMs: z.number().nonnegative().nullable(),
-  /** Where it comes from: ECS task metadata (Amazon Time Sync) on Fargate, `chronyc tracking` elsewhere, or nowhere. */
-  source: z.enum(["fargate", "chrony", "unknown"]),
+  /** Where it comes from: ECS task metadata (Amazon Time Sync) on Fargate, `chronyc tracking` elsewhere, the kernel's NTP state (`adjtimex`) without chrony, or nowhere. */
+  source: z.enum(["fargate", "chrony", "kernel", "unknown"]),
   /** Whether the clock was synchronized at every reading; absent when the source does not say. */
   synchronized: z.boolean().optional(),
 });

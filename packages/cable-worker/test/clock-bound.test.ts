@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv } from "cable-test-servers";
-import { parseChronyTracking, parseClockDrift, readClockBound, worseClock } from "../src/clock-bound";
+import { parseAdjtimex, parseChronyTracking, parseClockDrift, readClockBound, worseClock } from "../src/clock-bound";
 import { taskStatusSchema } from "../src/status";
 import { requireBuiltWorker, runWorker } from "./helpers";
 
@@ -55,6 +55,10 @@ async function metadataDouble(answers: Record<string, unknown>) {
 }
 
 const noChrony = async () => undefined;
+const noAdjtimex = async () => undefined;
+/** Debian's `adjtimex --print`, as it prints on a machine whose clock ntpd keeps (status 0x2001: STA_PLL | STA_NANO) and on one nothing keeps (0x40: STA_UNSYNC). */
+const adjtimexPrint = (status: number, maxerror: number) =>
+  `         mode: 0\n       offset: 0\n    frequency: 0\n     maxerror: ${maxerror}\n     esterror: 16000000\n       status: ${status}\ntime_constant: 2\n    precision: 1\n    tolerance: 32768000\n         tick: 10000\n     raw time:  1795865542s 613689us = 1795865542.613689\n return value = 5\n`;
 
 describe("readClockBound on Fargate (task metadata endpoint v4)", () => {
   let double: Awaited<ReturnType<typeof metadataDouble>>;
@@ -70,20 +74,20 @@ describe("readClockBound on Fargate (task metadata endpoint v4)", () => {
   afterAll(() => double.close());
 
   it("reads ClockDrift: ClockErrorBound in ms, and whether the clock is synchronized", async () => {
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("synced") }, { chronyc: noChrony })).toEqual({ errorBoundMs: 0.5458234999999999, source: "fargate", synchronized: true });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("synced") }, { chronyc: noChrony, adjtimex: noAdjtimex })).toEqual({ errorBoundMs: 0.5458234999999999, source: "fargate", synchronized: true });
     expect(double.requests).toContain("/synced/task");
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("unsynced") }, { chronyc: noChrony })).toEqual({ errorBoundMs: 48.2, source: "fargate", synchronized: false });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("unsynced") }, { chronyc: noChrony, adjtimex: noAdjtimex })).toEqual({ errorBoundMs: 48.2, source: "fargate", synchronized: false });
   });
 
   it("falls back to chrony, then unknown, when the metadata has no ClockDrift or fails", async () => {
     const chrony = async () => "A9FEA97B,169.254.169.123,4,1700000000.123,0.000012,0.000003,0.000010,-1.2,0.001,0.02,0.000400,0.000250,64.0,Normal\n";
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("nodrift") }, { chronyc: chrony })).toEqual({ errorBoundMs: 0.462, source: "chrony", synchronized: true });
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("broken") }, { chronyc: noChrony })).toEqual({ errorBoundMs: null, source: "unknown" });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("nodrift") }, { chronyc: chrony, adjtimex: noAdjtimex })).toEqual({ errorBoundMs: 0.462, source: "chrony", synchronized: true });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("broken") }, { chronyc: noChrony, adjtimex: noAdjtimex })).toEqual({ errorBoundMs: null, source: "unknown" });
   });
 
   it("gives up on an endpoint that does not answer within its timeout", async () => {
     const started = Date.now();
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("hang") }, { chronyc: noChrony, timeoutMs: 300 })).toEqual({ errorBoundMs: null, source: "unknown" });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: double.uri("hang") }, { chronyc: noChrony, adjtimex: noAdjtimex, timeoutMs: 300 })).toEqual({ errorBoundMs: null, source: "unknown" });
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -91,20 +95,26 @@ describe("readClockBound on Fargate (task metadata endpoint v4)", () => {
     const throwing = (() => {
       throw new Error("boom");
     }) as unknown as typeof fetch;
-    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: "http://x" }, { fetchFn: throwing, chronyc: () => Promise.reject(new Error("boom")) })).toEqual({ errorBoundMs: null, source: "unknown" });
+    expect(await readClockBound({ ECS_CONTAINER_METADATA_URI_V4: "http://x" }, { fetchFn: throwing, chronyc: () => Promise.reject(new Error("boom")), adjtimex: () => Promise.reject(new Error("boom")) })).toEqual({ errorBoundMs: null, source: "unknown" });
   });
 });
 
 describe("readClockBound elsewhere", () => {
   it("is unknown without the metadata endpoint and without chrony", async () => {
-    expect(await readClockBound({}, { chronyc: noChrony })).toEqual({ errorBoundMs: null, source: "unknown" });
+    expect(await readClockBound({}, { chronyc: noChrony, adjtimex: noAdjtimex })).toEqual({ errorBoundMs: null, source: "unknown" });
   });
 
-  it("on this machine: chrony's bound if chronyd runs here, else unknown, within about a second", async () => {
+  it("falls back to the kernel's NTP state without chrony: maxerror the bound, none while STA_UNSYNC", async () => {
+    expect(await readClockBound({}, { chronyc: noChrony, adjtimex: async () => adjtimexPrint(0x2001, 15_250) })).toEqual({ errorBoundMs: 15.25, source: "kernel", synchronized: true });
+    expect(await readClockBound({}, { chronyc: noChrony, adjtimex: async () => adjtimexPrint(0x40, 16_000_000) })).toEqual({ errorBoundMs: null, source: "kernel", synchronized: false });
+    expect(await readClockBound({}, { chronyc: noChrony, adjtimex: async () => "adjtimex: Operation not permitted" })).toEqual({ errorBoundMs: null, source: "unknown" });
+  });
+
+  it("on this machine: chrony's bound if chronyd runs here, else the kernel's if adjtimex is installed, else unknown, within about a second", async () => {
     const started = Date.now();
     const clock = await readClockBound({});
     expect(Date.now() - started).toBeLessThan(3_000);
-    expect(["chrony", "unknown"]).toContain(clock.source);
+    expect(["chrony", "kernel", "unknown"]).toContain(clock.source);
     if (clock.source === "unknown") expect(clock.errorBoundMs).toBeNull();
   });
 });
@@ -165,5 +175,15 @@ describe("status.json's clock, from the real entrypoint", () => {
     expect(status.clock).toEqual({ errorBoundMs: 0.5458234999999999, source: "fargate", synchronized: true });
     // Read twice: at the start and at the end.
     expect(double.requests.filter((r) => r === "/v4/task")).toHaveLength(2);
+  });
+});
+
+describe("parseAdjtimex", () => {
+  it("reads status and maxerror (µs) and nothing else; not that output is undefined", () => {
+    expect(parseAdjtimex(adjtimexPrint(1, 500))).toEqual({ errorBoundMs: 0.5, source: "kernel", synchronized: true });
+    expect(parseAdjtimex(adjtimexPrint(64 | 1, 500))).toEqual({ errorBoundMs: null, source: "kernel", synchronized: false });
+    expect(parseAdjtimex("status: 0\n")).toBeUndefined();
+    expect(parseAdjtimex("maxerror: -1\nstatus: 0\n")).toBeUndefined();
+    expect(parseAdjtimex("")).toBeUndefined();
   });
 });

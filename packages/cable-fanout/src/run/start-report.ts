@@ -128,7 +128,7 @@ export function formatBound(ms: number): string {
   return `${Math.round(ms).toLocaleString("en-US")} ms`;
 }
 
-const SOURCE_NAMES: Record<TaskClock["source"], string> = { fargate: "Fargate, Amazon Time Sync", chrony: "chrony", unknown: "unknown" };
+const SOURCE_NAMES: Record<TaskClock["source"], string> = { fargate: "Fargate, Amazon Time Sync", chrony: "chrony", kernel: "the kernel's NTP state", unknown: "unknown" };
 
 /** The clock line of the Start section: the largest bound and what it means for cross-task latencies. */
 export function renderClockLine(clock: ClockSummary): string {
@@ -138,7 +138,8 @@ export function renderClockLine(clock: ClockSummary): string {
     const cross = clock.tasks > 1 ? `cross-task latencies carry up to ±${formatBound(clock.crossTaskBoundMs)}` : "one task: its latencies are measured on one clock";
     return `Clock error bound: ≤ ${formatBound(clock.largestBoundMs)} (${sources}); ${cross}.${unsynced}`;
   }
-  const why = clock.sources.includes("fargate") || clock.sources.includes("chrony") ? `unknown for ${clock.unknown} of ${clock.tasks} task(s) (no Fargate metadata, no chrony)` : "unknown here (no chrony)";
+  const known = clock.sources.some((s) => s !== "unknown") && clock.unknown < clock.tasks;
+  const why = known ? `unknown for ${clock.unknown} of ${clock.tasks} task(s) (no Fargate metadata, no chrony, no synchronized kernel clock)` : "unknown here (no Fargate metadata, no chrony, no synchronized kernel clock)";
   return `Clock error bound: ${why}: cross-task latencies are only as good as the machines' clocks.${unsynced}`;
 }
 
