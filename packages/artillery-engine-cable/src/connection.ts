@@ -1,7 +1,7 @@
 import { ChannelInbox, type InboundMessage } from "./channel-inbox.js";
 import { systemClock, type Clock } from "./clock.js";
 import { closeFailure, disconnectFailure, socketFailure } from "./disconnects.js";
-import { cableCode, type ErrorName } from "./error-names.js";
+import { cableCode, isPusherCloseCode, type ErrorName } from "./error-names.js";
 import { CableError } from "./errors.js";
 import { FrameCounter, type StreamMemory } from "./frame-counter.js";
 import { METRICS, type Events } from "./metrics.js";
@@ -313,7 +313,7 @@ export class CableConnection implements Tracked {
       case "error":
         // Pusher announces a 4000–4299 close with an error frame of the same code: the close
         // itself is the failure, so the announcement is not counted twice.
-        if (!/^pusher_4[0-2]\d\d$/.test(ev.reason)) {
+        if (!isPusherCloseCode(ev.reason)) {
           this.events.emit("error", cableCode(ev.reason));
           // The key is one of a bounded set; what the server said (an unlisted code among it) is a sample.
           if (ev.message) sampleServerWords(cableCode(ev.reason), "error_frame", ev.message);

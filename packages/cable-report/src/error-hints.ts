@@ -1,26 +1,21 @@
 // What an error key means and what to look at, for the ones a user fixes outside the test: a
 // certificate, a server's setting, the app's own code. report.md lists the keys the run counted,
 // under the table; keys without a hint are left to the README's metrics table.
-import type { ErrorCounter } from "artillery-engine-cable/errors";
+import { ERROR_NAMES, errorCounter, errorTraits, PUSHER_CODE_HINTS, pusherCodeError, type ErrorCounter, type ErrorName, type FixedErrorName } from "artillery-engine-cable/errors";
 import type { MergedResults } from "./model.js";
 import { code, LIMITS } from "./text.js";
 
-const TRUST = "trust its CA with `config.tls.ca: ./ca.pem` (or `NODE_EXTRA_CA_CERTS=ca.pem`), or run with `--insecure` against a throwaway staging server";
+// The hints are the engine's error table's (artillery-engine-cable/errors: each name's `hint`, and
+// the Pusher codes it explains), in its order: a renamed error does not compile here, and its hint
+// moves with it.
+const HINTED: ErrorName[] = [...(Object.keys(ERROR_NAMES) as FixedErrorName[]), ...Object.keys(PUSHER_CODE_HINTS).map((c) => pusherCodeError(Number(c)))];
 
-// Keyed by the engine's error counters (artillery-engine-cable/errors): a renamed error does not compile here.
-export const ERROR_HINTS: Readonly<Partial<Record<ErrorCounter, string>>> = {
-  "errors.cable.tls_untrusted": `the server's certificate is not signed by a CA Node trusts (an internal CA, a self-signed certificate): ${TRUST}`,
-  "errors.cable.tls_expired": "the server's certificate has expired or is not valid yet: renew it (or check this machine's clock); `--insecure` skips the check",
-  "errors.cable.tls_hostname": "the server's certificate is for another name than the target's host: use the name it was issued for (`config.tls.servername` when connecting by address)",
-  "errors.cable.tls_handshake": "no TLS handshake: a wss:// or https:// URL on a port that speaks plain HTTP, or a protocol or cipher the server refuses",
-  "errors.cable.subscription_rejected": "the server refused subscriptions; why, as the server said it:",
-  "errors.cable.server_disconnect": "the server ended connections with a disconnect frame; why:",
-  "errors.cable.pusher_4001": "the server knows no app with this key: check `config.cable.pusher.key` against the server's app",
-  "errors.cable.pusher_4003": "the app is disabled on the server",
-  "errors.cable.pusher_4004": "the app is over its quota on the server (messages or connections)",
-  "errors.cable.pusher_4100": `the server is over capacity and closed the connection: its connection limit per app (${"Soketi `SOKETI_DEFAULT_APP_MAX_CONNS`, Sockudo `SOCKUDO_DEFAULT_APP_MAX_CONNECTIONS`, Reverb `max_connections` in config/reverb.php"})`,
-  "errors.cable.pusher_4301": "client events over the server's rate limit (Soketi `SOKETI_DEFAULT_APP_MAX_CLIENT_EVENTS_PER_SECOND`, Sockudo `max_client_events_per_second`)",
-};
+export const ERROR_HINTS: Readonly<Partial<Record<ErrorCounter, string>>> = Object.fromEntries(
+  HINTED.flatMap((name) => {
+    const hint = errorTraits(name).hint;
+    return hint === undefined ? [] : [[errorCounter(name), hint]];
+  }),
+);
 
 /**
  * Why subscriptions were refused, by the engine's fixed causes (`cable.subscription_rejected.<cause>`,
