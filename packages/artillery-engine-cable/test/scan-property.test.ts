@@ -8,12 +8,19 @@
 // the same. Not promised: a frame balanced like JSON that is not JSON (a colon or a quote gone
 // inside the payload) is read as a broadcast where the decoder would count it malformed; the
 // Action Cable scanner checks the balance only, not the grammar, on every frame.
+//
+// And the frames real servers write (test/fixtures/frames/<server>.jsonl, recorded from Rails,
+// AnyCable, Sockudo, Soketi and Reverb by test/fixtures/record-frames.mjs): each one through the
+// scanner, with the connection's one reused result as on the listen path, and through the decoder.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeActionCable } from "../src/protocol/actioncable.js";
 import { decodePusher } from "../src/protocol/pusher.js";
 import { scanPusherInto } from "../src/protocol/pusher-scan.js";
 import { rawBroadcast, scanActionCableInto, stampKey, type RawBroadcast } from "../src/protocol/scan.js";
+import type { Inbound } from "../src/protocol/types.js";
 
 const STAMP = "ts";
 const stampField = stampKey(STAMP);
@@ -168,5 +175,120 @@ describe("the Pusher scanner reads what the decoder reads", () => {
       }),
       { numRuns: 3_000 },
     );
+  });
+});
+
+describe("on the frames real servers write, the scanner reads what the decoder reads", () => {
+  const FRAMES = path.join(__dirname, "fixtures", "frames");
+
+  /** What each recording must hold (the decoder's kinds) and what the scanner must have taken of it. */
+  interface Expected {
+    protocol: "actioncable" | "pusher";
+    kinds: Array<Inbound["kind"]>;
+    /** A ping taken by the scanner (Action Cable; Pusher's pings are protocol frames, the decoder's). */
+    pings: boolean;
+    /** A broadcast taken with its stream position (AnyCable's reliable streams). */
+    positioned: boolean;
+  }
+  const actionCable = (kinds: Array<Inbound["kind"]>, positioned = false): Expected => ({ protocol: "actioncable", kinds: ["welcome", "ping", "confirm", "reject", "message", "disconnect", ...kinds], pings: true, positioned });
+  const pusher: Expected = { protocol: "pusher", kinds: ["welcome", "ping", "confirm", "message"], pings: false, positioned: false };
+  const SERVERS: Record<string, Expected> = {
+    rails: actionCable([]),
+    "anycable-rails": actionCable([]),
+    "anycable-go": actionCable(["history"], true),
+    "anycable-go-pusher": { ...pusher, kinds: [...pusher.kinds, "reject"] },
+    sockudo: { ...pusher, kinds: [...pusher.kinds, "reject", "error"] },
+    soketi: { ...pusher, kinds: [...pusher.kinds, "reject"] },
+    reverb: { ...pusher, kinds: [...pusher.kinds, "reject", "error"] },
+  };
+
+  const frames = (server: string): string[] =>
+    readFileSync(path.join(FRAMES, `${server}.jsonl`), "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as string);
+
+  it("has a recording of every server, and nothing else", () => {
+    expect(readdirSync(FRAMES).sort()).toEqual(Object.keys(SERVERS).map((s) => `${s}.jsonl`).sort());
+  });
+
+  const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  /**
+   * Whether the frame writes this sender with nothing escaped (`"sender":"vu-1f"`, inside Pusher's
+   * data string `\"sender\":\"vu-1f\"`): the scanner gives those and leaves the others (`\u003c`
+   * from Go and ActiveSupport, `\/` and `\u00e9` from PHP) to the decoder. Read from the frame's
+   * bytes, not from how JSON.stringify would write it: each server escapes its own way.
+   */
+  const plainOnTheWire = (text: string, inString: boolean) => (sender: string) => {
+    if (/["\\\u0000-\u001f]/.test(sender)) return false;
+    const q = inString ? '\\\\"' : '"';
+    return new RegExp(`${q}sender${q}\\s*:\\s*${q}${escapeRegExp(sender)}${q}`).test(text);
+  };
+
+  describe.each(Object.keys(SERVERS))("%s", (server) => {
+    const expected = SERVERS[server];
+    const scan = expected.protocol === "actioncable" ? scanActionCableInto : scanPusherInto;
+    const decode = expected.protocol === "actioncable" ? decodeActionCable : decodePusher;
+
+    it("every frame the scanner takes, the decoder reads alike; the scanner takes some of each kind", () => {
+      const recorded = frames(server);
+      expect(recorded.length, `${server}.jsonl is empty`).toBeGreaterThan(0);
+      // The listen path fills one result per connection, frame after frame: nothing of one frame may
+      // stay in it for the next.
+      const reused = rawBroadcast();
+      const taken = { pings: 0, broadcasts: 0, stamped: 0, seq: 0, sender: 0, positioned: 0 };
+      const kinds = new Set<string>();
+      const refused: string[] = [];
+      for (const text of recorded) {
+        const data = Buffer.from(text);
+        let ev: Inbound | undefined;
+        try {
+          ev = decode(text);
+          kinds.add(ev.kind);
+        } catch (err) {
+          refused.push(`${text}: ${(err as Error).message}`);
+        }
+        const fresh = scan(data, stampField, rawBroadcast());
+        const out = scan(data, stampField, reused);
+        if (fresh === undefined || fresh === "ping") {
+          expect(out, text).toBe(fresh);
+        } else {
+          expect(out, text).not.toBeUndefined();
+          expect(scannerReading(data, out as RawBroadcast), text).toEqual(scannerReading(data, fresh));
+          expect((out as RawBroadcast).positioned, text).toBe(fresh.positioned);
+        }
+        if (fresh === undefined) continue;
+        expect(ev, `the scanner takes a frame the decoder refuses: ${text}`).toBeDefined();
+        if (fresh === "ping") {
+          expect(ev?.kind, text).toBe("ping");
+          taken.pings++;
+          continue;
+        }
+        expect(ev?.kind, text).toBe("message");
+        if (ev?.kind !== "message") continue;
+        const frame = JSON.parse(text) as Record<string, unknown>;
+        const inString = expected.protocol === "pusher" && typeof frame.data === "string";
+        const reading = scannerReading(data, fresh);
+        expect(reading, text).toEqual(decoderReading(ev.channel, ev.payload, plainOnTheWire(text, inString)));
+        if (expected.protocol === "actioncable") expect(fresh.positioned, text).toBe(Object.hasOwn(frame, "stream_id"));
+        taken.broadcasts++;
+        if (reading.stamp !== undefined) taken.stamped++;
+        if (reading.seq !== undefined) taken.seq++;
+        if (reading.sender !== undefined) taken.sender++;
+        if (fresh.positioned) taken.positioned++;
+      }
+      // Every frame a real server wrote is one the decoder reads.
+      expect(refused).toEqual([]);
+      expect([...kinds].sort(), `the kinds of frames in ${server}.jsonl`).toEqual(expect.arrayContaining(expected.kinds));
+      // Not a property that holds by never scanning: stamped, sequenced broadcasts with a sender
+      // (the delivery ledger's) were read from their bytes, and pings and stream positions where
+      // the protocol has them.
+      expect(taken.broadcasts, server).toBeGreaterThan(0);
+      expect(taken.stamped, server).toBeGreaterThan(0);
+      expect(taken.seq, server).toBeGreaterThan(0);
+      expect(taken.sender, server).toBeGreaterThan(0);
+      if (expected.pings) expect(taken.pings, server).toBeGreaterThan(0);
+      if (expected.positioned) expect(taken.positioned, server).toBeGreaterThan(0);
+    });
   });
 });
