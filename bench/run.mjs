@@ -18,7 +18,8 @@ import { k6Subject } from "./lib/k6.mjs";
 import { measureArrivals, measureReplay, RELAYBOX_PHASES, RELAYBOX_SUSTAINED_RATE } from "./lib/arrivals.mjs";
 import { artilleryWs, bare, cableEngine, cableEnginePrecise } from "./lib/subjects.mjs";
 import { startTarget } from "./lib/target.mjs";
-import { measureChat, measureConnect, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
+import { startAnycableTarget } from "./lib/anycable-target.mjs";
+import { measureChat, measureConnect, measureIdle, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
 import { engineRevision, machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -28,6 +29,7 @@ const { values: flags } = parseArgs({
     "no-scale": { type: "boolean", default: false },
     only: { type: "string" },
     "peer-runs": { type: "string" },
+    "peer-targets": { type: "string" },
     "replay-rate": { type: "string" },
     render: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
@@ -35,7 +37,7 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, realServer, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --peer-targets the targets of the peer runs, in turn within each run (default local,anycable-go; the goals are judged on the last)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
 }
@@ -69,6 +71,9 @@ const MODES = {
     // Two runs per rate, the better one counts: lateness is what the scheduler adds, and a CI
     // machine's neighbours only ever add to it (both runs are kept in the results).
     arrivals: { rates: [100, 1_000], seconds: 3, precise: false, repeats: 2 },
+    // The listen workload on a real server too (anycable-go from the harness, issue 43): the bare
+    // client and the engine alternating, each one's better run counting, as on the local target.
+    realServer: { listen: { n0: 10, n: 1_000, broadcasts: 50, ratePerSecond: 500, repeats: 2 } },
     replay: null,
     peer: null,
     scale: null,
@@ -77,7 +82,9 @@ const MODES = {
     listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
     latency: { n: 10, iterations: 200, thinkMs: 20 },
     connect: { few: 200, many: 2_000, seconds: 2, precise: true },
-    arrivals: { rates: [100, 1_000], seconds: 5, precise: true, repeats: 1 },
+    // 10 s phases: the CPU figure is taken from 3 s in, when Artillery's start-up is over.
+    arrivals: { rates: [100, 1_000], seconds: 10, precise: true, repeats: 1 },
+    realServer: { listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500, repeats: 1 } },
     replay: { precise: true },
     // Against k6 + xk6-cable, the peer our users would pick instead: paired runs (the engine, then
     // k6), the worst run's ratio counting. Connect: the whole process's CPU and RSS once `many`
@@ -85,7 +92,12 @@ const MODES = {
     // pays them); listen: frames received ÷ CPU; chat: the capacity scenario by rate.
     peer: {
       runs: 5,
+      // The local target and a real server (anycable-go from the harness), in the same run; the
+      // goals are judged on the real server (issue 43).
+      targets: ["local", "anycable-go"],
       connect: { few: 200, many: 2_000, seconds: 2 },
+      // 2,000 subscribed users on one stream, then the CPU of 30 s of holding (after 5 s).
+      idle: { n: 2_000, ratePerSecond: 500, settleS: 5, holdS: 30 },
       listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
       chat: { users: 1_000, rooms: 10, rate: 50, rampSeconds: 5, settleMs: 5_000, windowMs: 20_000 },
     },
@@ -96,6 +108,7 @@ const modeName = flags.quick ? "quick" : "full";
 const mode = MODES[modeName];
 if (flags["no-scale"]) mode.scale = null;
 if (flags["peer-runs"] && mode.peer) mode.peer.runs = Number(flags["peer-runs"]);
+if (flags["peer-targets"] && mode.peer) mode.peer.targets = flags["peer-targets"].split(",");
 const only = flags.only ? new Set(flags.only.split(",")) : undefined;
 const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section));
 
@@ -110,7 +123,7 @@ const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 
 const startedAt = new Date();
 const target = await startTarget();
 log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
-const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], replay: {}, peer: null, scale: {} };
+const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], realServer: null, replay: {}, peer: null, scale: {} };
 
 try {
   const listenRuns = {};
@@ -159,6 +172,26 @@ try {
       }
     }
   }
+  if (wanted("realServer")) {
+    // The same listen workload against anycable-go: a real server's pings (each connection on its
+    // own timer), welcome and write batching, which the local target does not reproduce.
+    const real = await startAnycableTarget();
+    try {
+      const l = mode.realServer.listen;
+      const runs = {};
+      for (let run = 0; run < l.repeats; run++) {
+        for (const subject of [bare, cableEngine]) {
+          log(`real server listen: ${subject.label} on ${real.name}, N=${l.n}, 3 × ${l.broadcasts} broadcasts (run ${run + 1} of ${l.repeats})`);
+          const measured = await measureListen(real, subject, l);
+          (runs[subject.name] ??= []).push(measured);
+          log(`  ${JSON.stringify(measured)}`);
+        }
+      }
+      results.realServer = { target: real.name, listen: Object.fromEntries(Object.entries(runs).map(([name, r]) => [name, bestListenRun(r)])) };
+    } finally {
+      await real.stop();
+    }
+  }
   if (wanted("replay")) {
     // The target on core 0 and the generator on core 1 (taskset): the lag is then the generator's,
     // not the two competing for the same cores.
@@ -188,46 +221,32 @@ try {
       results.peer = { skipped: k6.why };
     } else {
       const p = mode.peer;
-      const runs = [];
-      for (let run = 0; run < p.runs; run++) {
-        const pair = {};
-        try {
-          for (const [role, subject] of [["engine", cableEngine], ["peer", k6]]) {
-            const tag = `${subject.label} (run ${run + 1} of ${p.runs})`;
-            log(`peer connect: ${tag}, ${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`);
-            const few = await measureConnect(target, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / p.connect.seconds, tolerateLoss: true });
-            const many = await measureConnect(target, subject, { n0: 10, n: 10 + p.connect.many, ratePerSecond: p.connect.many / p.connect.seconds, tolerateLoss: true });
-            const users = many.subscribed - few.subscribed;
-            const connect = {
-              marginalTotalCpuMsPerUser: Math.round(((many.cpuTotalSeconds - few.cpuTotalSeconds) * 1e6) / users) / 1000,
-              marginalWindowCpuMsPerUser: Math.round(((many.cpuSeconds - few.cpuSeconds) * 1e6) / users) / 1000,
-              marginalRssBytesPerUser: Math.round((many.rssBytes - few.rssBytes) / users),
-              few: { subscribed: few.subscribed, cpuTotalSeconds: few.cpuTotalSeconds, cpuSeconds: few.cpuSeconds, rssBytes: few.rssBytes },
-              many: { subscribed: many.subscribed, cpuTotalSeconds: many.cpuTotalSeconds, cpuSeconds: many.cpuSeconds, rssBytes: many.rssBytes },
-            };
-            log(`  ${JSON.stringify(connect)}`);
-            log(`peer listen: ${tag}, N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`);
-            const l = await measureListen(target, subject, p.listen);
-            // Frames each subject received (k6's count is its own Counter), so a peer that lost some
-            // is not credited with them.
-            const listen = { framesPerCpuSecond: Math.round(l.receivedFrames / l.cpuWithFlushSeconds), delivery: l.delivery, cpuWithFlushSeconds: l.cpuWithFlushSeconds, rssPeakBytes: l.rssPeakBytes };
-            log(`  ${JSON.stringify(listen)}`);
-            log(`peer chat: ${tag}, ${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`);
-            const chat = await measureChat(target, subject, p.chat);
-            log(`  ${JSON.stringify(chat)}`);
-            pair[role] = { connect, listen, chat };
+      const peerTargets = {};
+      try {
+        for (const name of p.targets) peerTargets[name] = name === "local" ? target : await startAnycableTarget();
+        const runs = Object.fromEntries(p.targets.map((name) => [name, []]));
+        for (let run = 0; run < p.runs; run++) {
+          for (const [targetName, peerTarget] of Object.entries(peerTargets)) {
+            try {
+              runs[targetName].push(await peerPair(peerTarget, [["engine", cableEngine], ["peer", k6]], p, `run ${run + 1} of ${p.runs}`));
+            } catch (err) {
+              // A pair that cannot finish is reported, not a reason to lose the others.
+              log(`peer: ${targetName}, run ${run + 1} failed: ${err.message}`);
+              (results.peerFailures ??= []).push({ target: targetName, run: run + 1, error: err.message });
+            }
           }
-        } catch (err) {
-          // A pair that cannot finish is reported, not a reason to lose the others.
-          log(`peer: run ${run + 1} failed: ${err.message}`);
-          (results.peerFailures ??= []).push({ run: run + 1, error: err.message });
-          continue;
         }
-        runs.push(pair);
+        const byTarget = Object.fromEntries(Object.entries(runs).map(([name, pairs]) => {
+          const ratios = peerRatios(pairs);
+          log(`peer ratios on ${name}, by run: ${JSON.stringify(ratios.runs)}`);
+          return [name, { runs: pairs, ratios: ratios.runs, worst: ratios.worst, peerFailed: ratios.peerFailed }];
+        }));
+        // Judged on the real server where it ran: the local target is the bench's own.
+        const judgedOn = p.targets.filter((name) => byTarget[name].runs.length > 0).at(-1);
+        results.peer = { version: k6.version, judgedOn, targets: byTarget, worst: judgedOn ? byTarget[judgedOn].worst : {} };
+      } finally {
+        for (const [name, t] of Object.entries(peerTargets)) if (name !== "local") await t.stop();
       }
-      const ratios = peerRatios(runs);
-      results.peer = { version: k6.version, runs, ratios: ratios.runs, worst: ratios.worst };
-      log(`peer ratios by run: ${JSON.stringify(results.peer.ratios)}`);
     }
   }
   if (wanted("scale")) {
@@ -241,6 +260,54 @@ try {
   }
 } finally {
   await target.stop();
+}
+
+/**
+ * One paired run on `peerTarget`: each subject in turn, every peer workload. A workload a subject
+ * cannot finish (k6 + xk6-cable crashed under the listen workload on anycable-go here) is recorded
+ * as `{ error }` and the others go on.
+ */
+async function peerPair(peerTarget, subjects, p, tag) {
+  const pair = {};
+  // A real server pings every connection on its own timer, so a process holding users is never
+  // idle: a connect there is measured a fixed second after the last subscription, not when the CPU settles.
+  const settleMs = peerTarget.name === "local target" ? undefined : 1_000;
+  for (const [role, subject] of subjects) {
+    const label = `${subject.label} on ${peerTarget.name} (${tag})`;
+    const measured = async (workload, what, measure) => {
+      log(`peer ${workload}: ${label}, ${what}`);
+      try {
+        const figures = await measure();
+        log(`  ${JSON.stringify(figures)}`);
+        return figures;
+      } catch (err) {
+        log(`  failed: ${err.message}`);
+        return { error: err.message };
+      }
+    };
+    const connect = await measured("connect", `${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`, async () => {
+      const few = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / p.connect.seconds, tolerateLoss: true, settleMs });
+      const many = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.many, ratePerSecond: p.connect.many / p.connect.seconds, tolerateLoss: true, settleMs });
+      const users = many.subscribed - few.subscribed;
+      return {
+        marginalTotalCpuMsPerUser: Math.round(((many.cpuTotalSeconds - few.cpuTotalSeconds) * 1e6) / users) / 1000,
+        marginalWindowCpuMsPerUser: Math.round(((many.cpuSeconds - few.cpuSeconds) * 1e6) / users) / 1000,
+        marginalRssBytesPerUser: Math.round((many.rssBytes - few.rssBytes) / users),
+        few: { subscribed: few.subscribed, cpuTotalSeconds: few.cpuTotalSeconds, cpuSeconds: few.cpuSeconds, rssBytes: few.rssBytes },
+        many: { subscribed: many.subscribed, cpuTotalSeconds: many.cpuTotalSeconds, cpuSeconds: many.cpuSeconds, rssBytes: many.rssBytes },
+      };
+    });
+    const listen = await measured("listen", `N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`, async () => {
+      const l = await measureListen(peerTarget, subject, p.listen);
+      // Frames each subject received (k6's count is its own Counter), so a peer that lost some
+      // is not credited with them.
+      return { framesPerCpuSecond: Math.round(l.receivedFrames / l.cpuWithFlushSeconds), delivery: l.delivery, cpuWithFlushSeconds: l.cpuWithFlushSeconds, rssPeakBytes: l.rssPeakBytes };
+    });
+    const idle = await measured("idle", `${p.idle.n} users holding ${p.idle.holdS} s`, () => measureIdle(peerTarget, subject, p.idle));
+    const chat = await measured("chat", `${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`, () => measureChat(peerTarget, subject, p.chat));
+    pair[role] = { connect, listen, idle, chat };
+  }
+  return pair;
 }
 
 const { listen, latency, scale } = results;
@@ -263,6 +330,15 @@ results.ratios = {
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
   // The worst rate's best run.
   ...(ourArrivals.length ? { arrivals: Math.max(...mode.arrivals.rates.map((rate) => Math.min(...ourArrivals.filter((a) => a.rate === rate).map((a) => a.latenessMs.p99)))) } : {}),
+  // What the engine's timer costs at 100 arrivals/s (full mode only: the quick mode's 3 s phases
+  // leave about a second of warm phase, too few clock ticks for a figure).
+  ...(modeName === "full" && ourArrivals.some((a) => a.rate === 100) ? { "arrivals-cpu": Math.min(...ourArrivals.filter((a) => a.rate === 100).map((a) => a.cpuSecondsPer1000Arrivals ?? NaN)) } : {}),
+  ...(results.realServer
+    ? {
+        "real-throughput": results.realServer.listen["cable-engine"].framesPerCpuSecond / results.realServer.listen["bare-ws"].framesPerCpuSecond,
+        "real-delivery": results.realServer.listen["cable-engine"].delivery ?? NaN,
+      }
+    : {}),
   ...(results.peer?.worst ?? {}),
   ...(results.replay.default ? { replay: results.replay.default.error ? NaN : (results.replay.default.eventLoopLagMs?.p99 ?? NaN) } : {}),
 };

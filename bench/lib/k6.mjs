@@ -75,7 +75,7 @@ export const options = JSON.parse(__ENV.BENCH_OPTIONS);
 export default function () {
   const client = cable.connect(__ENV.BENCH_URL, { receiveTimeoutMs: 30000 });
   if (!client) return;
-  const channel = client.subscribe(__ENV.BENCH_CHANNEL);
+  const channel = client.subscribe(__ENV.BENCH_CHANNEL, JSON.parse(__ENV.BENCH_PARAMS));
   if (!channel) return;
   channel.ignoreReads();
   channel.onMessage((message) => {
@@ -168,7 +168,9 @@ export function k6Subject() {
     listen(target, p) {
       const run = startK6(found.bin, "k6-listen", LISTEN_SCRIPT, {
         BENCH_URL: target.cableUrl,
-        BENCH_CHANNEL: "BenchmarkChannel",
+        BENCH_CHANNEL: (target.channel ?? { channel: "BenchmarkChannel" }).channel,
+        // The identifier's other fields (a `$pubsub` stream's name): xk6-cable's subscribe params.
+        BENCH_PARAMS: JSON.stringify(Object.fromEntries(Object.entries(target.channel ?? {}).filter(([k]) => k !== "channel"))),
         BENCH_DEADLINE: String(p.deadline),
         BENCH_OPTIONS: JSON.stringify({ scenarios: k6Scenarios(p), summaryTrendStats: ["med", "p(95)", "p(99)"] }),
       });
@@ -177,7 +179,7 @@ export function k6Subject() {
     chat(target, p) {
       const run = startK6(found.bin, "k6-chat", CHAT_SCRIPT, {
         BENCH_URL: target.cableUrl,
-        BENCH_BROADCAST_URL: `${target.httpUrl}/_broadcast`,
+        BENCH_BROADCAST_URL: target.broadcastUrl ?? `${target.httpUrl}/_broadcast`,
         BENCH_ROOMS: String(p.rooms),
         BENCH_USERS: String(p.users),
         BENCH_RATE: String(p.rate),

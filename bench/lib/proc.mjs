@@ -12,7 +12,14 @@ const CLOCK_TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86-64
  * Artillery's worker threads (and threads that have already exited).
  */
 export function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch (err) {
+    // A subject that ended (or crashed) mid-measurement: say so, not ENOENT.
+    if (err.code === "ENOENT") throw new Error(`process ${pid} exited before it was measured`);
+    throw err;
+  }
   // The command name is in parentheses and may contain spaces: fields are counted after ") ".
   const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;

@@ -108,11 +108,11 @@ function arrivalSections(results) {
   }
   if (results.arrivals?.length) {
     lines.push(
-      "Arrival accuracy: VUs that only record when they started (`function` step), lateness against the uniform schedule; generator CPU per second in the middle of the phase.",
+      "Arrival accuracy: VUs that only record when they started (`function` step), lateness against the uniform schedule; generator CPU per second once the phase is warm (from 3 s in).",
       "",
-      "| arrival timer | rate | arrivals | lateness p50 / p99 / max ms | CPU-s per s |",
-      "|---|---|---|---|---|",
-      ...results.arrivals.map((a) => `| ${TIMER(a.precise)} | ${num(a.rate)}/s | ${num(a.arrivals)} / ${num(a.expected)} | ${num(a.latenessMs.p50, 2)} / ${num(a.latenessMs.p99, 2)} / ${num(a.latenessMs.max, 2)} | ${num(a.cpuPerSecond, 3)} |`),
+      "| arrival timer | rate | arrivals | lateness p50 / p99 / max ms | CPU-s per s | CPU-s per 1,000 arrivals |",
+      "|---|---|---|---|---|---|",
+      ...results.arrivals.map((a) => `| ${TIMER(a.precise)} | ${num(a.rate)}/s | ${num(a.arrivals)} / ${num(a.expected)} | ${num(a.latenessMs.p50, 2)} / ${num(a.latenessMs.p99, 2)} / ${num(a.latenessMs.max, 2)} | ${num(a.cpuPerSecond, 3)} | ${a.cpuSecondsPer1000Arrivals === undefined ? "–" : num(a.cpuSecondsPer1000Arrivals, 2)} |`),
       "",
     );
   }
@@ -128,21 +128,45 @@ function arrivalSections(results) {
       "",
     );
   }
-  if (results.peer?.runs) {
+  if (results.realServer) {
+    const { target, listen } = results.realServer;
+    const s = results.settings.realServer.listen;
+    const row = (name) => listen[name] ? `| ${LABELS[name] ?? name} | ${num(listen[name].framesPerCpuSecond)} | ${num(listen[name].framesPerCpuSecond / listen["bare-ws"].framesPerCpuSecond, 2)} | ${num(listen[name].delivery, 4)} |` : null;
+    lines.push(
+      `The listen workload on a real server, ${target} from the harness: ${num(s.n)} users on one \`$pubsub\` stream, 3 × ${s.broadcasts} broadcasts${s.repeats > 1 ? `, ${s.repeats} alternating runs each, the better counting` : ""}.`,
+      "",
+      "| subject | frames per CPU-s | × bare | delivery |",
+      "|---|---|---|---|",
+      ...["bare-ws", "cable-engine"].map(row).filter(Boolean),
+      "",
+    );
+  }
+  const peerTables = results.peer?.targets ?? (results.peer?.runs ? { "local target": results.peer } : null);
+  if (peerTables) {
     const p = results.peer;
     const ps = results.settings.peer;
     const r3 = (x) => num(x, 3);
     lines.push(
-      `Against ${p.version} with xk6-cable, paired runs (the engine, then k6, on the same workloads); the worst run's ratio counts. Connect: whole-process CPU and RSS once ${num(ps.connect.many)} users are subscribed minus ${num(ps.connect.few)}'s, per user; listen: ${num(ps.listen.n)} users, frames received ÷ CPU; chat: the capacity scenario, ${num(ps.chat.users)} users in ${ps.chat.rooms} rooms, ${ps.chat.rate} messages/s, CPU per delivered frame over ${ps.chat.windowMs / 1000} s.`,
-      "",
-      "| run | connect ms per user, engine / k6 | frames per CPU-s, engine / k6 | chat µs per frame, engine / k6 | RSS per user, engine / k6 | ratios: connect, frames, chat, memory |",
-      "|---|---|---|---|---|---|",
-      ...p.runs.map(({ engine, peer }, i) => {
-        const ratio = p.ratios[i];
-        return `| ${i + 1} | ${r3(engine.connect.marginalTotalCpuMsPerUser)} / ${r3(peer.connect.marginalTotalCpuMsPerUser)} | ${num(engine.listen.framesPerCpuSecond)} / ${num(peer.listen.framesPerCpuSecond)} | ${num(engine.chat.cpuUsPerFrame, 1)} / ${num(peer.chat.cpuUsPerFrame, 1)} | ${kb(engine.connect.marginalRssBytesPerUser)} / ${kb(peer.connect.marginalRssBytesPerUser)} | ${r3(ratio.connect)}, ${r3(ratio.frames)}, ${r3(ratio.chat)}, ${r3(ratio.memory)} |`;
-      }),
+      `Against ${p.version} with xk6-cable, paired runs (the engine, then k6, on the same workloads); the worst run's ratio counts${p.judgedOn ? `, judged on ${p.judgedOn}` : ""}. Connect: whole-process CPU and RSS once ${num(ps.connect.many)} users are subscribed minus ${num(ps.connect.few)}'s, per user; listen: ${num(ps.listen.n)} users, frames received ÷ CPU;${ps.idle ? ` idle: ${num(ps.idle.n)} subscribed users, CPU over ${ps.idle.holdS} s of holding (from ${ps.idle.settleS} s after the last subscribed) per user-second;` : ""} chat: the capacity scenario, ${num(ps.chat.users)} users in ${ps.chat.rooms} rooms, ${ps.chat.rate} messages/s, CPU per delivered frame over ${ps.chat.windowMs / 1000} s.`,
       "",
     );
+    for (const [name, t] of Object.entries(peerTables)) {
+      lines.push(
+        `On ${name}:`,
+        "",
+        "| run | connect ms per user, engine / k6 | frames per CPU-s, engine / k6 | idle µs per user-second, engine / k6 | chat µs per frame, engine / k6 | RSS per user, engine / k6 | ratios: connect, frames, idle, chat, memory |",
+        "|---|---|---|---|---|---|---|",
+        ...t.runs.map(({ engine, peer }, i) => {
+          const ratio = t.ratios[i];
+          // A workload a subject could not finish shows as "failed" in its cell, and no ratio.
+          const pair = (workload, figure) => [engine, peer].map((side) => (side[workload]?.error ? "failed" : side[workload] ? figure(side[workload]) : "–")).join(" / ");
+          const r = (x) => (x === undefined ? "–" : r3(x));
+          return `| ${i + 1} | ${pair("connect", (c) => r3(c.marginalTotalCpuMsPerUser))} | ${pair("listen", (l) => num(l.framesPerCpuSecond))} | ${pair("idle", (x) => num(x.cpuUsPerUserSecond, 1))} | ${pair("chat", (c) => num(c.cpuUsPerFrame, 1))} | ${pair("connect", (c) => kb(c.marginalRssBytesPerUser))} | ${r(ratio.connect)}, ${r(ratio.frames)}, ${r(ratio.idle)}, ${r(ratio.chat)}, ${r(ratio.memory)} |`;
+        }),
+        ...(t.peerFailed && Object.keys(t.peerFailed).length ? ["", `k6 could not finish: ${Object.entries(t.peerFailed).map(([w, n]) => `${w} in ${n} of ${t.runs.length} runs`).join(", ")} (those runs have no ratio for it; the log is in the results).`] : []),
+        "",
+      );
+    }
   } else if (results.peer?.skipped) {
     lines.push(`k6 + xk6-cable: ${results.peer.skipped}.`, "");
   }

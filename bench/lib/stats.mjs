@@ -57,31 +57,49 @@ export const GOALS = [
   { id: "scale", what: "connections held ÷ 20,000", direction: "higher", limit: 1, failAt: 0.75 },
   { id: "connect", what: "connect + subscribe CPU per VU, arrival timer included, vs bare ws's marginal", direction: "lower", limit: 3, failAt: 3.75 },
   { id: "arrivals", what: "arrival lateness p99 vs schedule, worst of 100/s and 1,000/s (ms)", direction: "lower", limit: 5, failAt: 6.25 },
+  { id: "arrivals-cpu", what: "the engine's arrival timer at 100 arrivals/s: generator CPU-s per 1,000 arrivals (full mode)", direction: "lower", limit: 0.5, failAt: 0.625 },
+  { id: "real-throughput", what: "on anycable-go: receive throughput vs bare ws (frames per CPU-second)", direction: "higher", limit: 0.6, failAt: 0.45 },
+  { id: "real-delivery", what: "on anycable-go: frames received ÷ frames sent (listen workload)", direction: "higher", limit: 1, failAt: 1 },
   { id: "replay", what: "RelayBox replay, target and generator each on a core of its own: generator event-loop lag p99 (ms)", direction: "lower", limit: 50, failAt: 62.5 },
   // Against k6 + xk6-cable (issue 28), each the worst of the runs' paired ratios.
   { id: "peer-connect", what: "connect + subscribe CPU per user (whole process, marginal) vs k6 + xk6-cable, worst run", direction: "lower", limit: 1, failAt: 1.25 },
   { id: "peer-frames", what: "received frames per CPU-second vs k6 + xk6-cable, worst run", direction: "higher", limit: 1.5, failAt: 1.125 },
   { id: "peer-chat", what: "active chat: CPU per delivered frame vs k6 + xk6-cable, worst run", direction: "lower", limit: 1, failAt: 1.25 },
   { id: "peer-memory", what: "RSS per connected user vs k6 + xk6-cable, worst run", direction: "lower", limit: 0.2, failAt: 0.25 },
+  { id: "peer-idle", what: "an idle subscribed user: CPU per user-second of holding vs k6 + xk6-cable, worst run", direction: "lower", limit: 1, failAt: 1.25 },
 ];
 
 /**
  * The peer comparison's figures from its paired runs (each run: the engine, then k6, on the same
- * workloads): one ratio per run, and the worst of them counts (a goal met in some runs and not
- * others is not met).
+ * workloads): one ratio per run and workload, and the worst of them counts (a goal met in some runs
+ * and not others is not met). A workload the engine could not finish is NaN (a regression); one
+ * the peer could not finish has no ratio in that run (nothing to compare), counted in `peerFailed`.
  */
 export function peerRatios(runs) {
-  const ratios = runs.map(({ engine, peer }) => ({
-    connect: engine.connect.marginalTotalCpuMsPerUser / peer.connect.marginalTotalCpuMsPerUser,
-    frames: engine.listen.framesPerCpuSecond / peer.listen.framesPerCpuSecond,
-    chat: engine.chat.cpuUsPerFrame / peer.chat.cpuUsPerFrame,
-    memory: engine.connect.marginalRssBytesPerUser / peer.connect.marginalRssBytesPerUser,
-  }));
-  const worst = (key, direction) => (direction === "higher" ? Math.min : Math.max)(...ratios.map((r) => r[key]));
-  return {
-    runs: ratios,
-    worst: { "peer-connect": worst("connect"), "peer-frames": worst("frames", "higher"), "peer-chat": worst("chat"), "peer-memory": worst("memory") },
+  const ratio = (engine, peer, pick) => {
+    if (!engine || engine.error) return NaN;
+    if (!peer || peer.error) return undefined;
+    return pick(engine) / pick(peer);
   };
+  const ratios = runs.map(({ engine, peer }) => {
+    const r = {
+      connect: ratio(engine.connect, peer.connect, (c) => c.marginalTotalCpuMsPerUser),
+      frames: ratio(engine.listen, peer.listen, (l) => l.framesPerCpuSecond),
+      chat: ratio(engine.chat, peer.chat, (c) => c.cpuUsPerFrame),
+      memory: ratio(engine.connect, peer.connect, (c) => c.marginalRssBytesPerUser),
+      ...(engine.idle || peer.idle ? { idle: ratio(engine.idle, peer.idle, (i) => i.cpuUsPerUserSecond) } : {}),
+    };
+    return Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined));
+  });
+  const peerFailed = {};
+  for (const { peer } of runs) for (const [workload, figures] of Object.entries(peer)) if (figures?.error) peerFailed[workload] = (peerFailed[workload] ?? 0) + 1;
+  const worst = (key, direction) => {
+    const values = ratios.map((r) => r[key]).filter((v) => v !== undefined);
+    if (values.length === 0) return undefined;
+    return (direction === "higher" ? Math.min : Math.max)(...values);
+  };
+  const goals = { "peer-connect": worst("connect"), "peer-frames": worst("frames", "higher"), "peer-chat": worst("chat"), "peer-memory": worst("memory"), "peer-idle": worst("idle") };
+  return { runs: ratios, worst: Object.fromEntries(Object.entries(goals).filter(([, v]) => v !== undefined)), peerFailed };
 }
 
 /**

@@ -18,6 +18,9 @@ const processor = path.join(here, "processor.cjs");
 export const IDENTIFIER = JSON.stringify({ channel: "BenchmarkChannel" });
 export const STREAM = "all";
 
+/** The identifier every listening user subscribes with on `target` (a real server without an app: a public `$pubsub` stream). */
+const identifierOf = (target) => JSON.stringify(target.channel ?? { channel: "BenchmarkChannel" });
+
 const workDir = mkdtempSync(path.join(os.tmpdir(), "cable-bench-"));
 let runs = 0;
 
@@ -86,7 +89,7 @@ export const bare = {
   name: "bare-ws",
   label: "bare ws client",
   listen(target, p, env) {
-    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p }, env);
+    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: identifierOf(target), ...p }, env);
     return { ...run, received: () => run.collect().received };
   },
   latency(target, p) {
@@ -94,7 +97,7 @@ export const bare = {
     return { ...run, rttMs: () => run.collect().rttMs };
   },
   scale(target, p) {
-    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: IDENTIFIER, ...p });
+    const run = startBare({ mode: "listen", url: target.cableUrl, identifier: identifierOf(target), ...p });
     return { ...run, errors: () => run.collect().errors };
   },
 };
@@ -105,18 +108,22 @@ function cableConfig(target, p, extra = {}) {
   return { target: target.cableUrl, engines: { cable: {} }, cable, processor, phases: listenPhases(p) };
 }
 
-const cableListenFlow = [
-  { connect: {} },
-  { subscribe: { channel: "BenchmarkChannel", as: "bench" } },
-  { function: "untilDeadline" },
-  { listen: { channel: "bench", for: "{{ listenFor }}" } },
-];
+/** Connect, subscribe to the target's stream, listen until the deadline. */
+function cableListenFlow(target) {
+  const { channel, stream_name: stream } = target.channel ?? { channel: "BenchmarkChannel" };
+  return [
+    { connect: {} },
+    { subscribe: channel === "$pubsub" ? { stream, as: "bench" } : { channel, as: "bench" } },
+    { function: "untilDeadline" },
+    { listen: { channel: "bench", for: "{{ listenFor }}" } },
+  ];
+}
 
 export const cableEngine = {
   name: "cable-engine",
   label: "Artillery + cable engine",
   listen(target, p, env) {
-    const run = startArtillery("cable-listen", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
+    const run = startArtillery("cable-listen", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow(target) }] }, { deadline: p.deadline, env });
     return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
   latency(target, p) {
@@ -141,13 +148,13 @@ export const cableEngine = {
   },
   /** scenarios/capacity-anycable.yml as users run it by message rate: `users` users, `rate` messages a second together. */
   chat(target, p) {
-    const overrides = { config: { target: target.cableUrl, phases: [{ name: "ramp", arrivalCount: p.users, duration: p.rampSeconds }] } };
+    const overrides = { config: { target: target.cableUrl, cable: { timeout: 10, anycable: { broadcastUrl: target.broadcastUrl } }, phases: [{ name: "ramp", arrivalCount: p.users, duration: p.rampSeconds }] } };
     const variables = { rooms: p.rooms, capacity_users: p.users, capacity_rate: p.rate, capacity_max_s: Math.ceil((p.deadline - Date.now()) / 1000) };
     const run = startArtillery("cable-chat", path.join(here, "..", "..", "scenarios", "capacity-anycable.yml"), { deadline: p.deadline, args: ["--overrides", JSON.stringify(overrides), "--variables", JSON.stringify(variables)] });
     return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
   scale(target, p) {
-    const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline });
+    const run = startArtillery("cable-scale", { config: cableConfig(target, p), scenarios: [{ engine: "cable", flow: cableListenFlow(target) }] }, { deadline: p.deadline });
     return { ...run, errors: () => errorCounters(run.collect()) };
   },
 };
@@ -157,7 +164,7 @@ export const cableEnginePrecise = {
   name: "cable-engine-precise-arrivals",
   label: "Artillery + cable engine, preciseArrivals",
   listen(target, p, env) {
-    const run = startArtillery("cable-listen-precise", { config: cableConfig(target, p, { preciseArrivals: true }), scenarios: [{ engine: "cable", flow: cableListenFlow }] }, { deadline: p.deadline, env });
+    const run = startArtillery("cable-listen-precise", { config: cableConfig(target, p, { preciseArrivals: true }), scenarios: [{ engine: "cable", flow: cableListenFlow(target) }] }, { deadline: p.deadline, env });
     return { ...run, received: () => run.collect().counters[METRICS.messagesReceived] ?? 0 };
   },
 };

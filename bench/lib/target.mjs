@@ -26,9 +26,14 @@ export async function startTarget({ cpus } = {}) {
 
 export class Target {
   constructor(child, urls) {
+    this.name = "local target";
     this.child = child;
     this.cableUrl = urls.cableUrl;
     this.httpUrl = urls.httpUrl;
+    /** AnyCable's broadcast endpoint, which the local target serves on its own port. */
+    this.broadcastUrl = `${urls.httpUrl}/_broadcast`;
+    /** What every listening user subscribes to: the identifier's fields, streaming `all`. */
+    this.channel = { channel: "BenchmarkChannel" };
   }
 
   /** The target's counters (GET /health): connectionsOpen, framesIn, framesOut, … */
@@ -40,7 +45,7 @@ export class Target {
 
   /** One AnyCable-style broadcast (POST /_broadcast); `data` is the message object. */
   async broadcast(stream, data) {
-    const res = await fetch(`${this.httpUrl}/_broadcast`, {
+    const res = await fetch(this.broadcastUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ stream, data: JSON.stringify(data) }),

@@ -229,7 +229,7 @@ function monotonicUs() {
  * The CPU cost of connecting and subscribing one VU: CPU from the moment n0 are subscribed to the
  * moment all n are, divided by the n − n0 that arrived in between. The VUs then idle to `deadline`.
  */
-export async function measureConnect(target, subject, { n0, n, ratePerSecond, env, endByItself = false, tolerateLoss = false }) {
+export async function measureConnect(target, subject, { n0, n, ratePerSecond, env, endByItself = false, tolerateLoss = false, settleMs }) {
   const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
   // Generous: the run is stopped as soon as it is measured, so a slow start-up costs nothing here.
   // A profiled run must end by itself instead (V8 writes its profiles at a normal exit only): its
@@ -247,7 +247,8 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   // ramp is over, the users subscribed when the count stops growing are the figure's users.
   const all = await target.waitFor(subscribedSince(base, n), { deadline: tolerateLoss ? Date.now() + rampMs + 5_000 : deadline, abandon: exited(run.child), pollMs: 20 });
   if (!all.ready && !tolerateLoss) throw new Error(`${subject.name} connect: only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
-  const settled = await waitCpuSettled(pid, { deadline });
+  // `settleMs`: a fixed wait instead, where the CPU never settles (a real server's pings, each connection on its own timer).
+  const settled = settleMs === undefined ? await waitCpuSettled(pid, { deadline }) : await sleep(settleMs).then(() => ({ cpu: cpuSeconds(pid), settled: true }));
   const subscribed = Math.min(n, (await target.health()).framesIn - base.framesIn);
   if (subscribed < n0 + (n - n0) * 0.8) throw new Error(`${subject.name} connect: only ${subscribed} of ${n} subscribed`);
   const window = { hrStartUs, hrEndUs: monotonicUs() };
@@ -263,6 +264,52 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   // The next run counts from the target's open connections: wait until these are gone.
   await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 20_000 });
   return { n0, n, subscribed, ratePerSecond, cpuSeconds: round(cpu, 3), cpuMsPerVu: round((cpu * 1000) / (subscribed - n0), 3), cpuTotalSeconds: round(cpuTotal, 3), rssBytes: rss, threads, window, exitCode: code };
+}
+
+/**
+ * An idle subscribed user (issue 43): `n` users connect and subscribe at `ratePerSecond`, then hold
+ * and receive only the server's pings. From `settleS` after the last one subscribed, the subject's
+ * CPU over `holdS` ÷ (users × seconds): the marginal cost of a user-second of holding, what a soak of
+ * lurkers pays every second. The first `settleS` (the ramp's tail, JIT, the first pings) is kept beside it.
+ */
+export async function measureIdle(target, subject, { n, ratePerSecond, settleS = 5, holdS = 30 }) {
+  const n0 = 10;
+  const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
+  const deadline = Date.now() + 20_000 + 3_000 + rampMs + (settleS + holdS) * 1000 + 15_000;
+  const base = await target.health();
+  const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline });
+  const pid = run.child.pid;
+  const fail = async (why) => {
+    run.child.kill("SIGKILL");
+    await exitWithin(run.child, 5_000);
+    throw new Error(`${subject.name} idle (n=${n}): ${why}${run.logPath ? `; see ${run.logPath}` : ""}`);
+  };
+  const all = await target.waitFor((c) => c.framesIn - base.framesIn >= n, { deadline, abandon: exited(run.child), pollMs: 50 });
+  if (!all.ready) return fail(`only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  const cpuSubscribed = cpuSeconds(pid);
+  await sleep(settleS * 1000);
+  const cpuSettled = cpuSeconds(pid);
+  const threadsStart = cpuByThread(pid);
+  const t0 = performance.now();
+  await sleep(holdS * 1000);
+  const cpuHeld = cpuSeconds(pid);
+  const seconds = (performance.now() - t0) / 1000;
+  const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
+  const { rss } = memory(pid);
+  run.child.kill("SIGKILL");
+  await exitWithin(run.child, 10_000);
+  await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
+  return {
+    n,
+    settleSeconds: settleS,
+    holdSeconds: round(seconds, 2),
+    cpuSettleSeconds: round(cpuSettled - cpuSubscribed, 3),
+    cpuHoldSeconds: round(cpuHeld - cpuSettled, 3),
+    cpuUsPerUserSecond: round(((cpuHeld - cpuSettled) * 1e6) / (n * seconds), 2),
+    settleCpuUsPerUserSecond: round(((cpuSettled - cpuSubscribed) * 1e6) / (n * settleS), 2),
+    holdCpuByThread: threads,
+    rssBytes: rss,
+  };
 }
 
 /**

@@ -61,3 +61,29 @@ test("against the peer, each run's ratios are paired and the worst run counts, i
   const goals = Object.fromEntries(evaluateGoals(r.worst).map((g) => [g.id, g.status]));
   assert.deepEqual(goals, { "peer-connect": "met", "peer-frames": "met", "peer-chat": "met", "peer-memory": "met" });
 });
+
+test("the idle ratio joins the peer's figures when both subjects were measured idle, the worst run counting", () => {
+  const side = (cpu, idle) => ({ connect: { marginalTotalCpuMsPerUser: cpu, marginalRssBytesPerUser: 1 }, listen: { framesPerCpuSecond: 1 }, chat: { cpuUsPerFrame: 1 }, ...(idle === undefined ? {} : { idle: { cpuUsPerUserSecond: idle } }) });
+  const r = peerRatios([{ engine: side(1, 30), peer: side(1, 25) }, { engine: side(1, 20), peer: side(1, 25) }]);
+  assert.deepEqual(r.runs.map((x) => x.idle), [1.2, 0.8]);
+  assert.equal(r.worst["peer-idle"], 1.2);
+  assert.equal(Object.fromEntries(evaluateGoals(r.worst).map((g) => [g.id, g.status]))["peer-idle"], "missed");
+  // Runs from before the idle workload: no idle goal, rather than a goal judged on nothing.
+  assert.equal(peerRatios([{ engine: side(1), peer: side(1) }]).worst["peer-idle"], undefined);
+});
+
+
+test("a workload the peer could not finish has no ratio in that run and is counted; one the engine could not finish regresses", () => {
+  const side = (cpu) => ({ connect: { marginalTotalCpuMsPerUser: cpu, marginalRssBytesPerUser: 1 }, listen: { framesPerCpuSecond: 2 }, chat: { cpuUsPerFrame: 1 } });
+  const crashed = { ...side(1), listen: { error: "process 1 exited before it was measured" } };
+  const r = peerRatios([{ engine: side(0.5), peer: crashed }, { engine: side(0.5), peer: side(1) }]);
+  assert.equal(r.runs[0].frames, undefined);
+  assert.equal(r.runs[1].frames, 1);
+  assert.equal(r.worst["peer-frames"], 1);
+  assert.deepEqual(r.peerFailed, { listen: 1 });
+  const ours = peerRatios([{ engine: { ...side(0.5), chat: { error: "timeout" } }, peer: side(1) }]);
+  assert.ok(Number.isNaN(ours.worst["peer-chat"]));
+  assert.equal(Object.fromEntries(evaluateGoals(ours.worst).map((g) => [g.id, g.status]))["peer-chat"], "regressed");
+  // Every run of the peer failed: no goal is judged on nothing.
+  assert.equal(peerRatios([{ engine: side(0.5), peer: crashed }]).worst["peer-frames"], undefined);
+});

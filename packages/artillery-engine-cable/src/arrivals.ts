@@ -22,8 +22,8 @@ import path from "node:path";
 // schedule (early or late). Waking the worker for every arrival was a third of a VU's connect
 // cost: at 1,000/s, 0.63 ms of CPU per connect + subscribe with a wake-up per arrival, 0.46 ms with
 // one per 5 ms (docs/benchmarks.md, "Connect cost"); the bench's bare ws client connects in 10 ms
-// ticks. Slower phases (an arrival every 5 ms or more) are unchanged:
-// every arrival on its own timer, never early.
+// ticks. Slower phases (an arrival every 5 ms or more) are unchanged: every arrival on its own
+// timer, at most TIMER_SLACK_MS early.
 //
 // Where: phases run in the worker thread that runs the VUs (runner.ts creates the phaser in `run`),
 // and each worker thread has its own module registry; the engine is constructed in that same
@@ -37,6 +37,14 @@ export const PINNED_ARRIVALS = "2.1.2";
 
 /** The shortest time between two wake-ups of a fast phase; its arrivals land within half of it. */
 export const ARRIVAL_BATCH_MS = 5;
+/**
+ * How early a timer may fire against `performance.now()`: Node times a setTimeout on libuv's clock,
+ * whole milliseconds cached once per loop iteration, so a timer for 9.7 ms can run a fraction of a
+ * millisecond before the arrival it is for. Without this slack such a wake-up emits nothing and
+ * sets a second timer for the rest: 1,835 wake-ups for 1,000 arrivals at 100/s, each as dear as an
+ * arrival on a virtual machine (docs/benchmarks.md, "The arrival timer on a real server's terms").
+ */
+export const TIMER_SLACK_MS = 1;
 /** Most arrivals one wake-up emits: a bound far above what a batch of a real phase holds. */
 const MAX_PER_WAKE = 100_000;
 
@@ -116,7 +124,7 @@ abstract class ScheduledArrivals extends EventEmitter {
   private fire(): void {
     this.timer = undefined;
     const now = (this.wokeAt = this.timers.now());
-    this.emitDue(now + this.leadMs);
+    this.emitDue(now + Math.max(this.leadMs, TIMER_SLACK_MS));
     this.schedule();
   }
 }

@@ -4,7 +4,7 @@ import { EventEmitter } from "node:events";
 import { counter, runArtillery } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ARRIVAL_BATCH_MS, installArrivals, PINNED_ARRIVALS, PoissonArrivals, resetArrivalsForTest, UniformArrivals, type ArrivalsModule, type Timers } from "../src/arrivals.js";
+import { ARRIVAL_BATCH_MS, TIMER_SLACK_MS, installArrivals, PINNED_ARRIVALS, PoissonArrivals, resetArrivalsForTest, UniformArrivals, type ArrivalsModule, type Timers } from "../src/arrivals.js";
 
 /** A manual clock: `advance` runs due timers in time order, each seeing its own firing time plus `late`. */
 class FakeTimers implements Timers {
@@ -52,6 +52,22 @@ describe("UniformArrivals", () => {
     expect(r.at).toHaveLength(100);
     expect(r.at.every((t, i) => t === (i + 1) * 10)).toBe(true);
     expect(r.finished()).toBe(1);
+  });
+
+  test("a timer that fires a fraction of a millisecond early (libuv's whole-ms clock) still emits its arrival: one wake-up per arrival", () => {
+    const timers = new FakeTimers();
+    timers.late = -0.7;
+    let wakeUps = 0;
+    const setTimeout = timers.setTimeout;
+    timers.setTimeout = (fn, ms) => (wakeUps++, setTimeout(fn, ms));
+    const p = new UniformArrivals(10, 1000, timers); // 100/s
+    const r = record(p, timers);
+    p.start();
+    timers.advance(5000);
+    expect(r.at).toHaveLength(100);
+    expect(wakeUps).toBe(100);
+    // Never later than the schedule, and never more than the slack early.
+    expect(r.at.every((t, i) => t <= (i + 1) * 10 && t >= (i + 1) * 10 - TIMER_SLACK_MS)).toBe(true);
   });
 
   test("a timer that fires late emits every arrival due at once: lateness never accumulates", () => {
