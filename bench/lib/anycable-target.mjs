@@ -9,10 +9,12 @@ import { startAnyCable } from "cable-test-servers";
 import { Target } from "./target.mjs";
 
 const METRICS_PATH = "/metrics";
+/** How often anycable-go refreshes its gauges (--stats_refresh_interval, in seconds there). */
+const STATS_REFRESH_MS = 1_000;
 
 /** `args`: more of anycable-go's flags (the bench's ping experiment: `--ping_interval=30`). */
 export async function startAnycableTarget({ args = [] } = {}) {
-  const server = await startAnyCable({ args: [`--metrics_http=${METRICS_PATH}`, "--stats_refresh_interval=1", ...args] });
+  const server = await startAnyCable({ args: [`--metrics_http=${METRICS_PATH}`, `--stats_refresh_interval=${STATS_REFRESH_MS / 1000}`, ...args] });
   return new AnycableTarget(server);
 }
 
@@ -44,6 +46,25 @@ export class AnycableTarget extends Target {
     if (!res.ok) throw new Error(`GET ${METRICS_PATH} answered ${res.status}`);
     const m = parsePrometheus(await res.text());
     return { connectionsOpen: m.anycable_go_clients_num ?? m.clients_num ?? 0, framesIn: m.anycable_go_client_msg_total ?? m.client_msg_total ?? 0, framesOut: m.anycable_go_server_msg_total ?? m.server_msg_total ?? 0 };
+  }
+
+  /**
+   * The counters a measurement starts from, once the gauge of open connections has caught up with
+   * the last run's closes: every workload starts with no users connected, and a base read from a
+   * gauge still counting them would never let the next run's connections exceed it.
+   */
+  async baseline() {
+    const deadline = Date.now() + 30_000;
+    let zeroSince;
+    for (;;) {
+      const counters = await this.health();
+      if (counters.connectionsOpen > 0) zeroSince = undefined;
+      else zeroSince ??= Date.now();
+      // Zero across one whole refresh of the gauge (--stats_refresh_interval=1).
+      if (zeroSince !== undefined && Date.now() - zeroSince >= STATS_REFRESH_MS + 200) return counters;
+      if (Date.now() > deadline) throw new Error(`anycable-go still counts ${counters.connectionsOpen} open connections 30 s after the last run`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   async stop() {

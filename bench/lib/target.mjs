@@ -43,6 +43,11 @@ export class Target {
     return res.json();
   }
 
+  /** The counters a measurement starts from: the local target's are exact at once. */
+  async baseline() {
+    return this.health();
+  }
+
   /** One AnyCable-style broadcast (POST /_broadcast); `data` is the message object. */
   async broadcast(stream, data) {
     const res = await fetch(this.broadcastUrl, {

@@ -22,6 +22,11 @@ function subscribedSince(base, n) {
   return (c) => c.connectionsOpen - base.connectionsOpen >= n && c.framesIn - base.framesIn >= n;
 }
 
+/** What a wait for `n` subscribed users saw, for its error message. */
+function sawSince(base, counters, n) {
+  return `${counters.framesIn - base.framesIn} of ${n} subscribed, ${counters.connectionsOpen - base.connectionsOpen} more connections open`;
+}
+
 function exited(child) {
   return () => child.exitCode !== null || child.signalCode !== null;
 }
@@ -39,22 +44,24 @@ export async function measureListen(target, subject, { n0, n, broadcasts, ratePe
   // Artillery starts in ~3 s on a quiet 2-core machine; a busy one (CI neighbours) takes 2–4× that.
   const startupMs = 12_000;
   const deadline = Date.now() + startupMs + 1_000 + pauseMs + rampMs + 2 * SETTLE_MS + 3_000 + windowBudgetMs;
-  const base = await target.health();
+  const base = await target.baseline();
   const run = subject.listen(target, { n0, n, pauseMs, ratePerSecond, deadline }, env);
   const pid = run.child.pid;
   const fail = async (why) => {
     run.child.kill("SIGKILL");
     await exitWithin(run.child, 5_000);
+    // The next measurement's base must not count this run's connections.
+    await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
     throw new Error(`${subject.name} listen (n=${n}): ${why}${run.logPath ? `; see ${run.logPath}` : ""}`);
   };
 
   const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child) });
-  if (!small.ready) return fail(`only ${small.counters.framesIn - base.framesIn} of the first ${n0} subscribed`);
+  if (!small.ready) return fail(sawSince(base, small.counters, n0));
   await sleep(SETTLE_MS);
   const rssSmall = await steadyRss(pid);
 
   const all = await target.waitFor(subscribedSince(base, n), { deadline, abandon: exited(run.child) });
-  if (!all.ready) return fail(`only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  if (!all.ready) return fail(sawSince(base, all.counters, n));
   await sleep(SETTLE_MS);
   const rssLarge = await steadyRss(pid);
   const idleCpuStart = cpuSeconds(pid);
@@ -171,7 +178,7 @@ export async function measureScale(target, subject, { n, ratePerSecond, holdMs, 
   const pauseMs = 3_000;
   const rampMs = Math.ceil(n / ratePerSecond) * 1000;
   const deadline = Date.now() + 8_000 + pauseMs + rampMs + holdMs;
-  const base = await target.health();
+  const base = await target.baseline();
   const run = subject.scale(target, { n0, n, pauseMs, ratePerSecond, localAddresses, deadline });
   const pid = run.child.pid;
   const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child) });
@@ -235,22 +242,29 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
   // A profiled run must end by itself instead (V8 writes its profiles at a normal exit only): its
   // VUs leave soon after the ramp.
   const deadline = Date.now() + (endByItself ? 12_000 : 20_000) + 1_000 + 3_000 + rampMs + (endByItself ? 2_000 : 15_000);
-  const base = await target.health();
+  const base = await target.baseline();
   const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline }, env);
   const pid = run.child.pid;
+  const fail = async (why) => {
+    run.child.kill("SIGKILL");
+    await exitWithin(run.child, 5_000);
+    // The next measurement's base must not count this run's connections.
+    await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
+    throw new Error(`${subject.name} connect: ${why}${run.logPath ? `; see ${run.logPath}` : ""}`);
+  };
   const small = await target.waitFor(subscribedSince(base, n0), { deadline, abandon: exited(run.child), pollMs: 20 });
-  if (!small.ready) throw new Error(`${subject.name} connect: the first ${n0} did not subscribe`);
+  if (!small.ready) return fail(`the first ${n0}: ${sawSince(base, small.counters, n0)}`);
   const cpuStart = cpuSeconds(pid);
   const threadsStart = cpuByThread(pid);
   const hrStartUs = monotonicUs();
   // `tolerateLoss` (the peer, which loses a few subscriptions to a race of its own): once the
   // ramp is over, the users subscribed when the count stops growing are the figure's users.
   const all = await target.waitFor(subscribedSince(base, n), { deadline: tolerateLoss ? Date.now() + rampMs + 5_000 : deadline, abandon: exited(run.child), pollMs: 20 });
-  if (!all.ready && !tolerateLoss) throw new Error(`${subject.name} connect: only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  if (!all.ready && !tolerateLoss) return fail(sawSince(base, all.counters, n));
   // `settleMs`: a fixed wait instead, where the CPU never settles (a real server's pings, each connection on its own timer).
   const settled = settleMs === undefined ? await waitCpuSettled(pid, { deadline }) : await sleep(settleMs).then(() => ({ cpu: cpuSeconds(pid), settled: true }));
   const subscribed = Math.min(n, (await target.health()).framesIn - base.framesIn);
-  if (subscribed < n0 + (n - n0) * 0.8) throw new Error(`${subject.name} connect: only ${subscribed} of ${n} subscribed`);
+  if (subscribed < n0 + (n - n0) * 0.8) return fail(`only ${subscribed} of ${n} subscribed`);
   const window = { hrStartUs, hrEndUs: monotonicUs() };
   const cpu = settled.cpu - cpuStart;
   const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
@@ -272,32 +286,38 @@ export async function measureConnect(target, subject, { n0, n, ratePerSecond, en
  * CPU over `holdS` ÷ (users × seconds): the marginal cost of a user-second of holding, what a soak of
  * lurkers pays every second. The first `settleS` (the ramp's tail, JIT, the first pings) is kept beside it.
  */
-export async function measureIdle(target, subject, { n, ratePerSecond, settleS = 5, holdS = 30 }) {
+export async function measureIdle(target, subject, { n, ratePerSecond, settleS = 5, holdS = 30, env, endByItself = false }) {
   const n0 = 10;
   const rampMs = Math.ceil((n - n0) / ratePerSecond) * 1000;
-  const deadline = Date.now() + 20_000 + 3_000 + rampMs + (settleS + holdS) * 1000 + 15_000;
-  const base = await target.health();
-  const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline });
+  // A profiled run must end by itself (V8 writes its profiles at a normal exit only): its users
+  // listen until about 2 s after the hold, instead of being killed when it is measured.
+  const slackMs = endByItself ? 2_000 : 15_000;
+  const deadline = Date.now() + 20_000 + 3_000 + rampMs + (settleS + holdS) * 1000 + slackMs;
+  const base = await target.baseline();
+  const run = subject.listen(target, { n0, n, pauseMs: 3_000, ratePerSecond, deadline }, env);
   const pid = run.child.pid;
   const fail = async (why) => {
     run.child.kill("SIGKILL");
     await exitWithin(run.child, 5_000);
+    await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
     throw new Error(`${subject.name} idle (n=${n}): ${why}${run.logPath ? `; see ${run.logPath}` : ""}`);
   };
   const all = await target.waitFor((c) => c.framesIn - base.framesIn >= n, { deadline, abandon: exited(run.child), pollMs: 50 });
-  if (!all.ready) return fail(`only ${all.counters.framesIn - base.framesIn} of ${n} subscribed`);
+  if (!all.ready) return fail(sawSince(base, all.counters, n));
   const cpuSubscribed = cpuSeconds(pid);
   await sleep(settleS * 1000);
   const cpuSettled = cpuSeconds(pid);
   const threadsStart = cpuByThread(pid);
   const t0 = performance.now();
+  const hrStartUs = monotonicUs();
   await sleep(holdS * 1000);
   const cpuHeld = cpuSeconds(pid);
+  const window = { hrStartUs, hrEndUs: monotonicUs() };
   const seconds = (performance.now() - t0) / 1000;
   const threads = cpuByThreadSince(threadsStart, cpuByThread(pid));
   const { rss } = memory(pid);
-  run.child.kill("SIGKILL");
-  await exitWithin(run.child, 10_000);
+  if (!endByItself) run.child.kill("SIGKILL");
+  await exitWithin(run.child, endByItself ? deadline - Date.now() + 30_000 : 10_000);
   await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
   return {
     n,
@@ -309,6 +329,7 @@ export async function measureIdle(target, subject, { n, ratePerSecond, settleS =
     settleCpuUsPerUserSecond: round(((cpuSettled - cpuSubscribed) * 1e6) / (n * settleS), 2),
     holdCpuByThread: threads,
     rssBytes: rss,
+    window,
   };
 }
 
@@ -320,14 +341,16 @@ export async function measureIdle(target, subject, { n, ratePerSecond, settleS =
  */
 export async function measureChat(target, subject, { users, rooms, rate, rampSeconds, settleMs, windowMs }) {
   const deadline = Date.now() + 15_000 + rampSeconds * 1000 + settleMs + windowMs + 10_000;
-  const base = await target.health();
+  const base = await target.baseline();
   const run = subject.chat(target, { users, rooms, rate, rampSeconds, deadline });
   const pid = run.child.pid;
   const all = await target.waitFor(subscribedSince(base, users), { deadline, abandon: exited(run.child), pollMs: 50 });
   if (!all.ready) {
     run.child.kill("SIGKILL");
     await exitWithin(run.child, 5_000);
-    throw new Error(`${subject.name} chat: only ${all.counters.framesIn - base.framesIn} of ${users} subscribed${run.logPath ? `; see ${run.logPath}` : ""}`);
+    // The next measurement's base must not count this run's connections.
+    await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 30_000, pollMs: 250 });
+    throw new Error(`${subject.name} chat: ${sawSince(base, all.counters, users)}${run.logPath ? `; see ${run.logPath}` : ""}`);
   }
   await sleep(settleMs);
   const before = await target.health();
