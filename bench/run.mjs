@@ -29,6 +29,10 @@ const { values: flags } = parseArgs({
     "no-scale": { type: "boolean", default: false },
     only: { type: "string" },
     "peer-runs": { type: "string" },
+    "arrival-runs": { type: "string" },
+    "peer-workloads": { type: "string" },
+    "peer-connect-many": { type: "string" },
+    "arrival-rates": { type: "string" },
     "peer-targets": { type: "string" },
     "replay-rate": { type: "string" },
     render: { type: "string" },
@@ -37,7 +41,7 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, realServer, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --peer-targets the targets of the peer runs, in turn within each run (default local,anycable-go; the goals are judged on the last)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, realServer, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --peer-workloads comma-separated: connect, listen, idle, chat (default: all)\n  --peer-connect-many the connect workload's larger count of users (default 2000; memory per user is within the method's noise below ~10,000)\n  --arrival-runs how many runs of each arrival rate of the engine's timer (default 1 in full mode, 2 in quick; the CPU goal takes the worst; Artillery's own timer runs once)\n  --arrival-rates comma-separated arrivals per second (default 100,1000)\n  --peer-targets the targets of the peer runs, in turn within each run (default local,anycable-go; the goals are judged on the last)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
 }
@@ -83,8 +87,10 @@ const MODES = {
     listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
     latency: { n: 10, iterations: 200, thinkMs: 20 },
     connect: { few: 200, many: 2_000, seconds: 2, precise: true },
-    // 10 s phases: the CPU figure is taken from 3 s in, when Artillery's start-up is over.
-    arrivals: { rates: [100, 1_000], seconds: 10, precise: true, repeats: 1 },
+    // 60 s phases, the CPU figure taken from 30 s in: an Artillery process's CPU keeps falling for
+    // its first half minute whatever its timer does (V8 warming: 35 ms/s at 100 arrivals/s 10 s in,
+    // 19 ms/s a minute in; an idle one has full collections on V8's helper threads for ~20 s).
+    arrivals: { rates: [100, 1_000], seconds: 60, warmSeconds: 30, precise: true, repeats: 1 },
     realServer: { listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500, repeats: 1 } },
     replay: { precise: true },
     // Against k6 + xk6-cable, the peer our users would pick instead: paired runs (the engine, then
@@ -99,7 +105,9 @@ const MODES = {
       connect: { few: 200, many: 2_000, seconds: 2 },
       // 2,000 subscribed users on one stream, then the CPU of 30 s of holding (after 5 s).
       idle: { n: 2_000, ratePerSecond: 500, settleS: 5, holdS: 30 },
-      listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500 },
+      // k6 beside anycable-go on the same two cores fell seconds behind the broadcasts and ended at
+      // its deadline unmeasured in 4 of 5 runs at the default 25k frames/s budget: 10k frames/s here.
+      listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500, slowestFramesPerSecond: 10_000 },
       chat: { users: 1_000, rooms: 10, rate: 50, rampSeconds: 5, settleMs: 5_000, windowMs: 20_000 },
     },
     scale: { n: 20_000, ratePerSecond: 500, holdMs: 10_000, localAddresses: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
@@ -110,6 +118,14 @@ const mode = MODES[modeName];
 if (flags["no-scale"]) mode.scale = null;
 if (flags["peer-runs"] && mode.peer) mode.peer.runs = Number(flags["peer-runs"]);
 if (flags["peer-targets"] && mode.peer) mode.peer.targets = flags["peer-targets"].split(",");
+if (flags["peer-workloads"] && mode.peer) mode.peer.workloads = flags["peer-workloads"].split(",");
+if (flags["peer-connect-many"] && mode.peer) {
+  // More users arrive at the same 1,000/s (the few still over the default 2 s).
+  const { few, many, seconds } = mode.peer.connect;
+  mode.peer.connect = { few, many: Number(flags["peer-connect-many"]), seconds: Math.max(seconds, Math.ceil(Number(flags["peer-connect-many"]) / (many / seconds))), fewSeconds: seconds };
+}
+if (flags["arrival-runs"]) mode.arrivals.repeats = Number(flags["arrival-runs"]);
+if (flags["arrival-rates"]) mode.arrivals.rates = flags["arrival-rates"].split(",").map(Number);
 const only = flags.only ? new Set(flags.only.split(",")) : undefined;
 const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section));
 
@@ -167,9 +183,9 @@ try {
   for (const [name, runs] of Object.entries(connectRuns)) results.connect[name] = bestConnectRun(runs);
   for (const precise of !wanted("arrivals") ? [] : mode.arrivals.precise ? [false, true] : [false]) {
     for (const rate of mode.arrivals.rates) {
-      for (let run = 0; run < mode.arrivals.repeats; run++) {
+      for (let run = 0; run < (precise ? 1 : mode.arrivals.repeats); run++) {
         log(`arrivals: ${rate}/s for ${mode.arrivals.seconds} s, ${precise ? "Artillery's timer (preciseArrivals)" : "the engine's timer"}`);
-        const a = await measureArrivals(target, { rate, seconds: mode.arrivals.seconds, precise });
+        const a = await measureArrivals(target, { rate, seconds: mode.arrivals.seconds, warmSeconds: mode.arrivals.warmSeconds, precise });
         results.arrivals.push(a);
         log(`  ${JSON.stringify(a)}`);
       }
@@ -288,8 +304,11 @@ async function peerPair(peerTarget, subjects, p, tag) {
         return { error: err.message };
       }
     };
-    const connect = await measured("connect", `${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`, async () => {
-      const few = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / p.connect.seconds, tolerateLoss: true, settleMs });
+    // A workload left out (--peer-workloads) is absent for both subjects, and has no ratio.
+    const wanted = (workload) => !p.workloads || p.workloads.includes(workload);
+    const skip = async () => undefined;
+    const connect = await (wanted("connect") ? measured : skip)("connect", `${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`, async () => {
+      const few = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / (p.connect.fewSeconds ?? p.connect.seconds), tolerateLoss: true, settleMs });
       const many = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.many, ratePerSecond: p.connect.many / p.connect.seconds, tolerateLoss: true, settleMs });
       const users = many.subscribed - few.subscribed;
       return {
@@ -300,14 +319,14 @@ async function peerPair(peerTarget, subjects, p, tag) {
         many: { subscribed: many.subscribed, cpuTotalSeconds: many.cpuTotalSeconds, cpuSeconds: many.cpuSeconds, rssBytes: many.rssBytes },
       };
     });
-    const listen = await measured("listen", `N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`, async () => {
+    const listen = await (wanted("listen") ? measured : skip)("listen", `N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`, async () => {
       const l = await measureListen(peerTarget, subject, p.listen);
       // Frames each subject received (k6's count is its own Counter), so a peer that lost some
       // is not credited with them.
       return { framesPerCpuSecond: Math.round(l.receivedFrames / l.cpuWithFlushSeconds), delivery: l.delivery, cpuWithFlushSeconds: l.cpuWithFlushSeconds, rssPeakBytes: l.rssPeakBytes };
     });
-    const idle = await measured("idle", `${p.idle.n} users holding ${p.idle.holdS} s`, () => measureIdle(peerTarget, subject, p.idle));
-    const chat = await measured("chat", `${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`, () => measureChat(peerTarget, subject, p.chat));
+    const idle = await (wanted("idle") ? measured : skip)("idle", `${p.idle.n} users holding ${p.idle.holdS} s`, () => measureIdle(peerTarget, subject, p.idle));
+    const chat = await (wanted("chat") ? measured : skip)("chat", `${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`, () => measureChat(peerTarget, subject, p.chat));
     pair[role] = { connect, listen, idle, chat };
   }
   return pair;
@@ -333,9 +352,9 @@ results.ratios = {
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
   // The worst rate's best run.
   ...(ourArrivals.length ? { arrivals: Math.max(...mode.arrivals.rates.map((rate) => Math.min(...ourArrivals.filter((a) => a.rate === rate).map((a) => a.latenessMs.p99)))) } : {}),
-  // What the engine's timer costs at 100 arrivals/s (full mode only: the quick mode's 3 s phases
-  // leave about a second of warm phase, too few clock ticks for a figure).
-  ...(modeName === "full" && ourArrivals.some((a) => a.rate === 100) ? { "arrivals-cpu": Math.min(...ourArrivals.filter((a) => a.rate === 100).map((a) => a.cpuSecondsPer1000Arrivals ?? NaN)) } : {}),
+  // What the engine's timer costs at 100 arrivals/s, the worst run counting (full mode only: the
+  // quick mode's 3 s phases are all start-up).
+  ...(modeName === "full" && ourArrivals.some((a) => a.rate === 100) ? { "arrivals-cpu": Math.max(...ourArrivals.filter((a) => a.rate === 100).map((a) => a.cpuSecondsPer1000Arrivals ?? NaN)) } : {}),
   ...(results.realServer
     ? {
         "real-throughput": results.realServer.listen["cable-engine"].framesPerCpuSecond / results.realServer.listen["bare-ws"].framesPerCpuSecond,

@@ -18,8 +18,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 const round = (v, digits = 3) => (v === undefined || v === null || Number.isNaN(v) ? null : Math.round(v * 10 ** digits) / 10 ** digits);
 
-/** How long into a phase the arrival timer's CPU is measured from (see measureArrivals). */
-const WARM_MS = 3_000;
 
 /** Samples a process's CPU (all threads) every `everyMs` until it exits: [{at (epoch ms), cpu (s)}]. */
 function sampleCpu(child, everyMs = 100) {
@@ -46,7 +44,7 @@ function cpuPerSecond(samples, from, to) {
  * One arrival phase of `rate`/s for `seconds` with the cable engine loaded: lateness of each
  * arrival against the uniform schedule, and the generator's CPU per second during the phase.
  */
-export async function measureArrivals(target, { rate, seconds, precise }) {
+export async function measureArrivals(target, { rate, seconds, precise, warmSeconds = 3 }) {
   const file = path.join(os.tmpdir(), `cable-bench-arrivals-${process.pid}-${rate}-${precise ? "precise" : "default"}.txt`);
   rmSync(file, { force: true });
   const deadline = Date.now() + 60_000 + seconds * 1000;
@@ -69,7 +67,11 @@ export async function measureArrivals(target, { rate, seconds, precise }) {
   const late = arrivalLateness(times, 1000 / rate);
   const first = Math.min(...times);
   const last = Math.max(...times);
-  const steady = cpuPerSecond(samples, first + Math.min(WARM_MS, (last - first) / 2), last - 300);
+  const from = first + Math.min(warmSeconds * 1000, (last - first) / 2);
+  const steady = cpuPerSecond(samples, from, last - 300);
+  // The phase's CPU per second, 10 s at a time: how the cost falls as V8 warms (docs/benchmarks.md).
+  const by10s = [];
+  for (let at = first; at + 10_000 <= last; at += 10_000) by10s.push(round(cpuPerSecond(samples, at, at + 10_000)));
   return {
     rate,
     seconds,
@@ -77,10 +79,12 @@ export async function measureArrivals(target, { rate, seconds, precise }) {
     arrivals: times.length,
     expected: rate * seconds,
     latenessMs: { p50: round(percentile(late, 50)), p99: round(percentile(late, 99)), max: round(Math.max(...late)) },
-    // The phase once warm: its first seconds are Artillery's start-up (the JIT, the heap's first
-    // collections: 0.43–0.60 CPU-s per 1,000 arrivals at 100/s measured from 300 ms in, 0.22 steady),
-    // its end Artillery's wind-down.
+    // The phase once warm, from `warmSeconds` in (at most half of it) to its end: its first half
+    // minute is Artillery's and V8's start-up (the JIT, the heap growing, the memory reducer's full
+    // collections on V8's helper threads), the same for any timer; its end Artillery's wind-down.
+    cpuWindowS: [round((from - first) / 1000, 1), round((last - 300 - first) / 1000, 1)],
     cpuPerSecond: round(steady),
+    cpuPerSecondBy10s: by10s,
     cpuSecondsPer1000Arrivals: round(steady === null ? null : (steady / rate) * 1000),
   };
 }

@@ -77,6 +77,8 @@ export const GOALS = [
  */
 export function peerRatios(runs) {
   const ratio = (engine, peer, pick) => {
+    // A workload not run in this pair (--peer-workloads) has no ratio; one the engine could not finish regresses.
+    if (engine === undefined && peer === undefined) return undefined;
     if (!engine || engine.error) return NaN;
     if (!peer || peer.error) return undefined;
     return pick(engine) / pick(peer);

@@ -87,3 +87,12 @@ test("a workload the peer could not finish has no ratio in that run and is count
   // Every run of the peer failed: no goal is judged on nothing.
   assert.equal(peerRatios([{ engine: side(0.5), peer: crashed }]).worst["peer-frames"], undefined);
 });
+
+test("a workload left out of a pair (--peer-workloads) has no ratio and no goal, the others are judged", () => {
+  const side = { connect: { marginalTotalCpuMsPerUser: 0.5, marginalRssBytesPerUser: 5_000 }, listen: undefined, idle: undefined, chat: undefined };
+  const peer = { connect: { marginalTotalCpuMsPerUser: 1, marginalRssBytesPerUser: 100_000 }, listen: undefined, idle: undefined, chat: undefined };
+  const r = peerRatios([{ engine: side, peer }]);
+  assert.deepEqual(r.runs, [{ connect: 0.5, memory: 0.05 }]);
+  assert.deepEqual(r.worst, { "peer-connect": 0.5, "peer-memory": 0.05 });
+  assert.deepEqual(r.peerFailed, {});
+});
