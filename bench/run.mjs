@@ -116,16 +116,38 @@ const MODES = {
 const modeName = flags.quick ? "quick" : "full";
 const mode = MODES[modeName];
 if (flags["no-scale"]) mode.scale = null;
-if (flags["peer-runs"] && mode.peer) mode.peer.runs = Number(flags["peer-runs"]);
-if (flags["peer-targets"] && mode.peer) mode.peer.targets = flags["peer-targets"].split(",");
-if (flags["peer-workloads"] && mode.peer) mode.peer.workloads = flags["peer-workloads"].split(",");
-if (flags["peer-connect-many"] && mode.peer) {
-  // More users arrive at the same 1,000/s (the few still over the default 2 s).
-  const { few, many, seconds } = mode.peer.connect;
-  mode.peer.connect = { few, many: Number(flags["peer-connect-many"]), seconds: Math.max(seconds, Math.ceil(Number(flags["peer-connect-many"]) / (many / seconds))), fewSeconds: seconds };
+/** A flag's whole number within [min, max], or a clear error before anything starts (exit 2). */
+function count(flag, min, max) {
+  const n = Number(flags[flag]);
+  if (Number.isInteger(n) && n >= min && n <= max) return n;
+  console.error(`--${flag}: a whole number from ${min} to ${max}, not ${JSON.stringify(flags[flag])}`);
+  process.exit(2);
 }
-if (flags["arrival-runs"]) mode.arrivals.repeats = Number(flags["arrival-runs"]);
-if (flags["arrival-rates"]) mode.arrivals.rates = flags["arrival-rates"].split(",").map(Number);
+/** A comma-separated flag whose every item is one of `allowed`. */
+function oneOf(flag, allowed) {
+  const items = flags[flag].split(",");
+  const unknown = items.filter((i) => !allowed.includes(i));
+  if (unknown.length === 0) return items;
+  console.error(`--${flag}: ${unknown.map((u) => JSON.stringify(u)).join(", ")} not one of ${allowed.join(", ")}`);
+  process.exit(2);
+}
+if (flags["peer-runs"] && mode.peer) mode.peer.runs = count("peer-runs", 1, 50);
+if (flags["peer-targets"] && mode.peer) mode.peer.targets = oneOf("peer-targets", ["local", "anycable-go"]);
+if (flags["peer-workloads"] && mode.peer) mode.peer.workloads = oneOf("peer-workloads", ["connect", "listen", "idle", "chat"]);
+if (flags["peer-connect-many"] && mode.peer) {
+  // More users arrive at the default's rate (1,000/s); the few still over the default's seconds.
+  const { few, many, seconds } = mode.peer.connect;
+  const more = count("peer-connect-many", few + 1, 18_000);
+  mode.peer.connect = { few, many: more, seconds: Math.max(seconds, Math.ceil((more * seconds) / many)), fewSeconds: seconds };
+}
+if (flags["arrival-runs"]) mode.arrivals.repeats = count("arrival-runs", 1, 50);
+if (flags["arrival-rates"]) {
+  mode.arrivals.rates = flags["arrival-rates"].split(",").map(Number);
+  if (!mode.arrivals.rates.every((r) => Number.isInteger(r) && r > 0 && r <= 5_000)) {
+    console.error(`--arrival-rates: whole arrivals per second from 1 to 5000, comma-separated, not ${JSON.stringify(flags["arrival-rates"])}`);
+    process.exit(2);
+  }
+}
 const only = flags.only ? new Set(flags.only.split(",")) : undefined;
 const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section));
 
@@ -294,6 +316,8 @@ async function peerPair(peerTarget, subjects, p, tag) {
   for (const [role, subject] of subjects) {
     const label = `${subject.label} on ${peerTarget.name} (${tag})`;
     const measured = async (workload, what, measure) => {
+      // A workload left out (--peer-workloads) is absent for both subjects, and has no ratio.
+      if (p.workloads && !p.workloads.includes(workload)) return undefined;
       log(`peer ${workload}: ${label}, ${what}`);
       try {
         const figures = await measure();
@@ -304,10 +328,7 @@ async function peerPair(peerTarget, subjects, p, tag) {
         return { error: err.message };
       }
     };
-    // A workload left out (--peer-workloads) is absent for both subjects, and has no ratio.
-    const wanted = (workload) => !p.workloads || p.workloads.includes(workload);
-    const skip = async () => undefined;
-    const connect = await (wanted("connect") ? measured : skip)("connect", `${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`, async () => {
+    const connect = await measured("connect", `${p.connect.few} and ${p.connect.many} users, each over ${p.connect.seconds} s`, async () => {
       const few = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.few, ratePerSecond: p.connect.few / (p.connect.fewSeconds ?? p.connect.seconds), tolerateLoss: true, settleMs });
       const many = await measureConnect(peerTarget, subject, { n0: 10, n: 10 + p.connect.many, ratePerSecond: p.connect.many / p.connect.seconds, tolerateLoss: true, settleMs });
       const users = many.subscribed - few.subscribed;
@@ -319,14 +340,14 @@ async function peerPair(peerTarget, subjects, p, tag) {
         many: { subscribed: many.subscribed, cpuTotalSeconds: many.cpuTotalSeconds, cpuSeconds: many.cpuSeconds, rssBytes: many.rssBytes },
       };
     });
-    const listen = await (wanted("listen") ? measured : skip)("listen", `N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`, async () => {
+    const listen = await measured("listen", `N=${p.listen.n}, 3 × ${p.listen.broadcasts} broadcasts`, async () => {
       const l = await measureListen(peerTarget, subject, p.listen);
       // Frames each subject received (k6's count is its own Counter), so a peer that lost some
       // is not credited with them.
       return { framesPerCpuSecond: Math.round(l.receivedFrames / l.cpuWithFlushSeconds), delivery: l.delivery, cpuWithFlushSeconds: l.cpuWithFlushSeconds, rssPeakBytes: l.rssPeakBytes };
     });
-    const idle = await (wanted("idle") ? measured : skip)("idle", `${p.idle.n} users holding ${p.idle.holdS} s`, () => measureIdle(peerTarget, subject, p.idle));
-    const chat = await (wanted("chat") ? measured : skip)("chat", `${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`, () => measureChat(peerTarget, subject, p.chat));
+    const idle = await measured("idle", `${p.idle.n} users holding ${p.idle.holdS} s`, () => measureIdle(peerTarget, subject, p.idle));
+    const chat = await measured("chat", `${p.chat.users} users in ${p.chat.rooms} rooms, ${p.chat.rate} messages/s`, () => measureChat(peerTarget, subject, p.chat));
     pair[role] = { connect, listen, idle, chat };
   }
   return pair;

@@ -18,7 +18,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 const round = (v, digits = 3) => (v === undefined || v === null || Number.isNaN(v) ? null : Math.round(v * 10 ** digits) / 10 ** digits);
 
-
 /** Samples a process's CPU (all threads) every `everyMs` until it exits: [{at (epoch ms), cpu (s)}]. */
 function sampleCpu(child, everyMs = 100) {
   const samples = [];
