@@ -49,6 +49,18 @@ function countingFailedSubscriptions(events: Events, callback: (err: Error | nul
 }
 
 /**
+ * Hands out `config.cable.localAddress` in turn, one per user, kept for all its connections: a
+ * browser's sign-in, auth calls and socket come from one address, and an app that limits per
+ * address (Laravel's throttle) counts each user against the address it was given.
+ */
+function sourceAddresses(setting: CableConfig["localAddress"]): (vu: VirtualUser) => string | undefined {
+  const addresses = ([] as string[]).concat(setting ?? []);
+  if (addresses.length === 0) return () => undefined;
+  let next = 0;
+  return (vu) => (vu.localAddress ??= addresses[next++ % addresses.length]);
+}
+
+/**
  * Artillery's engine contract (lib/core/runner.ts): constructed once per worker thread with the
  * script, then `createScenario` compiles each scenario that says `engine: cable`.
  */
@@ -110,6 +122,7 @@ export class CableEngine {
       events,
       compile: (step) => compileStep(compiler, step),
       auth: this.userAuth(),
+      localAddress: sourceAddresses(this.settings.localAddress),
       connect: (vu, keepChannels = false) => {
         vu.drop(keepChannels);
         vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory, this.runtime);

@@ -90,6 +90,18 @@ export const ERROR_NAMES = {
   http_failed: { steps: HTTP_STEPS },
   http_timeout: { steps: HTTP_STEPS },
   http_too_many_redirects: { steps: HTTP_STEPS },
+  // A redirect the engine does not follow (steps/request.ts): another scheme than http(s), or an
+  // address no app has a reason to send a user to (the cloud's metadata and link-local ones).
+  http_redirect_refused: { steps: HTTP_STEPS, hint: "the app redirected to a URL that is not http(s) (`file:`, `data:`, …): the engine follows only http and https, as a browser's fetch does" },
+  http_address_refused: {
+    steps: [...HTTP_STEPS, "subscribe", "publish", "reconnect"],
+    hint: "a request would have gone to a link-local or cloud metadata address (169.254.0.0/16, fe80::/10, fd00:ec2::254), by a redirect, a URL or a name that resolves there: the engine never sends a user's request there (where a Fargate task reads its role's credentials)",
+  },
+  // The upgrade refused where the request carried an Origin the server does not allow (socket.ts).
+  origin_rejected: {
+    steps: ["connect", "reconnect"],
+    hint: "the server refused the WebSocket's Origin: add the Origin the engine sends (the target's, or `config.cable.origin`) to the server's allowed origins (Rails `config.action_cable.allowed_request_origins`, Reverb `allowed_origins` in config/reverb.php, anycable-go `--allowed_origins`), or send none with `connect: { origin: false }`",
+  },
   response_too_large: { steps: ["subscribe", "publish", "reconnect", ...HTTP_STEPS] },
   // The scenario's own code and values at run time.
   invalid_value: { steps: ["connect", "subscribe", "receive", "publish", "reconnect", "listen", ...HTTP_STEPS] },
@@ -144,6 +156,11 @@ export const PUSHER_CODE_HINTS: Readonly<Record<number, string>> = {
   4301: "client events over the server's rate limit (Soketi `SOKETI_DEFAULT_APP_MAX_CLIENT_EVENTS_PER_SECOND`, Sockudo `max_client_events_per_second`)",
 };
 
+/** The HTTP statuses the report explains (`http_<status>`'s hint), as a sign-in meets them. */
+export const HTTP_CODE_HINTS: Readonly<Record<number, string>> = {
+  429: "the app limits requests per source address (Laravel's `throttle:60,1` on its login, Rails' rack-attack), and every virtual user of a task comes from that task's one address: sign in at a rate under the limit (a slower arrival phase), sign a pool in once (scenarios/laravel-token-pool.yml), spread users over addresses (`config.cable.localAddress`, more tasks), or let the step wait it out with `retry` (it honours Retry-After)",
+};
+
 export function isFixedErrorName(name: string): name is FixedErrorName {
   return Object.hasOwn(ERROR_NAMES, name);
 }
@@ -168,7 +185,9 @@ export function errorTraits(name: ErrorName): ErrorTraits {
   const n = Number(name.slice(name.lastIndexOf("_") + 1));
   if (name.startsWith("pusher_")) return pusherTraits(n);
   // The upgrade refused (connect, reconnect), or an HTTP step's unexpected status.
-  return TRANSIENT_HTTP.has(n) ? { transient: true, steps: ["connect", ...HTTP_STEPS] } : { steps: ["connect", "reconnect", ...HTTP_STEPS] };
+  const traits: ErrorTraits = TRANSIENT_HTTP.has(n) ? { transient: true, steps: ["connect", ...HTTP_STEPS] } : { steps: ["connect", "reconnect", ...HTTP_STEPS] };
+  const hint = HTTP_CODE_HINTS[n];
+  return hint === undefined ? traits : { ...traits, hint };
 }
 
 /** Pusher: 4000–4099 do not reconnect, 4100–4299 reconnect (after a back-off, or at once); 4301 comes in an error frame, counted. */

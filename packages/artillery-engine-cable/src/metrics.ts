@@ -18,8 +18,18 @@ export const METRICS = {
    */
   broadcastLatencyNegative: "cable.broadcast_latency_negative",
   publishLatency: "cable.publish_latency",
-  /** An HTTP step's time, from its request to the last redirect's answer: a sign-in as its user waits for it. */
+  /**
+   * An HTTP step's time, from its request to the last redirect's answer (retries' waits included):
+   * a sign-in as its user waits for it. A step with a `name` records `cable.http_latency.<name>` as
+   * well, as Artillery's metrics-by-endpoint does, so that the sign-in's own time can be read.
+   */
   httpLatency: "cable.http_latency",
+  /** Counter: an HTTP step's attempts again after a 429 or 503 (its `retry`). */
+  httpRetries: "cable.http_retries",
+  /** Counter: cookies the user's jar dropped or evicted, or left off a `Cookie` header, over its caps (session.ts). */
+  cookiesDropped: "cable.cookies_dropped",
+  /** A Pusher private or presence channel's call to the app's authEndpoint, request to answer: the app's share of a subscription. */
+  authLatency: "cable.auth_latency",
   /** Counter prefix: `cable.http_codes.<status>`, every answer of an HTTP step (redirects too), as Artillery's `http.codes.<status>`. */
   httpCodes: "cable.http_codes",
   /** Counter prefix: `cable.auth_failed.<status>` beside `errors.cable.auth_failed`: what the app's authEndpoint answered. */

@@ -41,6 +41,8 @@ export class VirtualUser {
   readonly channels = new Map<string, ChannelState>();
   readonly memory: StreamMemory = { positions: new Map<string, Map<string, StreamPosition>>(), ledger: new DeliveryLedger() };
   readonly sequence = new SendSequence();
+  /** Where all the user's connections come from (Compiler.localAddress), once given. */
+  localAddress: string | undefined;
   /** The user's cookie jar, made by its first HTTP step: a user that never signs in carries none. */
   session: Session | undefined;
 

@@ -1,14 +1,18 @@
 // What an error key means and what to look at, for the ones a user fixes outside the test: a
 // certificate, a server's setting, the app's own code. report.md lists the keys the run counted,
 // under the table; keys without a hint are left to the README's metrics table.
-import { ERROR_NAMES, errorCounter, errorTraits, PUSHER_CODE_HINTS, pusherCodeError, type ErrorCounter, type ErrorName, type FixedErrorName } from "artillery-engine-cable/errors";
+import { ERROR_NAMES, errorCounter, errorTraits, HTTP_CODE_HINTS, httpStatusError, PUSHER_CODE_HINTS, pusherCodeError, type ErrorCounter, type ErrorName, type FixedErrorName } from "artillery-engine-cable/errors";
 import type { MergedResults } from "./model.js";
 import { code, LIMITS } from "./text.js";
 
 // The hints are the engine's error table's (artillery-engine-cable/errors: each name's `hint`, and
 // the Pusher codes it explains), in its order: a renamed error does not compile here, and its hint
 // moves with it.
-const HINTED: ErrorName[] = [...(Object.keys(ERROR_NAMES) as FixedErrorName[]), ...Object.keys(PUSHER_CODE_HINTS).map((c) => pusherCodeError(Number(c)))];
+const HINTED: ErrorName[] = [
+  ...(Object.keys(ERROR_NAMES) as FixedErrorName[]),
+  ...Object.keys(HTTP_CODE_HINTS).map((c) => httpStatusError(Number(c))),
+  ...Object.keys(PUSHER_CODE_HINTS).map((c) => pusherCodeError(Number(c))),
+];
 
 export const ERROR_HINTS: Readonly<Partial<Record<ErrorCounter, string>>> = Object.fromEntries(
   HINTED.flatMap((name) => {

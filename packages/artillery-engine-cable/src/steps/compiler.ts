@@ -29,6 +29,11 @@ export interface Compiler {
   compile(step: Record<string, unknown>): StepFn;
   /** How this user asks the app for a channel's auth: the authEndpoint rendered for it, and its cookies. */
   auth(vu: VirtualUser, context: VuContext): UserAuth;
+  /**
+   * The source address of every connection of the user, socket and HTTP alike
+   * (`config.cable.localAddress`, its list taken in turn by user); undefined: the system's choice.
+   */
+  localAddress(vu: VirtualUser): string | undefined;
   /** A new connection for the VU, replacing (and closing) any it has; `keepChannels` for reconnects. */
   connect(vu: VirtualUser, keepChannels?: boolean): CableConnection;
 }

@@ -44,8 +44,6 @@ export function withQuery(url: string, query: ConnectSpec["query"]): string {
 export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
   const spec = templater(compiler, raw ?? {});
   const { settings, protocol } = compiler;
-  const localAddresses = ([] as string[]).concat(settings.localAddress ?? []);
-  let nextAddress = 0;
   const handshake = (s: ConnectSpec) => {
     const base = s.url ?? compiler.target;
     if (!base) throw new CableError("invalid_value", "connect has no url and config.target is not set");
@@ -68,7 +66,7 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
       headers: withCookies(vu.session, url, headers),
       subprotocols,
       timeoutMs: settings.timeout * 1000,
-      localAddress: localAddresses.length ? localAddresses[nextAddress++ % localAddresses.length] : undefined,
+      localAddress: compiler.localAddress(vu),
       tls: compiler.tls,
     };
     let connection = compiler.connect(vu);
