@@ -55,7 +55,8 @@ export const configSchema = z
      */
     staleAfter: z.number().positive().optional(),
     headers: z.record(z.string()).default({}),
-    origin: z.string().optional(),
+    /** The upgrade's Origin header (default: the target's own, as a browser on the app's page sends); false: none. */
+    origin: z.union([z.string(), z.literal(false)]).optional(),
     stampField: z.string().min(1).default("ts"),
     inboxSize: z.number().int().positive().default(256),
     /** Source addresses for the sockets, used in turn: past one address's ~28k ephemeral ports. */

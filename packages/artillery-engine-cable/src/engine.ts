@@ -16,6 +16,7 @@ import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
 import { compileStep } from "./steps/index.js";
 import { runVirtualUser, sequence, type VirtualUser, type VuContext } from "./vu.js";
 import { hasPerUserTemplate } from "./per-user-config.js";
+import { render } from "./template.js";
 import type { UserAuth } from "./protocol/types.js";
 
 function protocolFor(settings: CableConfig, tls: TlsOptions | undefined): Protocol {
@@ -100,17 +101,19 @@ export class CableEngine {
     };
   }
 
-  /** The authEndpoint as each user sends it: rendered per user only when it has per-user templates. */
-  private userAuth(): (vu: VirtualUser, context: VuContext) => UserAuth {
+  /** The authEndpoint as each user sends it (rendered per user only when it has per-user templates), with its cookies and address. */
+  private userAuth(events: Events, localAddress: (vu: VirtualUser) => string | undefined): (vu: VirtualUser, context: VuContext) => UserAuth {
     const endpoint = this.settings.pusher?.authEndpoint;
-    if (!endpoint || !hasPerUserTemplate(endpoint)) return (vu) => ({ endpoint, session: vu.session });
-    return (vu, context) => ({ endpoint: this.helpers.template(endpoint, context), session: vu.session });
+    const perUser = endpoint !== undefined && hasPerUserTemplate(endpoint);
+    const timed = (ms: number) => events.emit("histogram", METRICS.authLatency, ms);
+    return (vu, context) => ({ endpoint: perUser ? render(endpoint, context) : endpoint, session: vu.session, localAddress: localAddress(vu), timed });
   }
 
   createScenario(spec: { flow: Record<string, unknown>[] }, events: Events) {
     if (this.failed) return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) => callback(new CableError("invalid_scenario"), context);
     // A flow that never receives keeps no unread messages: listeners hold only their socket.
     const connectionSettings = readsMessages(spec.flow) ? this.connectionSettings : { ...this.connectionSettings, inboxSize: 0 };
+    const addresses = sourceAddresses(this.settings.localAddress);
     const compiler: Compiler = {
       settings: this.settings,
       protocol: this.protocol,
@@ -121,8 +124,8 @@ export class CableEngine {
       thinkDefaults: this.config.defaults?.think ?? {},
       events,
       compile: (step) => compileStep(compiler, step),
-      auth: this.userAuth(),
-      localAddress: sourceAddresses(this.settings.localAddress),
+      auth: this.userAuth(events, addresses),
+      localAddress: addresses,
       connect: (vu, keepChannels = false) => {
         vu.drop(keepChannels);
         vu.connection = new CableConnection(this.protocol, events, connectionSettings, vu.memory, this.runtime);

@@ -66,7 +66,10 @@ export const ERROR_NAMES = {
   subscription_timeout: { transient: true, subscription: true, steps: ["subscribe"] },
   not_subscribed: { steps: ON_CHANNEL },
   receive_timeout: { steps: ["receive"] },
-  capture_failed: { steps: ["receive", ...HTTP_STEPS] },
+  capture_failed: {
+    steps: ["receive", ...HTTP_STEPS],
+    hint: "a capture found nothing in the answer: the page is not the one the scenario expects (a wrong password shows the form again or redirects to it, a session that expired, an error page); what the step saw:",
+  },
   malformed_frame: { steps: ["connection"] },
   history_rejected: { steps: ["subscribe", "reconnect"] },
   history_timeout: { steps: ["subscribe", "reconnect"] },

@@ -47,6 +47,19 @@ export function cleanWords(raw: string): string {
 
 /** Logs the server's words once per distinct text (up to MAX_PER_KEY per error and cause); returns what it logged. */
 export function sampleServerWords(error: string, cause: string, raw: string, log: (words: ServerWords, line: string) => void = artilleryLog): ServerWords | undefined {
+  return sample(error, cause, raw, (text) => `the server said ${JSON.stringify(text)}`, log);
+}
+
+/**
+ * The engine's own words on a failure, sampled as the server's are (a capture that found nothing,
+ * with the step, the variables and what the answer was): they hold the scenario's text and the
+ * answer's status, so they go through the same rule for outside text.
+ */
+export function sampleWords(error: string, cause: string, raw: string, log: (words: ServerWords, line: string) => void = artilleryLog): ServerWords | undefined {
+  return sample(error, cause, raw, (text) => text, log);
+}
+
+function sample(error: string, cause: string, raw: string, say: (text: string) => string, log: (words: ServerWords, line: string) => void): ServerWords | undefined {
   const text = cleanWords(raw);
   if (!text) return undefined;
   const key = `${error} ${cause}`;
@@ -58,7 +71,7 @@ export function sampleServerWords(error: string, cause: string, raw: string, log
   if (texts.has(text) || texts.size >= MAX_PER_KEY) return undefined;
   texts.add(text);
   const words = { error, cause, text };
-  log(words, `cable: ${error} (${cause}): the server said ${JSON.stringify(text)}`);
+  log(words, `cable: ${error} (${cause}): ${say(text)}`);
   return words;
 }
 

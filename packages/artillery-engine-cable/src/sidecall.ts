@@ -1,7 +1,9 @@
-import { errors as undiciErrors, request } from "undici";
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { BlockList, isIP } from "node:net";
+import { Agent, errors as undiciErrors, request, type Dispatcher } from "undici";
 import { CableError } from "./errors.js";
 import { withCookies, type Session } from "./session.js";
-import { tlsDispatcher, type TlsOptions } from "./tls.js";
+import type { TlsOptions } from "./tls.js";
 
 /**
  * Which call failed: its errors are `cable.<kind>_failed` and `cable.<kind>_timeout`.
@@ -21,10 +23,80 @@ export interface HttpCall {
   method?: string;
   headers: Record<string, string>;
   body?: string;
+  /** The call's time allowed, for its own deadline and for the timeout's message. */
   timeoutMs: number;
+  /** A deadline shared with other calls (an HTTP step's hops and retries); without it, the call's own of `timeoutMs`. */
+  signal?: AbortSignal;
   tls?: TlsOptions;
+  /** The source address (config.cable.localAddress, as the user was given it). */
+  localAddress?: string;
   /** The virtual user's cookie jar: its cookies go with the call, the answer's `Set-Cookie` into it. */
   session?: Session;
+}
+
+/**
+ * Where no request of a user goes, whoever names it (a scenario's URL, a captured value, a
+ * redirect, a name that resolves there): link-local addresses, among them the cloud's metadata
+ * services, where a Fargate task reads its role's credentials (169.254.170.2) and an EC2 instance
+ * its own (169.254.169.254, and fd00:ec2::254 over IPv6). IPv4-mapped IPv6 forms match too.
+ */
+const REFUSED = new BlockList();
+REFUSED.addSubnet("169.254.0.0", 16, "ipv4");
+REFUSED.addSubnet("fe80::", 10, "ipv6");
+REFUSED.addAddress("fd00:ec2::254", "ipv6");
+
+export function isRefusedAddress(ip: string): boolean {
+  const family = isIP(ip);
+  return family !== 0 && REFUSED.check(ip, family === 6 ? "ipv6" : "ipv4");
+}
+
+/** Node's code for an address the guard refused after DNS, mapped to `cable.http_address_refused`. */
+const ADDRESS_REFUSED = "ERR_CABLE_ADDRESS_REFUSED";
+
+const refusedError = (host: string, address: string) =>
+  Object.assign(new Error(`${host} resolves to ${address}, a link-local or metadata address`), { code: ADDRESS_REFUSED });
+
+/**
+ * dns.lookup, refusing a name that resolves to a REFUSED address: checked on the address the socket
+ * then connects to, so that a name resolving elsewhere at the check and here at the connect cannot
+ * pass either.
+ */
+function guardedLookup(hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void {
+  dnsLookup(hostname, options, (err, address: string | LookupAddress[], family?: number) => {
+    if (err) return callback(err, address, family);
+    const list = typeof address === "string" ? [{ address, family: family ?? 4 }] : address;
+    const refused = list.find((a) => isRefusedAddress(a.address));
+    if (refused) return callback(refusedError(hostname, refused.address), address, family);
+    callback(null, address, family);
+  });
+}
+
+/** An IP literal in a URL's host (`[fe80::1]` without its brackets). */
+const hostAddress = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1");
+
+/** Refuses a URL whose host is a REFUSED address, before any socket; names are checked at their lookup. */
+export function checkDestination(url: string): void {
+  const u = new URL(url);
+  const host = hostAddress(u);
+  if (isRefusedAddress(host)) throw new CableError("http_address_refused", `refused: ${u.protocol}//${u.host} is a link-local or metadata address`);
+}
+
+/**
+ * The side-calls' dispatchers, one pool per TLS options and source address, every one resolving
+ * through guardedLookup. Both keep connections alive, as undici's global pool does.
+ */
+const NO_TLS = {} as TlsOptions;
+const agents = new WeakMap<TlsOptions, Map<string, Dispatcher>>();
+export function dispatcher(tls: TlsOptions | undefined, localAddress: string | undefined): Dispatcher {
+  const key = tls ?? NO_TLS;
+  let byAddress = agents.get(key);
+  if (!byAddress) agents.set(key, (byAddress = new Map()));
+  let agent = byAddress.get(localAddress ?? "");
+  if (!agent) {
+    agent = new Agent({ connect: { ...tls, ca: tls?.ca, localAddress, lookup: guardedLookup } as never });
+    byAddress.set(localAddress ?? "", agent);
+  }
+  return agent;
 }
 
 /** An answer body is read up to this size: a hostile endpoint must not make the VU buffer without end. */
@@ -41,11 +113,12 @@ const MAX_BODY_BYTES = 1024 * 1024;
  * RelayBox replay (docs/benchmarks.md). Both keep connections alive in undici's global pool.
  */
 export async function httpRequest(kind: SideCall, url: string, init: HttpCall): Promise<HttpAnswer> {
-  const signal = AbortSignal.timeout(init.timeoutMs);
+  const signal = init.signal ?? AbortSignal.timeout(init.timeoutMs);
   try {
+    checkDestination(url);
     const headers = withCookies(init.session, url, init.headers);
     const method = (init.method ?? "POST") as "POST";
-    const res = await request(url, { method, headers, body: init.body, signal, dispatcher: tlsDispatcher(init.tls) });
+    const res = await request(url, { method, headers, body: init.body, signal, dispatcher: dispatcher(init.tls, init.localAddress) });
     init.session?.store(url, res.headers["set-cookie"]);
     return { status: res.statusCode, body: await readBounded(res.body), headers: res.headers };
   } catch (err) {
@@ -54,7 +127,8 @@ export async function httpRequest(kind: SideCall, url: string, init: HttpCall): 
       throw new CableError(`${kind}_timeout`, `${kind}: no complete answer within ${init.timeoutMs} ms`);
     }
     // A socket or protocol error keeps its own code, as the WebSocket steps' do.
-    const code = (err as { code?: unknown }).code;
+    const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
+    if (code === ADDRESS_REFUSED) throw new CableError("http_address_refused", `${kind} refused: ${(err as Error).message}`);
     if (typeof code === "string" && /^[A-Z][A-Z0-9_]+$/.test(code)) throw CableError.socket(code, `${kind} failed: ${code}`);
     throw new CableError(`${kind}_failed`, `${kind} failed: ${(err as Error).message}`);
   }

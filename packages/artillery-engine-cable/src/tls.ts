@@ -5,7 +5,6 @@
 // (undici's Agent: the Pusher auth endpoint, the events API, AnyCable's /_broadcast).
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Agent, type Dispatcher } from "undici";
 import type { ErrorName } from "./error-names.js";
 
 /** What Node's TLS takes from `config.tls`: PEM text, read from files where the scenario names them. */
@@ -64,18 +63,6 @@ export function readTls(raw: unknown, scriptPath?: string): { tls?: TlsOptions; 
   }
   if ((tls.cert === undefined) !== (tls.key === undefined) && problems.length === 0) problems.push("config.tls: a client certificate needs both cert and key");
   return problems.length > 0 ? { problems } : { tls, problems };
-}
-
-/** The HTTP side-calls' dispatcher for these options: one pool per options object, undici's global pool without them. */
-const agents = new WeakMap<TlsOptions, Dispatcher>();
-export function tlsDispatcher(tls: TlsOptions | undefined): Dispatcher | undefined {
-  if (!tls) return undefined;
-  let agent = agents.get(tls);
-  if (!agent) {
-    agent = new Agent({ connect: { ...tls, ca: tls.ca } });
-    agents.set(tls, agent);
-  }
-  return agent;
 }
 
 /**

@@ -46,8 +46,9 @@ export class VirtualUser {
   /** The user's cookie jar, made by its first HTTP step: a user that never signs in carries none. */
   session: Session | undefined;
 
-  cookies(): Session {
-    return (this.session ??= new Session());
+  /** The user's jar, made on first use; `events` counts the cookies its caps drop (session.ts). */
+  cookies(events: Events): Session {
+    return (this.session ??= new Session((count) => events.emit("counter", METRICS.cookiesDropped, count)));
   }
 
   /** The open connection, if it speaks AnyCable's extended protocol. */

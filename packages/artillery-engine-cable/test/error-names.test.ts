@@ -133,7 +133,7 @@ describe("the error table", () => {
   });
 
   it("carries the report's hints: the fixed names', and the Pusher codes it explains", () => {
-    expect(fixed.filter((name) => errorTraits(name).hint !== undefined)).toEqual(["tls_untrusted", "tls_expired", "tls_hostname", "tls_handshake", "subscription_rejected", "server_disconnect"]);
+    expect(fixed.filter((name) => errorTraits(name).hint !== undefined)).toEqual(["tls_untrusted", "tls_expired", "tls_hostname", "tls_handshake", "subscription_rejected", "capture_failed", "server_disconnect", "http_redirect_refused", "http_address_refused", "origin_rejected"]);
     expect(errorTraits(pusherCodeError(4100)).hint).toMatch(/^the server is over capacity/);
     expect(errorTraits(pusherCodeError(4100)).transient).toBe(true);
     expect(errorTraits(pusherCodeError(4009)).hint).toBeUndefined();

@@ -1,3 +1,4 @@
+import { nowMs } from "../clock.js";
 import { pusherCodeError } from "../error-names.js";
 import { CableError } from "../errors.js";
 import type { TlsOptions } from "../tls.js";
@@ -112,7 +113,9 @@ export function authHeaders(url: string, headers: Record<string, string>, sessio
 }
 
 /** Auth from the app's own endpoint, as pusher-js's default authorizer asks for it, with the user's cookies. */
-async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, session: UserAuth["session"], socketId: string, channel: string, timeoutMs: number, tls: TlsOptions | undefined) {
+async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, user: UserAuth | undefined, socketId: string, channel: string, timeoutMs: number, tls: TlsOptions | undefined) {
+  const session = user?.session;
+  const startedAt = nowMs();
   // sidecall.ts names every failure (cable.auth_failed, cable.auth_timeout, a socket code).
   const answer = await httpRequest("auth", endpoint.url, {
     headers: authHeaders(endpoint.url, endpoint.headers, session),
@@ -120,7 +123,9 @@ async function fetchAuth(endpoint: NonNullable<PusherSettings["authEndpoint"]>, 
     timeoutMs,
     tls,
     session,
+    localAddress: user?.localAddress,
   });
+  user?.timed?.(nowMs() - startedAt);
   if (answer.status < 200 || answer.status >= 300) {
     const refused = new CableError("auth_failed", `the auth endpoint answered HTTP ${answer.status} for ${channel}`);
     refused.httpStatus = answer.status;
@@ -167,7 +172,7 @@ export function createPusherProtocol(settings: PusherSettings, timeoutMs: number
         // environment for publishing must not sign every user in as the scenario's fixed member).
         const endpoint = user?.endpoint ?? settings.authEndpoint;
         if (endpoint) {
-          const answer = await fetchAuth(endpoint, user?.session, socketId, channel, timeoutMs, tls);
+          const answer = await fetchAuth(endpoint, user, socketId, channel, timeoutMs, tls);
           auth = answer.auth;
           channelData = answer.channelData ?? channelData;
         } else if (settings.secret !== undefined) {

@@ -26,10 +26,13 @@ export interface StreamPosition {
 
 export type Welcome = Extract<Inbound, { kind: "welcome" }>;
 
-/** Who asks for a channel's auth: the app's endpoint as rendered for this user, and the user's cookies. */
+/** Who asks for a channel's auth: the app's endpoint as rendered for this user, its cookies and address. */
 export interface UserAuth {
   endpoint?: { url: string; headers: Record<string, string> };
   session?: Session;
+  localAddress?: string;
+  /** Records the endpoint's answer time (`cable.auth_latency`). */
+  timed?(ms: number): void;
 }
 
 export interface SubscribeRequest {

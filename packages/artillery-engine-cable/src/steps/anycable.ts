@@ -29,7 +29,7 @@ export function broadcastUrl(configured: string | undefined, target: string | un
 
 /** `publish` on Action Cable: AnyCable's `POST /_broadcast`, one stream or a batch. */
 export function compileBroadcast(compiler: Compiler, raw: BroadcastSpec): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { settings } = compiler;
   const key = settings.anycable.broadcastKey;
   return asyncStep(async (vu, context) => {
@@ -37,7 +37,7 @@ export function compileBroadcast(compiler: Compiler, raw: BroadcastSpec): StepFn
     const streams = s.streams ?? [s.stream!];
     // Data is a string on the wire; each stream's message gets its own sequence.
     const body = streams.map((stream) => ({ stream, data: JSON.stringify(stamped(compiler, vu, stream, s.data ?? {}, s.stamp)) }));
-    await postJson(compiler, broadcastUrl(settings.anycable.broadcastUrl, compiler.target), body.length === 1 ? body[0] : body, key ? { Authorization: `Bearer ${key}` } : {}, vu.session);
+    await postJson(compiler, broadcastUrl(settings.anycable.broadcastUrl, compiler.target), body.length === 1 ? body[0] : body, key ? { Authorization: `Bearer ${key}` } : {}, vu);
     compiler.events.emit("counter", METRICS.messagesSent, streams.length);
     for (let i = 0; i < streams.length; i++) compiler.events.emit("rate", METRICS.sendRate);
   });
@@ -46,7 +46,7 @@ export function compileBroadcast(compiler: Compiler, raw: BroadcastSpec): StepFn
 const whisperSchema = z.object({ channel: channelRef, data: z.unknown().optional(), stamp: z.boolean().optional() }).strict();
 
 export function compileWhisper(compiler: Compiler, raw: z.output<typeof whisperSchema>): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { events } = compiler;
   return asyncStep((vu, context) => {
     const s = spec(context);
@@ -62,7 +62,7 @@ export function compileWhisper(compiler: Compiler, raw: z.output<typeof whisperS
 const joinSchema = z.object({ channel: channelRef, id: z.union([z.string().min(1), z.number()]), info: z.unknown().optional() }).strict();
 
 export function compileJoin(compiler: Compiler, raw: z.output<typeof joinSchema>): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   return asyncStep((vu, context) => {
     const s = spec(context);
     vu.openExtended().send(encodePresence("join", vu.channel(s.channel).key, { id: String(s.id), info: s.info }));
@@ -70,7 +70,7 @@ export function compileJoin(compiler: Compiler, raw: z.output<typeof joinSchema>
 }
 
 export function compileLeave(compiler: Compiler, raw: { channel: string }): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   return asyncStep((vu, context) => {
     const s = spec(context);
     vu.openExtended().send(encodePresence("leave", vu.channel(s.channel).key, { id: "" }));

@@ -33,7 +33,7 @@ const subscribeSchema = z
 export type SubscribeSpec = z.output<typeof subscribeSchema>;
 
 export function compileSubscribe(compiler: Compiler, raw: SubscribeSpec): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { protocol, events, settings } = compiler;
   return asyncStep(async (vu, context) => {
     const s = spec(context);
@@ -72,7 +72,7 @@ const performSchema = z
 export type PerformSpec = z.output<typeof performSchema>;
 
 export function compilePerform(compiler: Compiler, raw: PerformSpec): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { events, settings } = compiler;
   return asyncStep((vu, context) => {
     const s = spec(context);
@@ -104,8 +104,8 @@ export type ReceiveSpec = z.output<typeof receiveSchema>;
 const PRESENCE_EVENTS = ["presence:join", "presence:leave", "presence:info"];
 
 export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
-  const spec = templater(compiler, { channel: raw.channel, timeout: raw.timeout, event: raw.event });
-  const pattern = templater(compiler, raw.match);
+  const spec = templater({ channel: raw.channel, timeout: raw.timeout, event: raw.event });
+  const pattern = templater(raw.match);
   // A static pattern is compiled once; a templated one per execution.
   const staticPattern = raw.match === undefined ? undefined : JSON.stringify(raw.match).includes("{{") ? null : compilePattern(raw.match);
   const captures = ([] as { json: string; as: string }[]).concat(raw.capture ?? []).map((c) => ({ as: c.as, path: parsePath(c.json) }));
@@ -133,7 +133,7 @@ export function compileReceive(compiler: Compiler, raw: ReceiveSpec): StepFn {
 const listenSchema = z.object({ channel: channelRef.optional(), for: seconds }).strict();
 
 export function compileListen(compiler: Compiler, raw: z.output<typeof listenSchema>): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   return asyncStep(async (vu, context) => {
     const s = spec(context);
     const key = s.channel === undefined ? undefined : vu.channel(s.channel).key;
@@ -142,7 +142,7 @@ export function compileListen(compiler: Compiler, raw: z.output<typeof listenSch
 }
 
 export function compileUnsubscribe(compiler: Compiler, raw: { channel: string }): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   return asyncStep((vu, context) => {
     const { channel } = spec(context);
     const state = vu.channel(channel);

@@ -6,10 +6,13 @@ import type { CableConnection } from "../connection.js";
 import type { StepFn, VirtualUser, VuContext } from "../vu.js";
 import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
+import { hasTemplate, render } from "../template.js";
 
-/** The helpers Artillery passes to an engine's constructor (lib/commons/engine_util.ts). */
+/**
+ * The helpers Artillery passes to an engine's constructor (lib/commons/engine_util.ts) that the
+ * engine uses. Not its `template`: a value from an answer must not be rendered again (template.ts).
+ */
 export interface ArtilleryHelpers {
-  template<T>(value: T, context: VuContext): T;
   createThink(step: Record<string, unknown>, defaults?: Record<string, unknown>): StepFn;
   createLoopWithCount(count: number | string, steps: StepFn[], opts: Record<string, unknown>): StepFn;
   isProbableEnough(step: Record<string, unknown>): boolean;
@@ -38,10 +41,10 @@ export interface Compiler {
   connect(vu: VirtualUser, keepChannels?: boolean): CableConnection;
 }
 
-/** Templates a value unless it has no `{{`: most steps are static, and templating walks the value. */
-export function templater<T>(compiler: Compiler, value: T): (context: VuContext) => T {
-  if (!JSON.stringify(value ?? null).includes("{{")) return () => value;
-  return (context) => compiler.helpers.template(value, context);
+/** Renders a value's templates per user (template.ts) unless it has none: most steps are static, and rendering walks the value. */
+export function templater<T>(value: T): (context: VuContext) => T {
+  if (!hasTemplate(value)) return () => value;
+  return (context) => render(value, context);
 }
 
 /** A duration in seconds from a number or a templated string, in ms. */

@@ -14,6 +14,8 @@ const connectSchema = z
     cookies: z.union([z.string(), stringMap]).optional(),
     query: stringMap.optional(),
     subprotocol: z.union([z.string(), z.array(z.string()).nonempty()]).optional(),
+    /** The upgrade's Origin for this step (over `config.cable.origin`); false: none at all. */
+    origin: z.union([z.string(), z.literal(false)]).optional(),
   })
   .strict()
   .nullable();
@@ -42,13 +44,23 @@ export function withQuery(url: string, query: ConnectSpec["query"]): string {
 }
 
 export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
-  const spec = templater(compiler, raw ?? {});
+  const spec = templater(raw ?? {});
   const { settings, protocol } = compiler;
   const handshake = (s: ConnectSpec) => {
     const base = s.url ?? compiler.target;
     if (!base) throw new CableError("invalid_value", "connect has no url and config.target is not set");
     const url = withQuery(protocol.url(base), s.query);
-    const headers: Record<string, string> = { Origin: settings.origin ?? originOf(url), ...settings.headers };
+    // The Origin, the nearer setting winning: the target's own (a browser on the app's page sends
+    // its origin, and Rails allows the host's by default) < config.cable.origin < an Origin in
+    // config.cable.headers < the step's `origin` < an Origin in the step's `headers`. `false` sends
+    // no Origin header at all, as a native app or a server-side client does.
+    const configOrigin = settings.origin ?? originOf(url);
+    const headers: Record<string, string> = { ...(configOrigin === false ? {} : { Origin: configOrigin }), ...settings.headers };
+    if (s.origin !== undefined) {
+      for (const k of Object.keys(headers)) if (k.toLowerCase() === "origin") delete headers[k];
+      // A whole-string template keeps its value's type (template.ts): `{{ origin }}` may be false.
+      if ((s.origin as unknown) !== false) headers.Origin = String(s.origin);
+    }
     for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
     const cookie = cookieHeader(s.cookies);
     if (cookie) headers.Cookie = cookie;

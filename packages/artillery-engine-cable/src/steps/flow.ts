@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CableError } from "../errors.js";
 import type { Events } from "../metrics.js";
 import { asyncStep, type StepFn, type VuContext } from "../vu.js";
+import { render } from "../template.js";
 import type { Compiler } from "./compiler.js";
 import { defineStep } from "./define.js";
 
@@ -47,9 +48,9 @@ export function compileFunction(compiler: Compiler, name: string): StepFn {
   });
 }
 
-export function compileLog(compiler: Compiler, message: string): StepFn {
+export function compileLog(message: string): StepFn {
   return asyncStep((_vu, context) => {
-    console.log(compiler.helpers.template(message, context));
+    console.log(render(message, context));
   });
 }
 
@@ -72,7 +73,7 @@ export const fn = defineStep({
   compile: (compiler, name) => compileFunction(compiler, name),
 });
 
-export const log = defineStep({ schema: z.string(), compile: (compiler, message) => compileLog(compiler, message) });
+export const log = defineStep({ schema: z.string(), compile: (_compiler, message) => compileLog(message) });
 
 export const loop = defineStep({
   schema: z.array(z.unknown()),

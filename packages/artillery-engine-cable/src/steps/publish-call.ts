@@ -2,7 +2,7 @@ import { nowMs } from "../clock.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
 import { httpRequest } from "../sidecall.js";
-import type { Session } from "../session.js";
+import type { VirtualUser } from "../vu.js";
 import type { Compiler } from "./compiler.js";
 
 /**
@@ -10,7 +10,7 @@ import type { Compiler } from "./compiler.js";
  * `cable.publish_latency`; a non-2xx answer is `cable.publish_failed`, and so is a 2xx answer whose
  * body is an error (`answerError`), a socket error keeps its code.
  */
-export async function postJson(compiler: Compiler, url: string, body: unknown, headers: Record<string, string> = {}, session?: Session): Promise<void> {
+export async function postJson(compiler: Compiler, url: string, body: unknown, headers: Record<string, string>, vu: VirtualUser): Promise<void> {
   const startedAt = nowMs();
   const answer = await httpRequest("publish", url, {
     headers: { "Content-Type": "application/json", ...headers },
@@ -18,7 +18,8 @@ export async function postJson(compiler: Compiler, url: string, body: unknown, h
     timeoutMs: compiler.settings.timeout * 1000,
     tls: compiler.tls,
     // A signed-in user's cookies go wherever the jar's domain and path rules send them, as with every call of the user.
-    session,
+    session: vu.session,
+    localAddress: compiler.localAddress(vu),
   });
   compiler.events.emit("histogram", METRICS.publishLatency, nowMs() - startedAt);
   if (answer.status < 200 || answer.status >= 300) throw new CableError("publish_failed", `the HTTP endpoint answered ${answer.status}`);

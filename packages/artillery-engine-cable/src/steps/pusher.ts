@@ -17,7 +17,7 @@ export type TriggerSpec = z.output<typeof triggerSchema>;
 
 /** A client event on a private or presence channel the VU is subscribed to (pusher-js `channel.trigger`). */
 export function compileTrigger(compiler: Compiler, raw: TriggerSpec): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { events } = compiler;
   return asyncStep((vu, context) => {
     const s = spec(context);
@@ -57,7 +57,7 @@ export function apiBase(configured: string | undefined, target: string | undefin
 
 /** A server-side event through the signed HTTP API (`POST /apps/{id}/events`), as real apps broadcast. */
 export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
-  const spec = templater(compiler, raw);
+  const spec = templater(raw);
   const { events, settings } = compiler;
   const pusher = settings.pusher!;
   return asyncStep(async (vu, context) => {
@@ -71,7 +71,7 @@ export function compilePublish(compiler: Compiler, raw: PublishSpec): StepFn {
     const base = apiBase(pusher.api, compiler.target);
     const path = `${new URL(base).pathname.replace(/\/$/, "")}/apps/${pusher.appId}/events`;
     const query = signedQuery({ key: pusher.key, secret: pusher.secret!, method: "POST", path, body, timestamp: Math.floor(Date.now() / 1000) });
-    await postJson(compiler, `${new URL(base).origin}${path}?${query}`, body, {}, vu.session);
+    await postJson(compiler, `${new URL(base).origin}${path}?${query}`, body, {}, vu);
     events.emit("counter", METRICS.messagesSent, 1);
     events.emit("rate", METRICS.sendRate);
   });

@@ -43,7 +43,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * with `history: true`, each channel then asks for what it missed.
  */
 export function compileReconnect(compiler: Compiler, raw: ReconnectSpec | null): StepFn {
-  const spec = templater(compiler, raw ?? {});
+  const spec = templater(raw ?? {});
   const { events, settings } = compiler;
   const seconds = (value: number | string | undefined, fallback: number, field: string) =>
     value === undefined ? fallback * 1000 : secondsToMs(value, field);
