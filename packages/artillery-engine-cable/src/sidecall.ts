@@ -61,15 +61,19 @@ const refusedError = (host: string, address: string) =>
  * then connects to, so that a name resolving elsewhere at the check and here at the connect cannot
  * pass either.
  */
-function guardedLookup(hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void {
-  dnsLookup(hostname, options, (err, address: string | LookupAddress[], family?: number) => {
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type Lookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;
+
+export const lookupRefusing = (resolve: Lookup = dnsLookup as Lookup): Lookup => (hostname, options, callback) => {
+  resolve(hostname, options, (err, address, family) => {
     if (err) return callback(err, address, family);
     const list = typeof address === "string" ? [{ address, family: family ?? 4 }] : address;
     const refused = list.find((a) => isRefusedAddress(a.address));
     if (refused) return callback(refusedError(hostname, refused.address), address, family);
     callback(null, address, family);
   });
-}
+};
+const guardedLookup = lookupRefusing();
 
 /** An IP literal in a URL's host (`[fe80::1]` without its brackets). */
 const hostAddress = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1");

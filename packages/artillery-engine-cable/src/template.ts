@@ -50,7 +50,8 @@ function evaluate(inner: string, context: VuContext): { value: unknown } | undef
     const fn = (context.funcs as Record<string, unknown> | undefined)?.[call[1]];
     if (typeof fn !== "function") return undefined;
     const args = call[2].trim() === "" ? [] : call[2].split(",").map(literal);
-    return { value: (fn as (...a: unknown[]) => unknown)(...args) };
+    // Artillery puts a call's result into the string: text, even alone.
+    return { value: String((fn as (...a: unknown[]) => unknown)(...args)) };
   }
   const variable = VARIABLE.exec(inner);
   if (!variable) return undefined;
@@ -85,13 +86,19 @@ export function renderString(text: string, context: VuContext): unknown {
 export function render<T>(value: T, context: VuContext): T {
   if (typeof value === "string") return renderString(value, context) as T;
   if (Array.isArray(value)) return value.map((item) => render(item, context)) as T;
-  if (value !== null && typeof value === "object" && (value as object).constructor === Object) {
+  if (isPlainObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) out[asText(renderString(key, context))] = render(item, context);
     return out as T;
   }
   return value;
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (value === null || typeof value !== "object") return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+};
 
 /** Whether a value holds any template: a step without one is rendered never, not once per user. */
 export const hasTemplate = (value: unknown) => JSON.stringify(value ?? null).includes("{{");
