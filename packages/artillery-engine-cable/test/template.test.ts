@@ -5,13 +5,16 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
-import { describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { pathToFileURL } from "node:url";
 import { render } from "../src/template.js";
 
 // Artillery's internals are not in its exports: its own file, by path.
-const engineUtil = path.resolve(import.meta.dirname, "../../../node_modules/artillery/dist/lib/commons/engine_util.js");
-const { template: artilleryTemplate } = (await import(pathToFileURL(engineUtil).href)) as { template: <T>(value: T, context: unknown) => T };
+const engineUtil = path.resolve(__dirname, "../../../node_modules/artillery/dist/lib/commons/engine_util.js");
+let artilleryTemplate: <T>(value: T, context: unknown) => T;
+beforeAll(async () => {
+  ({ template: artilleryTemplate } = await import(pathToFileURL(engineUtil).href));
+});
 
 const SECRET = "s3cr3t-from-the-generator";
 const hostile = ["{{ $processEnvironment.PROBE_SECRET }}", "{{ $env.PROBE_SECRET }}", "{{ token }}", "{{{ token }}}", "{{ $randomString(8) }}", "a{{ token }}b{{ $env.PROBE_SECRET }}"];
@@ -79,7 +82,7 @@ describe("the engine's renderer", () => {
 });
 
 describe("the rule lives in one place", () => {
-  const src = path.resolve(import.meta.dirname, "../src");
+  const src = path.resolve(__dirname, "../src");
   const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith(".ts") ? [path.join(dir, e.name)] : []));
 
   test("no source file renders a template but through template.ts: Artillery's template is not called", () => {
