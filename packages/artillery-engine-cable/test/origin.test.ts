@@ -65,6 +65,8 @@ describe("a refused upgrade's name", () => {
     expect(refusedUpgradeName({ ...rails404, contentType: "text/html; charset=utf-8", body: "<!DOCTYPE html><html><head><title>The page you were looking for doesn't exist (404)</title>" })).toBe("http_404");
     // Rack::URLMap (rails/config.ru's /wrong), text/plain too
     expect(refusedUpgradeName({ ...rails404, body: "Not Found: /wrong" })).toBe("http_404");
+    // Go's http.NotFound (anycable-go's unknown path or Pusher app key)
+    expect(refusedUpgradeName({ ...rails404, contentType: "text/plain; charset=utf-8", body: "404 page not found\n" })).toBe("http_404");
     expect(refusedUpgradeName({ ...rails404, body: undefined })).toBe("http_404");
     expect(refusedUpgradeName({ ...rails404, origin: undefined })).toBe("http_404");
     expect(refusedUpgradeName({ status: 403, origin: undefined })).toBe("http_403");
@@ -113,63 +115,56 @@ describe("Rails Action Cable with allowed_request_origins", () => {
     expect(lines.join("\n")).not.toContain("secret-token");
   });
 
-  test("the allowed Origin, from config.cable.origin or the step's origin (which wins), connects", async () => {
-    const run = await runArtillery({
-      script: {
-        config: { target: rails.url, engines: { cable: {} }, cable: { timeout: 3, origin: WRONG }, phases: phase(8) },
-        scenarios: [
-          { name: "step", engine: "cable", flow: [{ connect: { cookies: uid, origin: ALLOWED } }, { think: 0.2 }] },
-          { name: "config", engine: "cable", flow: [{ connect: { cookies: uid } }, { think: 0.2 }] },
-        ],
-      },
-    });
+  test("the allowed Origin, from config.cable.origin or the step's origin (which wins), connects; origin: false is refused as any request without one: http_404", async () => {
+    const overridden = {
+      config: { target: rails.url, engines: { cable: {} }, cable: { timeout: 3, origin: WRONG }, phases: phase(12) },
+      scenarios: [
+        { name: "step", engine: "cable", flow: [{ connect: { cookies: uid, origin: ALLOWED } }, { think: 0.2 }] },
+        { name: "config", engine: "cable", flow: [{ connect: { cookies: uid } }, { think: 0.2 }] },
+        // Rails refuses an upgrade without an Origin too (allow_request_origin?), with the same
+        // 404: without an Origin sent it is not called an Origin refusal.
+        { name: "none", engine: "cable", flow: [{ connect: { cookies: uid, origin: false } }] },
+      ],
+    };
+    const fromConfig = {
+      config: { target: rails.url, engines: { cable: {} }, cable: { timeout: 3, origin: ALLOWED }, phases: phase(3) },
+      scenarios: [{ engine: "cable", flow: [{ connect: { cookies: uid } }, { think: 0.2 }] }],
+    };
+    // Independent runs: at once, to halve the test's time.
+    const [run, allowed] = await Promise.all([runArtillery({ script: overridden }), runArtillery({ script: fromConfig })]);
     const r = run.report!;
     expect(r, run.output).toBeDefined();
     const by = (name: string) => counter(r, `vusers.created_by_name.${name}`);
-    expect(by("step") + by("config")).toBe(8);
+    expect(by("step") + by("config") + by("none")).toBe(12);
     expect(counter(r, "cable.connections"), run.output).toBe(by("step"));
     expect(counter(r, "errors.cable.origin_rejected")).toBe(by("config"));
-    expect(errorKeys(r.aggregate.counters).filter((k) => k !== "errors.cable.origin_rejected")).toEqual([]);
+    expect(counter(r, "errors.cable.http_404")).toBe(by("none"));
+    expect(errorKeys(r.aggregate.counters).filter((k) => k !== "errors.cable.origin_rejected" && k !== "errors.cable.http_404")).toEqual([]);
 
-    const allowed = await runArtillery({
-      script: {
-        config: { target: rails.url, engines: { cable: {} }, cable: { timeout: 3, origin: ALLOWED }, phases: phase(3) },
-        scenarios: [{ engine: "cable", flow: [{ connect: { cookies: uid } }, { think: 0.2 }] }],
-      },
-    });
     expect(counter(allowed.report!, "cable.connections"), allowed.output).toBe(3);
     expect(counter(allowed.report!, "vusers.completed")).toBe(3);
     expect(errorKeys(allowed.report!.aggregate.counters)).toEqual([]);
-  });
-
-  test("origin: false sends none, which Rails refuses too: http_404, not an Origin refusal", async () => {
-    const run = await runArtillery({
-      script: {
-        config: { target: rails.url, engines: { cable: {} }, cable: { timeout: 3, origin: false }, phases: phase(3) },
-        scenarios: [{ engine: "cable", flow: [{ connect: { cookies: uid } }] }],
-      },
-    });
-    const r = run.report!;
-    expect(r, run.output).toBeDefined();
-    expect(counter(r, "errors.cable.http_404"), run.output).toBe(3);
-    expect(errorKeys(r.aggregate.counters)).toEqual(["errors.cable.http_404"]);
   });
 });
 
 describe("what the engine sends (a recording server)", () => {
   test("origin: false sends no Origin header, on reconnects too; a 403 is origin_rejected only when an Origin went", async () => {
-    upgrades.length = 0;
-    const run = await runArtillery({
-      script: {
-        config: { target: recorderUrl, engines: { cable: {} }, cable: { timeout: 3 }, phases: phase(16) },
-        scenarios: [
-          { name: "none", engine: "cable", flow: [{ connect: { origin: false, query: { s: "none" } } }, { reconnect: {} }, { think: 0.1 }] },
-          { name: "default", engine: "cable", flow: [{ connect: { query: { s: "default" } } }, { think: 0.1 }] },
-          { name: "refused_none", engine: "cable", flow: [{ connect: { origin: false, query: { s: "refused_none", refuse: "1" } } }] },
-          { name: "refused", engine: "cable", flow: [{ connect: { query: { s: "refused", refuse: "1" } } }] },
-        ],
-      },
-    });
+    const mixed = {
+      config: { target: recorderUrl, engines: { cable: {} }, cable: { timeout: 3 }, phases: phase(16) },
+      scenarios: [
+        { name: "none", engine: "cable", flow: [{ connect: { origin: false, query: { s: "none" } } }, { reconnect: {} }, { think: 0.1 }] },
+        { name: "default", engine: "cable", flow: [{ connect: { query: { s: "default" } } }, { think: 0.1 }] },
+        { name: "refused_none", engine: "cable", flow: [{ connect: { origin: false, query: { s: "refused_none", refuse: "1" } } }] },
+        { name: "refused", engine: "cable", flow: [{ connect: { query: { s: "refused", refuse: "1" } } }] },
+      ],
+    };
+    // config.cable.origin: false, the same for every connect and reconnect.
+    const noneInConfig = {
+      config: { target: recorderUrl, engines: { cable: {} }, cable: { timeout: 3, origin: false }, phases: phase(2) },
+      scenarios: [{ engine: "cable", flow: [{ connect: { query: { s: "config" } } }, { reconnect: {} }, { think: 0.1 }] }],
+    };
+    // Independent runs at once; the server tells their upgrades apart by `?s=`.
+    const [run, config] = await Promise.all([runArtillery({ script: mixed }), runArtillery({ script: noneInConfig })]);
     const r = run.report!;
     expect(r, run.output).toBeDefined();
     const by = (name: string) => counter(r, `vusers.created_by_name.${name}`);
@@ -183,16 +178,7 @@ describe("what the engine sends (a recording server)", () => {
     const own = `http://${new URL(recorderUrl).host}`;
     expect(seen("default").map((u) => u.origin)).toEqual(seen("default").map(() => own));
     expect(seen("refused").map((u) => u.origin)).toEqual(seen("refused").map(() => own));
-
-    // config.cable.origin: false, the same for every connect and reconnect.
-    upgrades.length = 0;
-    const config = await runArtillery({
-      script: {
-        config: { target: recorderUrl, engines: { cable: {} }, cable: { timeout: 3, origin: false }, phases: phase(2) },
-        scenarios: [{ engine: "cable", flow: [{ connect: { query: { s: "config" } } }, { reconnect: {} }, { think: 0.1 }] }],
-      },
-    });
     expect(counter(config.report!, "cable.connections"), config.output).toBe(4);
-    expect(upgrades).toEqual(Array.from({ length: 4 }, () => ({ s: "config", origin: undefined })));
+    expect(seen("config")).toEqual(Array.from({ length: 4 }, () => ({ s: "config", origin: undefined })));
   });
 });

@@ -4,8 +4,10 @@
 // session regenerated at login behind redirects, XSRF-TOKEN read back by the auth endpoint) and the
 // local target, which knows an Action Cable user by its `uid` cookie. The real apps are in
 // laravel-app.test.ts and rails-devise.test.ts.
+import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -85,8 +87,8 @@ afterAll(async () => {
 });
 
 const signIn = [
-  { get: { url: "/login", capture: { regexp: 'name="_token" value="([^"]+)"', group: 1, as: "token" } } },
-  { post: { url: "/login", form: { _token: "{{ token }}", email: "{{ email }}", password: "{{ password }}" }, capture: [{ json: "$.user.id", as: "userId" }, { header: "x-user-id", as: "uid" }, { json: "$.csrf", as: "csrf" }] } },
+  { get: { url: "/login", name: "login_form", capture: { regexp: 'name="_token" value="([^"]+)"', group: 1, as: "token" } } },
+  { post: { url: "/login", name: "login", form: { _token: "{{ token }}", email: "{{ email }}", password: "{{ password }}" }, capture: [{ json: "$.user.id", as: "userId" }, { header: "x-user-id", as: "uid" }, { json: "$.csrf", as: "csrf" }] } },
 ];
 
 function script(cable: Record<string, unknown>, targetUrl: string, flow: Record<string, unknown>[]) {
@@ -96,6 +98,7 @@ function script(cable: Record<string, unknown>, targetUrl: string, flow: Record<
       engines: { cable: {} },
       cable: { timeout: 3, http: appUrl, ...cable },
       phases: [{ duration: 2, arrivalCount: USERS }],
+      plugins: { "cable-report": {} },
       payload: { path: path.join(dir, "users.csv"), fields: ["email", "password", "peek"], order: "sequence", skipHeader: true },
     },
     scenarios: [{ name: "sign in", engine: "cable", flow }],
@@ -114,7 +117,10 @@ function expectNoSecrets(output: string, reportPath: string): void {
 
 describe.concurrent("virtual users sign in as the app's users", () => {
   test("Action Cable: each user signs in through the form and redirects, and the server hears the socket as that user", async () => {
+    const out = mkdtempSync(path.join(os.tmpdir(), "sign-in-report-"));
+    mkdirSync(path.join(out, "local"));
     const run = await runArtillery({
+      outputDir: path.join(out, "local"),
       script: script({}, target.cableUrl, [
         ...signIn,
         { connect: null },
@@ -134,6 +140,17 @@ describe.concurrent("virtual users sign in as the app's users", () => {
     // GET /login, then POST 302 → /home 302 → /dashboard 200 (the wrong password: POST 302 → /login 200).
     expect(counter(report, "cable.http_codes.302")).toBe(2 * (USERS - 1) + 1);
     expect(counter(report, "cable.http_codes.200")).toBe(2 * USERS);
+    // Each named step's own latency: the form, and the login with its redirects.
+    expect(samples(report, "cable.http_latency.login_form")).toBe(USERS);
+    expect(samples(report, "cable.http_latency.login")).toBe(USERS);
+    // The failed capture says what it saw, in the console and in report.md's notes on errors.
+    const said = /cable\.capture_failed \(capture\): POST \/login → GET \/login: nothing to capture as userId, uid, csrf \(HTTP 200, \d+ bytes of text\/html\)/;
+    expect(run.output).toMatch(said);
+    await promisify(execFile)(process.execPath, [path.join(__dirname, "../../cable-report/bin/cable-report.js"), out, "--out", path.join(out, "report.md")]);
+    const md = readFileSync(path.join(out, "report.md"), "utf8");
+    expect(md).toContain('HTTP "login" latency (ms)');
+    expect(md).toContain('HTTP "login\\_form" latency (ms)');
+    expect(md).toMatch(/`cable\.capture_failed` \(1\): a capture found nothing .*`POST \/login → GET \/login: nothing to capture as userId, uid, csrf \(HTTP 200, \d+ bytes of text\/html\)`/);
     expectNoSecrets(run.output, run.reportPath);
   });
 
@@ -156,6 +173,8 @@ describe.concurrent("virtual users sign in as the app's users", () => {
     expect(counter(report, "errors.cable.capture_failed")).toBe(1);
     expect(counter(report, "errors.cable.auth_failed")).toBe(1);
     expect(counter(report, "cable.auth_failed.403")).toBe(1);
+    // The app's own share of each private and presence subscription: 9 users × 2 channels.
+    expect(samples(report, "cable.auth_latency")).toBe(2 * (USERS - 1));
     expect(counter(report, "cable.failed_subscriptions")).toBe(1);
     const presence = authorized.filter((a) => a.channel === "presence-room.1");
     // Every signed-in user asked as itself, with both CSRF headers right: 9 distinct members.

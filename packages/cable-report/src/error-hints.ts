@@ -54,9 +54,12 @@ export function errorHints(merged: MergedResults): string[] {
     .filter(([key]) => (counters[key] ?? 0) > 0)
     .flatMap(([key, hint]) => {
       const breakdown = BREAKDOWNS[key];
+      const words = (merged.serverWords ?? []).filter((w) => `errors.${w.error}` === key);
+      // Without causes to file them under (a failed capture's own words), the samples follow the hint.
+      const seen = breakdown ? "" : words.map((w) => code(w.text, LIMITS.quote)).join(", ");
       return [
-        `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}`,
-        ...(breakdown ? causeLines(counters, breakdown, (merged.serverWords ?? []).filter((w) => `errors.${w.error}` === key)) : []),
+        `- \`${key.slice("errors.".length)}\` (${counters[key].toLocaleString("en-US")}): ${hint}${seen ? ` ${seen}` : ""}`,
+        ...(breakdown ? causeLines(counters, breakdown, words) : []),
       ];
     });
   return lines.length === 0 ? [] : ["", "**What the errors mean**", "", ...lines];

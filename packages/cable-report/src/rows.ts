@@ -51,7 +51,12 @@ const KNOWN_LATENCIES: Array<[string, string]> = [
   [METRICS.rtt, "Round-trip time (rtt)"],
   [METRICS.broadcastLatency, "Broadcast latency"],
   [METRICS.publishLatency, "Publish latency"],
+  [METRICS.httpLatency, "HTTP steps latency"],
+  [METRICS.authLatency, "Auth endpoint latency"],
 ];
+
+/** A named HTTP step's own latency (`cable.http_latency.<name>`): titled by its step's name. */
+const namedHttpStep = (metric: string) => (metric.startsWith(`${METRICS.httpLatency}.`) ? `HTTP "${metric.slice(METRICS.httpLatency.length + 1)}" latency` : undefined);
 
 
 /**
@@ -65,7 +70,7 @@ export function latencyMetrics(merged: MergedResults): Array<{ metric: string; t
   const others = [...present]
     .filter((metric) => !knownNames.has(metric))
     .sort()
-    .map((metric) => ({ metric, title: metric }));
+    .map((metric) => ({ metric, title: namedHttpStep(metric) ?? metric }));
   return [...known, ...others];
 }
 

@@ -157,6 +157,7 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
     for (const [k, v] of Object.entries(s.headers ?? {})) headers[k] = String(v);
     if (contentType && !hasHeader(headers, "content-type")) headers["Content-Type"] = contentType;
     let hop: Hop = { url: requestUrl(s.url, base, s.qs), method, keepBody: true };
+    const first = hop.url;
     const session = vu.cookies(events);
     const localAddress = compiler.localAddress(vu);
     const startedAt = nowMs();
@@ -194,7 +195,9 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
     Object.assign(context.vars, values);
     if (missing.length) {
       const type = headerValue(answer, "content-type")?.split(";")[0];
-      const failure = new CableError("capture_failed", `${method} ${pathOf(hop.url)}: nothing to capture as ${missing.join(", ")} (HTTP ${answer.status}, ${answer.body.length} bytes${type ? ` of ${type}` : ""})`);
+      // Where the answer came from: a wrong password often shows as a redirect back to the form.
+      const where = hop.url === first && hop.method === method ? `${method} ${pathOf(first)}` : `${method} ${pathOf(first)} → ${hop.method} ${pathOf(hop.url)}`;
+      const failure = new CableError("capture_failed", `${where}: nothing to capture as ${missing.join(", ")} (HTTP ${answer.status}, ${answer.body.length} bytes${type ? ` of ${type}` : ""})`);
       // The step's own words, once per distinct text, to the console and report.md's notes on errors.
       sampleWords(failure.code, "capture", failure.message);
       throw failure;
