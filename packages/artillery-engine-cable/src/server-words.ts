@@ -75,14 +75,28 @@ function sample(error: string, cause: string, raw: string, say: (text: string) =
   return words;
 }
 
+const explained = new Set<string>();
+
+/**
+ * The first failure of a name with a hint (error-names.ts) says the hint once per worker thread,
+ * so that a console shows what a `errors.cable.http_429` means, not only its count. A hint that
+ * ends in ":" is followed by the words of each failure, which say it (sampleWords, sampleServerWords).
+ */
+export function explainOnce(code: string, hint: string | undefined, log: (line: string) => void = (line) => artilleryLog(undefined, line)): void {
+  if (hint === undefined || hint.endsWith(":") || explained.has(code)) return;
+  explained.add(code);
+  log(`cable: ${code}: ${hint}`);
+}
+
 /** Tests only. */
 export function resetServerWordsForTest(): void {
   seen.clear();
+  explained.clear();
 }
 
 // Artillery forwards a worker's `log` events, options included, to the main thread, where its
 // console reporter prints the line and the cable-report plugin reads `cableServerWords`.
-function artilleryLog(words: ServerWords, line: string): void {
+function artilleryLog(words: ServerWords | undefined, line: string): void {
   const artillery = (globalThis as { artillery?: { globalEvents?: { emit(event: string, ...args: unknown[]): unknown } } }).artillery;
-  artillery?.globalEvents?.emit("log", { cableServerWords: words }, line);
+  artillery?.globalEvents?.emit("log", words ? { cableServerWords: words } : {}, line);
 }

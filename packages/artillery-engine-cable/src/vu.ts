@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { CableConnection, type OpenOptions } from "./connection.js";
 import { DeliveryLedger, SendSequence } from "./delivery.js";
+import { errorTraits, nameOfCode } from "./error-names.js";
 import { CableError, errorCode } from "./errors.js";
+import { explainOnce } from "./server-words.js";
 import type { StreamMemory } from "./frame-counter.js";
 import { METRICS, type Events } from "./metrics.js";
 import type { StreamPosition, SubscribeRequest } from "./protocol/types.js";
@@ -144,7 +146,10 @@ export function runVirtualUser(flow: StepFn, events: Events, context: VuContext,
       events.emit("counter", METRICS.messagesDuplicated, vu.memory.ledger.duplicated);
     }
     if (failure) {
-      events.emit("error", errorCode(failure));
+      const code = errorCode(failure);
+      const name = nameOfCode(code);
+      if (name) explainOnce(code, errorTraits(name).hint);
+      events.emit("error", code);
       return callback(failure, ctx);
     }
     callback(null, ctx);

@@ -51,6 +51,7 @@ const elsewhere: Record<string, string> = {
   "laravel-presence.yml": "laravel-app.test.ts",
   "laravel-token.yml": "laravel-app.test.ts",
   "laravel-token-pool.yml": "laravel-app.test.ts",
+  "laravel-presence-html.yml": "laravel-sign-in-limits.test.ts",
 };
 
 test("every scenario in scenarios/ has a smoke test", () => {

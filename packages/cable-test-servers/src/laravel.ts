@@ -29,6 +29,8 @@ export interface LaravelAppOptions {
    * false is stock Laravel 11, which exempts that route from CSRF.
    */
   broadcastAuthCsrf?: boolean;
+  /** Laravel's `throttle` on POST /login, `max,decayMinutes` ("5,0.1": 5 a source address per 6 s). Default none. */
+  loginThrottle?: string;
 }
 
 export interface LaravelApp {
@@ -167,6 +169,7 @@ async function prepare(base: string, userCount: number, options: LaravelAppOptio
       CABLE_USERS: String(userCount),
       CABLE_LOGIN_LOG: path.join(dir, "storage", "logins.jsonl"),
       CABLE_BROADCAST_AUTH_CSRF: options.broadcastAuthCsrf === false ? "0" : "1",
+      CABLE_LOGIN_THROTTLE: options.loginThrottle ?? "",
     };
     // No config cache was copied (laravel-dir.ts), so no config:clear: the variables take effect.
     // Booting registers routes/channels.php on the broadcaster, and the reverb one wants Reverb's

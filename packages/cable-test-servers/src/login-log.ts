@@ -11,6 +11,8 @@ export interface LoginEvent {
   session: string;
   /** Unix time in seconds, microsecond resolution. */
   at: number;
+  /** The source address the app saw (`request()->ip()`). */
+  ip?: string;
 }
 
 export async function readLoginLog(file: string): Promise<LoginEvent[]> {

@@ -8,7 +8,8 @@ Route::get('/', fn () => redirect()->route('dashboard'));
 
 Route::middleware('guest')->group(function () {
     Route::get('/login', [AuthenticatedSessionController::class, 'create'])->name('login');
-    Route::post('/login', [AuthenticatedSessionController::class, 'store']);
+    Route::post('/login', [AuthenticatedSessionController::class, 'store'])
+        ->middleware(config('cable.login_throttle') ? ['throttle:'.config('cable.login_throttle')] : []);
 });
 
 Route::middleware('auth')->group(function () {

@@ -17,6 +17,8 @@ class LoginLog
             'via' => $via,
             'user' => $userId,
             'session' => $sessionId,
+            // The source address the app saw: per-address limits (throttle) count by it.
+            'ip' => request()->ip(),
             'at' => microtime(true),
         ])."\n";
         file_put_contents(config('cable.login_log'), $line, FILE_APPEND | LOCK_EX);
