@@ -107,7 +107,7 @@ export const ERROR_NAMES = {
   },
   response_too_large: { steps: ["subscribe", "publish", "reconnect", ...HTTP_STEPS] },
   // The scenario's own code and values at run time.
-  invalid_value: { steps: ["connect", "subscribe", "receive", "publish", "reconnect", "listen", ...HTTP_STEPS] },
+  invalid_value: { steps: ["connect", "subscribe", "receive", "publish", "reconnect", "listen", "think", "loop", ...HTTP_STEPS] },
   invalid_scenario: { steps: ["engine"] },
   function_missing: { steps: ["function"] },
   function_failed: { steps: ["function"] },

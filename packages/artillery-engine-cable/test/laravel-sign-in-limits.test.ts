@@ -26,7 +26,7 @@ function recipe(first: number, count: number, cable: Record<string, unknown>, lo
   const dir = mkdtempSync(path.join(os.tmpdir(), "laravel-limits-"));
   writeFileSync(path.join(dir, "users.csv"), app.users.slice(first - 1, first - 1 + count).map((u) => `${u.email},${u.password}`).join("\n") + "\n");
   const doc = yaml.safeLoad(readFileSync(path.join(repo, "scenarios", "laravel-presence-html.yml"), "utf8")) as { config: Record<string, any>; scenarios: { flow: Record<string, any>[] }[] };
-  const config = { ...doc.config, target: app.ws, phases: [{ duration: 1, arrivalCount: count }], variables: { hold: 1, room: first } };
+  const config: Record<string, any> = { ...doc.config, target: app.ws, phases: [{ duration: 1, arrivalCount: count }], variables: { hold: 1, room: first } };
   config.cable = { ...config.cable, http: app.http, ...cable, pusher: { ...config.cable.pusher, key: app.key, authEndpoint: { ...config.cable.pusher.authEndpoint, url: `${app.http}/broadcasting/auth` } } };
   const flow = doc.scenarios[0].flow.map((step) => (step.post ? { post: { ...step.post, ...login } } : step));
   const file = path.join(dir, "limits.yml");

@@ -8,12 +8,18 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
 import { pathToFileURL } from "node:url";
 import { render } from "../src/template.js";
+import { compileLoop, compileThink } from "../src/steps/flow.js";
+import type { Compiler } from "../src/steps/compiler.js";
+import type { StepFn } from "../src/vu.js";
 
 // Artillery's internals are not in its exports: its own file, by path.
 const engineUtil = path.resolve(__dirname, "../../../node_modules/artillery/dist/lib/commons/engine_util.js");
 let artilleryTemplate: <T>(value: T, context: unknown) => T;
+let helpers: Compiler["helpers"];
 beforeAll(async () => {
-  ({ template: artilleryTemplate } = await import(pathToFileURL(engineUtil).href));
+  const util = await import(pathToFileURL(engineUtil).href);
+  artilleryTemplate = util.template;
+  helpers = util as Compiler["helpers"];
 });
 
 const SECRET = "s3cr3t-from-the-generator";
@@ -78,6 +84,19 @@ describe("the engine's renderer", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("Artillery's think and loop helpers get the engine's rendering first", () => {
+  const ends = (step: StepFn, vars: Record<string, unknown>) =>
+    new Promise<string>((resolve) => step(context(vars), (err) => resolve(err ? (err as { code?: string }).code ?? "error" : "done")));
+  const compiler = () => ({ helpers, thinkDefaults: {}, processor: {}, compile: () => ((c: never, cb: (e: null, c: never) => void) => cb(null, c)) as never }) as unknown as Compiler;
+
+  test("a think time or a loop count captured as a template is refused, not rendered for ever", async () => {
+    expect(await ends(compileThink(compiler(), { think: "{{ wait }}" }), { wait: "{{ wait }}" })).toBe("cable.invalid_value");
+    expect(await ends(compileThink(compiler(), { think: "{{ wait }}" }), { wait: "0.01" })).toBe("done");
+    expect(await ends(compileLoop(compiler(), { loop: [{ think: 0 }], count: "{{ n }}" }), { n: "{{ n }}" })).toBe("cable.invalid_value");
+    expect(await ends(compileLoop(compiler(), { loop: [{ think: 0 }], count: "{{ n }}" }), { n: 3 })).toBe("done");
   });
 });
 

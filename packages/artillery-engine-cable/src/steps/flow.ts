@@ -2,26 +2,42 @@ import { z } from "zod";
 import { CableError } from "../errors.js";
 import type { Events } from "../metrics.js";
 import { asyncStep, type StepFn, type VuContext } from "../vu.js";
-import { render } from "../template.js";
+import { hasTemplate, render } from "../template.js";
 import type { Compiler } from "./compiler.js";
 import { defineStep } from "./define.js";
 
 type CallbackProcessor = (context: VuContext, events: Events, done: (err?: Error) => void) => void;
 type PromiseProcessor = (context: VuContext, events: Events) => unknown;
 
+/**
+ * A think time or a loop count with a template is rendered here (template.ts) before Artillery's
+ * helper sees it: the helper renders with Artillery's own template, which would render a captured
+ * `{{ … }}` again. What is left holding `{{` after the one rendering is not a number: refused.
+ */
+function renderedFirst(field: string, value: unknown, run: (rendered: unknown) => StepFn): StepFn {
+  if (typeof value !== "string" || !hasTemplate(value)) return run(value);
+  return (context, callback) => {
+    const rendered = render(value, context);
+    if (typeof rendered === "string" && rendered.includes("{{")) return callback(new CableError("invalid_value", `"${field}" is not a number: it rendered to a template`), context);
+    run(rendered)(context, callback);
+  };
+}
+
 export function compileThink(compiler: Compiler, step: Record<string, unknown>): StepFn {
-  return compiler.helpers.createThink(step, compiler.thinkDefaults);
+  return renderedFirst("think", step.think, (think) => compiler.helpers.createThink({ ...step, think }, compiler.thinkDefaults));
 }
 
 export function compileLoop(compiler: Compiler, step: Record<string, unknown>): StepFn {
   const body = (step.loop as Record<string, unknown>[]).map((s) => compiler.compile(s));
   const whileTrue = typeof step.whileTrue === "string" ? compiler.processor[step.whileTrue] : undefined;
-  return compiler.helpers.createLoopWithCount((step.count as number | string | undefined) ?? -1, body, {
-    loopValue: step.loopValue ?? "$loopCount",
-    loopElement: step.loopElement ?? "$loopElement",
-    overValues: step.over,
-    whileTrue,
-  });
+  return renderedFirst("count", step.count, (count) =>
+    compiler.helpers.createLoopWithCount((count as number | string | undefined) ?? -1, body, {
+      loopValue: step.loopValue ?? "$loopCount",
+      loopElement: step.loopElement ?? "$loopElement",
+      overValues: step.over,
+      whileTrue,
+    }),
+  );
 }
 
 /**
