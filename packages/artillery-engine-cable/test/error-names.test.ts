@@ -137,6 +137,9 @@ describe("the error table", () => {
     expect(errorTraits(pusherCodeError(4100)).hint).toMatch(/^the server is over capacity/);
     expect(errorTraits(pusherCodeError(4100)).transient).toBe(true);
     expect(errorTraits(pusherCodeError(4009)).hint).toBeUndefined();
+    // A sign-in's throttle: what it is and what to do; the other statuses have none.
+    expect(errorTraits(httpStatusError(429)).hint).toMatch(/per source address.*Retry-After/);
+    expect(errorTraits(httpStatusError(404)).hint).toBeUndefined();
   });
 
   it("marks as transient what the back-off retried before the table: the server not (yet) there", () => {
