@@ -11,7 +11,7 @@ import type { Inbound, Protocol, Welcome } from "./protocol/types.js";
 import { countServerSoftware } from "./server-software.js";
 import { sampleServerWords } from "./server-words.js";
 import { openWebSocket, type CableSocket, type OpenOptions, type OpenSocket } from "./socket.js";
-import { trace, tracing } from "./trace.js";
+import { trace, traceableUrl, tracing } from "./trace.js";
 import { WaitingStep } from "./waiting-step.js";
 
 export type { OpenOptions } from "./socket.js";
@@ -124,7 +124,7 @@ export class CableConnection implements Tracked {
   async open(options: OpenOptions, reconnecting = false): Promise<Welcome> {
     if (!this.moveTo(reconnecting ? "reconnecting" : "connecting")) throw new CableError("connection_closed", "the connection was closed before it opened");
     const startedAt = this.clock.now();
-    if (tracing()) trace("open %s %j", options.url.replace(/([?&]sid=)[^&]+/, "$1…"), options.subprotocols);
+    if (tracing()) trace("open %s %j", traceableUrl(options.url), options.subprotocols);
     this.socket = this.runtime.openSocket(options, {
       frame: (data, isBinary) => this.onFrame(data, isBinary),
       close: (code, reason) => this.onClose(code, reason),

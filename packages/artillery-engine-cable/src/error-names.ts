@@ -97,7 +97,7 @@ export const ERROR_NAMES = {
   // address no app has a reason to send a user to (the cloud's metadata and link-local ones).
   http_redirect_refused: { steps: HTTP_STEPS, hint: "the app redirected to a URL that is not http(s) (`file:`, `data:`, …): the engine follows only http and https, as a browser's fetch does" },
   http_address_refused: {
-    steps: [...HTTP_STEPS, "subscribe", "publish", "reconnect"],
+    steps: ["connect", "subscribe", "publish", "reconnect", ...HTTP_STEPS],
     hint: "a request would have gone to a link-local or cloud metadata address (169.254.0.0/16, fe80::/10, fd00:ec2::254), by a redirect, a URL or a name that resolves there: the engine never sends a user's request there (where a Fargate task reads its role's credentials)",
   },
   // The upgrade refused where the request carried an Origin the server does not allow (socket.ts).

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import WebSocket from "ws";
 import { httpStatusError, type ErrorName } from "./error-names.js";
+import { ADDRESS_REFUSED, guardedLookup } from "./destinations.js";
 import { CableError } from "./errors.js";
 import { serverIdentity } from "./server-software.js";
 import type { TlsOptions } from "./tls.js";
-import { trace, tracing } from "./trace.js";
+import { trace, traceableUrl, tracing } from "./trace.js";
 
 export interface OpenOptions {
   url: string;
@@ -52,6 +53,8 @@ export const openWebSocket: OpenSocket = (options, listener) => {
     // Every text frame is parsed as JSON, which fails on broken UTF-8 as a malformed frame anyway.
     skipUTF8Validation: true,
     localAddress: options.localAddress,
+    // A name that resolves to a link-local or metadata address is refused where it is resolved (destinations.ts).
+    lookup: guardedLookup as never,
     // A hostile server must not make the generator buffer an unbounded frame.
     maxPayload: 16 * 1024 * 1024,
   });
@@ -62,7 +65,7 @@ export const openWebSocket: OpenSocket = (options, listener) => {
   ws.once("upgrade", (res) => (server = serverIdentity(res.headers)));
   ws.on("message", (data, isBinary) => listener.frame(data as Buffer, isBinary));
   ws.on("close", (code, reason) => listener.close(code, reason.toString()));
-  ws.on("error", (err) => listener.error(err));
+  ws.on("error", (err) => listener.error((err as { code?: unknown }).code === ADDRESS_REFUSED ? new CableError("http_address_refused", err.message) : err));
   ws.on("unexpected-response", (_req, res) => {
     const refused: RefusedUpgrade = { status: res.statusCode ?? 0, contentType: res.headers["content-type"], origin };
     const report = (body?: string) => {
@@ -105,27 +108,6 @@ export function headerOf(headers: Record<string, string>, name: string): string 
   let value: string | undefined;
   for (const [key, v] of Object.entries(headers)) if (key.toLowerCase() === name) value = v;
   return value;
-}
-
-/**
- * The upgrade's URL for a trace line: query values masked (a `token=`, a `sid=`, a signed stream
- * may ride there), the user-info of `ws://user:password@host` masked, the fragment dropped.
- */
-export function traceableUrl(url: string): string {
-  const [beforeFragment] = url.split("#", 1);
-  const q = beforeFragment.indexOf("?");
-  const base = (q < 0 ? beforeFragment : beforeFragment.slice(0, q)).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?]*@/i, "$1…@");
-  if (q < 0) return base;
-  const query = beforeFragment
-    .slice(q + 1)
-    .split("&")
-    .map((pair) => {
-      const eq = pair.indexOf("=");
-      // A bare item (`?abc123`) may itself be the secret.
-      return eq < 0 ? (pair ? "…" : pair) : `${pair.slice(0, eq)}=…`;
-    })
-    .join("&");
-  return `${base}?${query}`;
 }
 
 /** A refused upgrade: the answer's status and type, the start of its body when it was read, and the Origin the request carried. */

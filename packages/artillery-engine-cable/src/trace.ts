@@ -59,3 +59,24 @@ function closingQuote(text: string, start: number, level: number): number {
   }
   return text.length;
 }
+
+/**
+ * A URL for a trace line (an upgrade's, an HTTP step's hop): query values masked (a `token=`, a `sid=`, a signed stream
+ * may ride there), the user-info of `ws://user:password@host` masked, the fragment dropped.
+ */
+export function traceableUrl(url: string): string {
+  const [beforeFragment] = url.split("#", 1);
+  const q = beforeFragment.indexOf("?");
+  const base = (q < 0 ? beforeFragment : beforeFragment.slice(0, q)).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?]*@/i, "$1…@");
+  if (q < 0) return base;
+  const query = beforeFragment
+    .slice(q + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      // A bare item (`?abc123`) may itself be the secret.
+      return eq < 0 ? (pair ? "…" : pair) : `${pair.slice(0, eq)}=…`;
+    })
+    .join("&");
+  return `${base}?${query}`;
+}

@@ -4,11 +4,12 @@
 // a small recording server for what the engine sends, through the real `artillery run`.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { counter, runArtillery, startRails, type RailsServer } from "cable-test-servers";
+import { counter, runArtillery, startAnyCable, startRails, type AnyCableServer, type RailsServer } from "cable-test-servers";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { errorTraits } from "../src/error-names.js";
-import { headerOf, needsBody, refusedUpgradeName, traceableUrl } from "../src/socket.js";
+import { headerOf, needsBody, refusedUpgradeName } from "../src/socket.js";
+import { traceableUrl } from "../src/trace.js";
 
 const ALLOWED = "https://app.example.com";
 const WRONG = "https://evil.example.com";
@@ -20,12 +21,17 @@ interface Upgrade {
 }
 
 let rails: RailsServer;
+let anycable: AnyCableServer;
 let recorder: http.Server;
 let recorderUrl: string;
 const upgrades: Upgrade[] = [];
 
 beforeAll(async () => {
-  rails = await startRails({ allowedRequestOrigins: [ALLOWED] });
+  [rails, anycable] = await Promise.all([
+    startRails({ allowedRequestOrigins: [ALLOWED] }),
+    // anycable-go checks the Origin's host (and port), not its scheme.
+    startAnyCable({ args: [`--allowed_origins=${new URL(ALLOWED).host}`] }),
+  ]);
   // Records each upgrade's Origin; `?refuse=1` gets gorilla/websocket's (anycable-go's) refusal,
   // anything else an Action Cable welcome.
   const wss = new WebSocketServer({ noServer: true, handleProtocols: (protocols) => [...protocols][0] ?? false });
@@ -43,7 +49,7 @@ beforeAll(async () => {
   recorderUrl = `ws://127.0.0.1:${(recorder.address() as AddressInfo).port}/cable`;
 });
 afterAll(async () => {
-  await rails?.stop();
+  await Promise.all([rails?.stop(), anycable?.stop()]);
   recorder?.closeAllConnections();
   await new Promise((resolve) => recorder?.close(resolve));
 });
@@ -144,6 +150,30 @@ describe("Rails Action Cable with allowed_request_origins", () => {
     expect(counter(allowed.report!, "cable.connections"), allowed.output).toBe(3);
     expect(counter(allowed.report!, "vusers.completed")).toBe(3);
     expect(errorKeys(allowed.report!.aggregate.counters)).toEqual([]);
+  });
+});
+
+describe("anycable-go with --allowed_origins", () => {
+  test("an Origin outside it is refused with 403: cable.origin_rejected; its own 404 of a wrong path stays http_404", async () => {
+    const run = await runArtillery({
+      script: {
+        config: { target: anycable.url, engines: { cable: {} }, cable: { timeout: 3 }, phases: phase(12) },
+        scenarios: [
+          { name: "allowed", engine: "cable", flow: [{ connect: { origin: ALLOWED } }, { think: 0.2 }] },
+          { name: "wrong", engine: "cable", flow: [{ connect: {} }] },
+          // Go's http.NotFound: 404, text/plain, "404 page not found"; with an allowed Origin, as a wrong path would be sent.
+          { name: "wrong_path", engine: "cable", flow: [{ connect: { url: anycable.url.replace(/\/cable$/, "/wrong"), origin: ALLOWED } }] },
+        ],
+      },
+    });
+    const r = run.report!;
+    expect(r, run.output).toBeDefined();
+    const by = (name: string) => counter(r, `vusers.created_by_name.${name}`);
+    expect(by("allowed") + by("wrong") + by("wrong_path")).toBe(12);
+    expect(counter(r, "cable.connections"), run.output).toBe(by("allowed"));
+    expect(counter(r, "errors.cable.origin_rejected")).toBe(by("wrong"));
+    expect(counter(r, "errors.cable.http_404")).toBe(by("wrong_path"));
+    expect(errorKeys(r.aggregate.counters).filter((k) => k !== "errors.cable.origin_rejected" && k !== "errors.cable.http_404")).toEqual([]);
   });
 });
 

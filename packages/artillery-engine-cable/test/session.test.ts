@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import type { LookupAddress } from "node:dns";
 import { COOKIE_CAPS, Session, withCookies } from "../src/session.js";
-import { httpRequest, isRefusedAddress, lookupRefusing } from "../src/sidecall.js";
+import { isRefusedAddress, lookupRefusing } from "../src/destinations.js";
+import { httpRequest } from "../src/sidecall.js";
 import { authHeaders } from "../src/protocol/pusher.js";
 import { accepts, redirectTo, retryAfterMs, withoutCredentials } from "../src/steps/request.js";
 

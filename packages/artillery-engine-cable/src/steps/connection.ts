@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { cableCode } from "../error-names.js";
+import { checkDestination } from "../destinations.js";
 import { CableError } from "../errors.js";
 import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
 import { withCookies } from "../session.js";
@@ -71,6 +72,8 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
   const fixed = !JSON.stringify(raw ?? {}).includes("{{") && (raw?.url ?? compiler.target) ? handshake(raw ?? {}) : undefined;
   return asyncStep(async (vu, context) => {
     const { url, headers, subprotocols } = fixed ?? handshake(spec(context));
+    // A URL made of a captured value may name a metadata address: refused before the socket (names at their lookup, socket.ts).
+    checkDestination(url);
     vu.opened = {
       url,
       // A signed-in user's upgrade carries its session, as the browser's does (Rails' identified_by

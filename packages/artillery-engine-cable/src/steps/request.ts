@@ -10,7 +10,7 @@ import { hasHeader } from "../session.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sampleWords } from "../server-words.js";
-import { trace } from "../trace.js";
+import { trace, traceableUrl, tracing } from "../trace.js";
 import { secondsToMs, templater, type Compiler } from "./compiler.js";
 import { defineStep, isTemplated, seconds, stringMap, type CheckContext } from "./define.js";
 
@@ -169,7 +169,7 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
       answer = await httpRequest("http", hop.url, { method: hop.method, headers: hopHeaders, body: hop.keepBody ? body : undefined, timeoutMs, signal: deadline, tls: compiler.tls, localAddress, session });
       events.emit("counter", `${METRICS.httpCodes}.${answer.status}`, 1);
       const location = s.followRedirect ? headerValue(answer, "location") : undefined;
-      trace("http %s %s: HTTP %d%s", hop.method, traceUrl(hop.url), answer.status, location ? ` → ${traceUrl(location, hop.url)}` : "");
+      if (tracing()) trace("http %s %s: HTTP %d%s", hop.method, traceableUrl(hop.url), answer.status, location ? ` → ${traceLocation(location, hop.url)}` : "");
       if (RETRIED.has(answer.status) && retries < s.retry) {
         const waitMs = retryAfterMs(headerValue(answer, "retry-after"), retries);
         if (nowMs() - startedAt + waitMs < timeoutMs) {
@@ -207,16 +207,13 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
 
 const pathOf = (url: string) => new URL(url).pathname;
 
-/** A URL as a trace line shows it: no user or password, and each query value masked (a token travels there). */
-function traceUrl(url: string, base?: string): string {
-  let u: URL;
+/** A Location as a trace line shows it: resolved against the hop, its query values masked (trace.ts). */
+function traceLocation(location: string, from: string): string {
   try {
-    u = new URL(url, base);
+    return traceableUrl(new URL(location, from).toString());
   } catch {
     return "(not a URL)";
   }
-  const query = [...u.searchParams.keys()].map((k) => `${k}=…`).join("&");
-  return `${u.protocol}//${u.host}${u.pathname}${query ? `?${query}` : ""}`;
 }
 
 function headerValue(answer: HttpAnswer, name: string): string | undefined {
