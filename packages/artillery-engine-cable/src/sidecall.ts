@@ -45,7 +45,8 @@ export function dispatcher(tls: TlsOptions | undefined, localAddress: string | u
   if (!byAddress) agents.set(key, (byAddress = new Map()));
   let agent = byAddress.get(localAddress ?? "");
   if (!agent) {
-    agent = new Agent({ connect: { ...tls, ca: tls?.ca, localAddress, lookup: guardedLookup } as never });
+    // undici takes the source address on the pool (Client's localAddress), not among the connect options.
+    agent = new Agent({ localAddress, connect: { ...tls, ca: tls?.ca, lookup: guardedLookup } as never });
     byAddress.set(localAddress ?? "", agent);
   }
   return agent;

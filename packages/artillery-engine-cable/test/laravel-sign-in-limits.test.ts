@@ -14,10 +14,10 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 const repo = path.resolve(__dirname, "../../..");
 let app: LaravelApp;
 
-// 5 sign-ins a source address per 6 s.
+// 5 sign-ins a source address per 12 s: a window longer than a cold app takes to answer 8 logins.
 const PER_WINDOW = 5;
 beforeAll(async () => {
-  app = await startLaravelApp({ users: 60, loginThrottle: `${PER_WINDOW},0.1` });
+  app = await startLaravelApp({ users: 60, loginThrottle: `${PER_WINDOW},0.2` });
 }, 120_000);
 afterAll(() => app?.stop());
 
@@ -34,6 +34,7 @@ function recipe(first: number, count: number, cable: Record<string, unknown>, lo
   return file;
 }
 
+const errorsOf = (report: { aggregate: { counters: Record<string, number> } }) => Object.fromEntries(Object.entries(report.aggregate.counters).filter(([k]) => k.startsWith("errors.")));
 const sources = async (since: number) => (await app.logins()).filter((e) => e.at >= since && e.event === "login").map((e) => e.ip);
 
 describe.sequential("Laravel's throttle on its login", () => {
@@ -41,8 +42,12 @@ describe.sequential("Laravel's throttle on its login", () => {
     const run = await runArtillery({ script: recipe(1, 8, { localAddress: "127.0.0.11" }, { retry: 0 }), env: { REVERB_APP_KEY: app.key }, timeoutMs: 90_000 });
     const report = run.report!;
     expect(report, run.output).toBeDefined();
-    expect(counter(report, "vusers.completed"), run.output).toBe(PER_WINDOW);
-    expect(counter(report, "errors.cable.http_429")).toBe(8 - PER_WINDOW);
+    // Laravel's limiter over the file cache (the harness's CACHE_STORE) increments without a lock:
+    // concurrent logins from 8 PHP workers sometimes pass one or two over the limit (seen: 7 of 8).
+    const refused = counter(report, "errors.cable.http_429");
+    expect(refused, run.output).toBeGreaterThanOrEqual(1);
+    expect(counter(report, "vusers.completed"), run.output).toBe(8 - refused);
+    expect(errorsOf(report), run.output).toEqual({ "errors.cable.http_429": refused });
     expect(run.output).toMatch(/cable: cable\.http_429: the app limits requests per source address/);
     // The recipe's ensure: a run in which users failed is not green.
     expect(run.code).not.toBe(0);
@@ -66,7 +71,7 @@ describe.sequential("Laravel's throttle on its login", () => {
     const report = run.report!;
     expect(report, run.output).toBeDefined();
     expect(counter(report, "vusers.completed"), run.output).toBe(2 * PER_WINDOW);
-    expect(counter(report, "errors.cable.http_429")).toBe(0);
+    expect(errorsOf(report), run.output).toEqual({});
     const seen = await sources(since);
     expect(seen.filter((ip) => ip === "127.0.0.13")).toHaveLength(PER_WINDOW);
     expect(seen.filter((ip) => ip === "127.0.0.14")).toHaveLength(PER_WINDOW);
