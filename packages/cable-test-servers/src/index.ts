@@ -19,3 +19,4 @@ export { waitFor } from "./wait.js";
 export { encoded, sketchOf } from "./sketches.js";
 export { cableClient, connect, type RawClient } from "./raw-client.js";
 export { INJECTIONS, startHostileServer, type HostileServer, type Injection } from "./hostile-server.js";
+export { HOSTILE_NAMES, OFF_MACHINE_REDIRECTS, OFF_MACHINE_SOCKETS, SCHEME_REDIRECTS, hostileHttpApp, networkGuard, type GuardThread, type GuardViolation, type HostileHttpApp, type HostileHttpOptions, type NetworkGuard, type NetworkGuardOptions, type RecordedRequest } from "./hostile-http.js";
