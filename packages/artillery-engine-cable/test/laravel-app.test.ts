@@ -42,9 +42,10 @@ async function membersWhileRunning(channel: string, count: number): Promise<numb
 }
 
 describe.sequential("Laravel + Reverb: virtual users sign in as the app's users", () => {
-  // No retry: the GET /login that once answered 200 without its _token was the cold PHP development
-  // server's empty answer (200, its headers, 0 bytes), which startLaravelApp now warms away; the
-  // engine names it, should it come back: "GET /login: nothing to capture as token (HTTP 200, 0 bytes of text/html)".
+  // No retry: the GET /login that once answered 200 without its _token was Blade compiling the login
+  // view in place in several PHP workers at once (an empty page: 200, every header, 0 bytes), which
+  // startLaravelApp now compiles first; the engine names it, should it come back:
+  // "GET /login: nothing to capture as token (HTTP 200, 0 bytes of text/html)".
   test("laravel-presence.yml: 40 users sign in through the session login and are 40 distinct members of one presence channel", async () => {
     const since = Date.now() / 1000;
     const running = runArtillery({
