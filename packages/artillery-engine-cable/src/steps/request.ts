@@ -197,7 +197,7 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
       const type = headerValue(answer, "content-type")?.split(";")[0];
       // Where the answer came from: a wrong password often shows as a redirect back to the form.
       const where = hop.url === first && hop.method === method ? `${method} ${pathOf(first)}` : `${method} ${pathOf(first)} → ${hop.method} ${pathOf(hop.url)}`;
-      const failure = new CableError("capture_failed", `${where}: nothing to capture as ${missing.join(", ")} (HTTP ${answer.status}, ${answer.body.length} bytes${type ? ` of ${type}` : ""})`);
+      const failure = new CableError("capture_failed", `${where}: nothing to capture as ${missing.join(", ")} (HTTP ${answer.status}, ${Buffer.byteLength(answer.body)} bytes${type ? ` of ${type}` : ""})`);
       // The step's own words, once per distinct text, to the console and report.md's notes on errors.
       sampleWords(failure.code, "capture", failure.message);
       throw failure;
