@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import {
   counter,
+  filesHolding,
   HOSTILE_NAMES,
   hostileHttpApp,
   networkGuard,
@@ -432,21 +433,6 @@ describe.concurrent("a hostile HTTP app, through the real CLI under the network 
     expect(["127.0.0.1", "127.0.0.2", "::1"].filter((ip) => isRefusedAddress(ip))).toEqual([]);
   });
 });
-
-/** Every file under `dir`, and those whose bytes match. */
-function filesHolding(dir: string, match: (text: string) => boolean): { files: number; leaks: string[] } {
-  const leaks: string[] = [];
-  let files = 0;
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const file = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(file);
-      else if (entry.isFile() && ++files < 5_000 && match(readFileSync(file, "latin1"))) leaks.push(file);
-    }
-  };
-  walk(dir);
-  return { files, leaks };
-}
 
 interface ThreadResult {
   thread: string;

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { filesHolding } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli";
 import { emulateEcs } from "./ecs-emulator";
@@ -74,24 +75,6 @@ function writeScenario(dir: string): string {
   return file;
 }
 
-/** Every file under `dir` (bounded), by path, whose bytes hold a form of the secret. */
-function filesWithSecret(dir: string): { files: number; leaks: string[] } {
-  const leaks: string[] = [];
-  let files = 0;
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const file = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(file);
-      else if (entry.isFile() && ++files < 5_000) {
-        const text = readFileSync(file, "latin1");
-        if (FORMS.some((form) => text.includes(form))) leaks.push(file);
-      }
-    }
-  };
-  walk(dir);
-  return { files, leaks };
-}
-
 const holdsSecret = (text: string) => FORMS.some((form) => text.includes(form));
 
 /** The server's words as the run's report kept them: its refusal, with the cookie redacted. */
@@ -128,7 +111,7 @@ describe("a server that echoes the secret, with --local", () => {
     expectRedactedWords(path.join(out, runId));
     expect(readFileSync(path.join(out, runId, "local-a/task-1/artillery.log"), "utf8")).toContain("refused: your cookie session=*** has expired");
     // Everything the run wrote: the results, the local store (bundle, task logs, live files, status, the workers' scratch).
-    const searched = filesWithSecret(out);
+    const searched = filesHolding(out, holdsSecret);
     expect(searched.files).toBeGreaterThan(20);
     expect(searched.leaks).toEqual([]);
     expect(holdsSecret(result.stdout + result.stderr)).toBe(false);
@@ -167,7 +150,7 @@ describe("a server that echoes the secret, on the AWS path (moto)", () => {
     expectRedactedWords(path.join(out, runId));
 
     // The results downloaded and the workers' scratch (the container's disk).
-    const searched = filesWithSecret(dir);
+    const searched = filesHolding(dir, holdsSecret);
     expect(searched.files).toBeGreaterThan(10);
     expect(searched.leaks).toEqual([]);
     // What CloudWatch would hold: each task's output, and the runner's console.

@@ -14,7 +14,7 @@ export { CONSTRAINTS, installStrictAws, strictAwsNodeOptions, StrictAwsError, vi
 export { withMachineLock } from "./lock.js";
 export { startMoto, type Moto, type MotoOptions } from "./moto.js";
 export { cleanEnv, runNode, type NodeRun, type NodeRunOptions } from "./run-node.js";
-export { writeTree } from "./files.js";
+export { filesHolding, writeTree } from "./files.js";
 export { waitFor } from "./wait.js";
 export { encoded, sketchOf } from "./sketches.js";
 export { cableClient, connect, type RawClient } from "./raw-client.js";
