@@ -1,6 +1,7 @@
 // `cable-fanout run | collect | stop | capacity`.
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { shownPath } from "./shown-path.js";
 import { setTimeout as delay } from "node:timers/promises";
 import { Command, CommanderError, Option } from "commander";
 import { ResultsInputError } from "artillery-plugin-cable-report";
@@ -171,7 +172,7 @@ function program(exit: (code: number) => void): Command {
         process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now });
       await startingTasks(o.backend, progress, async (deps) => {
         const result = await runFanout({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, ...o.run, ...o.report }, deps);
-        printOutcome(result);
+        printOutcome(result, o.backend.out);
         exit(result.exitCode);
       });
     });
@@ -197,7 +198,7 @@ function program(exit: (code: number) => void): Command {
         const result = await runCompare({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, targets: o.targets, ...o.compare }, deps);
         log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
         process.stdout.write(readFileSync(result.reportFile, "utf8"));
-        log(`report: ${path.relative(process.cwd(), result.reportFile)}`);
+        log(`report: ${shownPath(result.reportFile, o.backend.out)}`);
         exit(result.exitCode);
       });
     });
@@ -229,7 +230,7 @@ function program(exit: (code: number) => void): Command {
   ).action(async (runId: string, raw: unknown) => {
     const o = collectOptions(raw);
     const result = await collectCommand({ runId, outDir: o.backend.out, ...o.lookup }, makeBackend(o.backend), o.report, log);
-    printOutcome(result);
+    printOutcome(result, o.backend.out);
     exit(result.exitCode);
   });
 
@@ -248,10 +249,10 @@ function program(exit: (code: number) => void): Command {
   return cmd;
 }
 
-function printOutcome(result: { reportFile?: string; failedRegions: string[]; runDir: string }): void {
+function printOutcome(result: { reportFile?: string; failedRegions: string[]; runDir: string }, out: string): void {
   if (result.failedRegions.length > 0) log(`failed region(s): ${result.failedRegions.join(", ")}`);
   // stdout carries only the report's path, for scripts: `report=$(cable-fanout run …)`.
-  if (result.reportFile) process.stdout.write(`${path.relative(process.cwd(), result.reportFile) || result.reportFile}\n`);
+  if (result.reportFile) process.stdout.write(`${shownPath(result.reportFile, out)}\n`);
   else log(`no report: no task left results in ${result.runDir}`);
 }
 

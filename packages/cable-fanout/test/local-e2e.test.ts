@@ -51,7 +51,9 @@ describe("cable-fanout run --local", () => {
 
     const [runId] = onlyRun(out);
     const runDir = path.join(out, runId);
-    expect(result.stdout.trim()).toBe(path.relative(work, path.join(runDir, "report.md")));
+    // `--out` was absolute: the report's path is printed as the user named it, not as ../../tmp/….
+    expect(result.stdout.trim()).toBe(path.join(runDir, "report.md"));
+    expect(result.stderr).toContain(`collecting results into ${runDir}`);
     expect(readdirSync(runDir).sort()).toEqual(["fanout.json", "local-a", "local-b", "merged.json", "report.html", "report.md"]);
     let created = 0;
     for (const region of ["local-a", "local-b"]) {

@@ -1,5 +1,5 @@
 // `cable-fanout capacity <scenario> --slo … --start N --step N --max N --hold S`: flags → search.
-import path from "node:path";
+import { shownPath } from "../shown-path.js";
 import { type Command, Option } from "commander";
 import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
@@ -142,7 +142,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
             progress: (clock) => new LineProgress(hooks.log, { ...clock, now: Date.now }),
           },
         );
-        process.stdout.write(`${path.relative(process.cwd(), result.markdownFile) || result.markdownFile}\n`);
+        process.stdout.write(`${shownPath(result.markdownFile, flags.out)}\n`);
         hooks.exit(result.exitCode);
       } finally {
         for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSigint);

@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { shownPath } from "../shown-path.js";
 import { type RunnerStop, runnerStopSchema } from "cable-worker/contract";
 import { describeVerdicts, judgeBaseline, loadBaseline, redactTarget, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot } from "../backend.js";
@@ -64,7 +65,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     progress.stop();
   }
 
-  deps.log(`collecting results into ${path.relative(process.cwd(), run.runDir) || "."}`);
+  deps.log(`collecting results into ${shownPath(run.runDir, options.outDir)}`);
   const collected = await collectRun({
     runDir: run.runDir,
     record: run.record,
