@@ -137,4 +137,14 @@ export function withCookies(session: Session | undefined, url: string, headers: 
   return { ...rest, Cookie: `${fromJar}; ${ownCookie}` };
 }
 
-export const hasHeader = (headers: Record<string, string>, name: string) => Object.keys(headers).some((k) => k.toLowerCase() === name.toLowerCase());
+/** The value of a header as Node sends it: names are case-insensitive, and of two spellings the last set wins. */
+export function headerOf(headers: Record<string, string>, name: string): string | undefined {
+  let value: string | undefined;
+  for (const [key, v] of Object.entries(headers)) if (key.toLowerCase() === name.toLowerCase()) value = v;
+  return value;
+}
+
+export const hasHeader = (headers: Record<string, string>, name: string) => headerOf(headers, name) !== undefined;
+
+/** The headers but those named (lower case), whatever their spelling. */
+export const withoutHeaders = (headers: Record<string, string>, names: ReadonlySet<string>) => Object.fromEntries(Object.entries(headers).filter(([k]) => !names.has(k.toLowerCase())));

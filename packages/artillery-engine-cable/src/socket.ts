@@ -3,6 +3,7 @@ import WebSocket from "ws";
 import { httpStatusError, type ErrorName } from "./error-names.js";
 import { ADDRESS_REFUSED, guardedLookup } from "./destinations.js";
 import { CableError } from "./errors.js";
+import { headerOf } from "./session.js";
 import { serverIdentity } from "./server-software.js";
 import type { TlsOptions } from "./tls.js";
 import { trace, traceableUrl, tracing } from "./trace.js";
@@ -102,13 +103,6 @@ export const openWebSocket: OpenSocket = (options, listener) => {
     terminate: () => ws.terminate(),
   };
 };
-
-/** The value of a header as Node sends it: names are case-insensitive, and of two spellings the last set wins. */
-export function headerOf(headers: Record<string, string>, name: string): string | undefined {
-  let value: string | undefined;
-  for (const [key, v] of Object.entries(headers)) if (key.toLowerCase() === name) value = v;
-  return value;
-}
 
 /** A refused upgrade: the answer's status and type, the start of its body when it was read, and the Origin the request carried. */
 export interface RefusedUpgrade {

@@ -8,7 +8,8 @@ import { counter, runArtillery, startAnyCable, startRails, type AnyCableServer, 
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { errorTraits } from "../src/error-names.js";
-import { headerOf, needsBody, refusedUpgradeName } from "../src/socket.js";
+import { headerOf } from "../src/session.js";
+import { needsBody, refusedUpgradeName } from "../src/socket.js";
 import { traceableUrl } from "../src/trace.js";
 
 const ALLOWED = "https://app.example.com";

@@ -3,7 +3,7 @@ import { cableCode } from "../error-names.js";
 import { checkDestination } from "../destinations.js";
 import { CableError } from "../errors.js";
 import { ACTIONCABLE_V1_JSON } from "../protocol/actioncable.js";
-import { withCookies } from "../session.js";
+import { withCookies, withoutHeaders } from "../session.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { templater, type Compiler } from "./compiler.js";
 import { defineStep, stringMap } from "./define.js";
@@ -44,6 +44,8 @@ export function withQuery(url: string, query: ConnectSpec["query"]): string {
   return u.toString();
 }
 
+const ORIGIN = new Set(["origin"]);
+
 export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): StepFn {
   const spec = templater(raw ?? {});
   const { settings, protocol } = compiler;
@@ -56,9 +58,9 @@ export function compileConnect(compiler: Compiler, raw: ConnectSpec | null): Ste
     // config.cable.headers < the step's `origin` < an Origin in the step's `headers`. `false` sends
     // no Origin header at all, as a native app or a server-side client does.
     const configOrigin = settings.origin ?? originOf(url);
-    const headers: Record<string, string> = { ...(configOrigin === false ? {} : { Origin: configOrigin }), ...settings.headers };
+    let headers: Record<string, string> = { ...(configOrigin === false ? {} : { Origin: configOrigin }), ...settings.headers };
     if (s.origin !== undefined) {
-      for (const k of Object.keys(headers)) if (k.toLowerCase() === "origin") delete headers[k];
+      headers = withoutHeaders(headers, ORIGIN);
       // A whole-string template keeps its value's type (template.ts): `{{ origin }}` may be false.
       if ((s.origin as unknown) !== false) headers.Origin = String(s.origin);
     }

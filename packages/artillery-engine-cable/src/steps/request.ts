@@ -6,7 +6,7 @@ import { httpStatusError } from "../error-names.js";
 import { CableError } from "../errors.js";
 import { METRICS } from "../metrics.js";
 import { httpRequest, type HttpAnswer } from "../sidecall.js";
-import { hasHeader } from "../session.js";
+import { hasHeader, withoutHeaders } from "../session.js";
 import { asyncStep, type StepFn } from "../vu.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sampleWords } from "../server-words.js";
@@ -126,7 +126,9 @@ export function redirectTo(status: number, location: string | undefined, from: s
  * cookies still go where their own domain rules send them.
  */
 const CREDENTIALS = new Set(["authorization", "cookie", "proxy-authorization"]);
-export const withoutCredentials = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).filter(([k]) => !CREDENTIALS.has(k.toLowerCase())));
+/** A redirect that turns the request into a GET without a body drops what described the body. */
+const BODY_HEADERS = new Set(["content-type", "content-length"]);
+export const withoutCredentials = (headers: Record<string, string>) => withoutHeaders(headers, CREDENTIALS);
 
 export const accepts = (expect: RequestSpec["expect"], status: number) =>
   expect === undefined ? status >= 200 && status < 400 : ([] as number[]).concat(expect).includes(status);
@@ -165,7 +167,7 @@ function compileRequest(compiler: Compiler, method: Method, raw: RequestSpec): S
     const deadline = AbortSignal.timeout(timeoutMs);
     let answer: HttpAnswer;
     for (let redirects = 0, retries = 0; ; ) {
-      const hopHeaders = hop.keepBody ? headers : withoutBodyHeaders(headers);
+      const hopHeaders = hop.keepBody ? headers : withoutHeaders(headers, BODY_HEADERS);
       answer = await httpRequest("http", hop.url, { method: hop.method, headers: hopHeaders, body: hop.keepBody ? body : undefined, timeoutMs, signal: deadline, tls: compiler.tls, localAddress, session });
       events.emit("counter", `${METRICS.httpCodes}.${answer.status}`, 1);
       const location = s.followRedirect ? headerValue(answer, "location") : undefined;
@@ -221,9 +223,6 @@ function headerValue(answer: HttpAnswer, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function withoutBodyHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([k]) => !["content-type", "content-length"].includes(k.toLowerCase())));
-}
 
 function checkRequest(spec: RequestSpec, { at, config }: CheckContext, name: string, target: string | undefined): string[] {
   if (isTemplated(spec.url) || /^https?:\/\//i.test(spec.url)) return [];
