@@ -7,6 +7,8 @@
 set -euo pipefail
 
 CACHE="${CABLE_CACHE:-$HOME/.cache/cable}"
+# A fresh home has no ~/.cache yet: the build logs below are written into it.
+mkdir -p "$CACHE"
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 
