@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ScenarioError } from "./errors.js";
+import { DEFAULT_MAX_FAILED_USERS, PERCENT, type MaxFailedUsers } from "./failed-users.js";
 
 // `config.cable`: its schema, its type, and how it is read (the environment may supply secrets).
 // The steps import the type from here; schema.ts checks flows against the step table.
@@ -63,6 +64,17 @@ export const configSchema = z
     localAddress: z.union([z.string().ip(), z.array(z.string().ip()).nonempty()]).optional(),
     /** Warn when the generator's event loop is this many ms late (it is saturated). */
     lagWarning: z.number().positive().default(100),
+    /**
+     * The run fails (`artillery run` exits 1) when more virtual users fail than this: a count, a
+     * share of the users created ("5%"), or false for no line (failed-users.ts).
+     */
+    maxFailedUsers: z
+      .union([
+        z.number().int().nonnegative(),
+        z.string().regex(PERCENT, { message: 'expected a count, a share such as "5%", or false' }).transform((s) => s as `${number}%`),
+        z.literal(false),
+      ])
+      .default(DEFAULT_MAX_FAILED_USERS as MaxFailedUsers),
     /** Keep Artillery's own arrival timer, which spins for the last 25 ms before each arrival (arrivals.ts). */
     preciseArrivals: z.boolean().default(false),
     /** Defaults of the reconnect step: back-off between attempts, and the time allowed to get back, in seconds. */

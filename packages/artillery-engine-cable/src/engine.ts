@@ -9,7 +9,8 @@ import { readTls, type TlsOptions } from "./tls.js";
 import type { Protocol } from "./protocol/types.js";
 import { cableCode, errorTraits, nameOfCode } from "./error-names.js";
 import { CableError, errorCode } from "./errors.js";
-import { checkScript } from "./preflight.js";
+import { FailureLine } from "./exit-status.js";
+import { checkScript, REPORT_PLUGIN } from "./preflight.js";
 import { configSchema, type CableConfig } from "./config.js";
 import type { Script } from "./script.js";
 import type { ArtilleryHelpers, Compiler } from "./steps/compiler.js";
@@ -76,6 +77,8 @@ export class CableEngine {
   private readonly runtime: ConnectionRuntime;
   /** The script is wrong and the run is being stopped (preflight.ts). */
   private readonly failed: boolean;
+  /** `config.cable.maxFailedUsers`, as this thread can judge it. */
+  private readonly failureLine: FailureLine;
 
   constructor(script: Script, _events: Events, private readonly helpers: ArtilleryHelpers) {
     this.config = script.config;
@@ -86,6 +89,7 @@ export class CableEngine {
     this.settings = settings ?? configSchema.parse({});
     this.tls = this.failed ? undefined : readTls(script.config.tls, script._scriptPath ?? script._configPath).tls;
     this.protocol = protocolFor(this.settings, this.tls);
+    this.failureLine = new FailureLine(this.settings.maxFailedUsers, script.config.plugins?.[REPORT_PLUGIN] !== undefined);
     // arrivals.ts: this thread's phases start VUs without spinning a core, unless preciseArrivals.
     if (!this.failed && (script.scenarios ?? []).some((s) => (s.engine ?? script.config.engine) === "cable")) {
       trace("arrival timer: %s", installArrivals(this.settings.preciseArrivals));
@@ -134,7 +138,12 @@ export class CableEngine {
     };
     const flow = sequence(spec.flow.map(compiler.compile));
     const subscribes = hasStep(spec.flow, "subscribe");
-    return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) =>
-      runVirtualUser(flow, events, context, subscribes ? countingFailedSubscriptions(events, callback) : callback);
+    return (context: VuContext, callback: (err: Error | null, context: VuContext) => void) => {
+      const ended = (err: Error | null, after: VuContext) => {
+        if (err) this.failureLine.userFailed();
+        callback(err, after);
+      };
+      runVirtualUser(flow, events, context, subscribes ? countingFailedSubscriptions(events, ended) : ended);
+    };
   }
 }

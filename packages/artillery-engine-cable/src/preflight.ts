@@ -4,6 +4,7 @@ import { isMainThread } from "node:worker_threads";
 import { z } from "zod";
 import { closest } from "./did-you-mean.js";
 import { ScenarioError } from "./errors.js";
+import { JUDGED_BY_RUNNER_ENV } from "./failed-users.js";
 import { configSchema, parseConfig, type CableConfig } from "./config.js";
 import { cableSection } from "./per-user-config.js";
 import { stepSchemas, validateScript } from "./schema.js";
@@ -49,6 +50,7 @@ export function findProblems(script: Script, env: NodeJS.ProcessEnv = process.en
   problems.push(...readTls(script.config.tls, script._scriptPath ?? script._configPath).problems);
   problems.push(...targetProblems(script));
   problems.push(...envProblems(script, env));
+  if (settings) problems.push(...failureLineProblems(script, settings, env));
   return { problems: problems.map(suggest), settings };
 }
 
@@ -234,4 +236,18 @@ function suggest(problem: string): string {
   if (!m || problem.includes("did you mean")) return problem;
   const guess = closest(m[1], KNOWN_FIELDS);
   return guess ? `${problem}; did you mean "${guess}"?` : problem;
+}
+
+/** The report plugin's name in `config.plugins` (artillery-plugin-cable-report). */
+export const REPORT_PLUGIN = "cable-report";
+
+/**
+ * A line other than none or 0 adds up every worker thread's users, which only the report plugin in
+ * the main thread sees; without it the line would hold per thread, and 3 + 3 failures pass a line
+ * of 5.
+ */
+function failureLineProblems(script: Script, settings: CableConfig, env: NodeJS.ProcessEnv): string[] {
+  const max = settings.maxFailedUsers;
+  if (max === false || max === 0 || env[JUDGED_BY_RUNNER_ENV] || script.config.plugins?.[REPORT_PLUGIN] !== undefined) return [];
+  return [`config.cable: field "maxFailedUsers": ${JSON.stringify(max)} is judged on every worker's users together, by the report plugin: add \`plugins: { ${REPORT_PLUGIN}: {} }\` to config (or use 0 or false)`];
 }

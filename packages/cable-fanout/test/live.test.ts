@@ -4,12 +4,12 @@ import { encoded } from "cable-test-servers";
 import { judgeAbort, parseAbortOn } from "../src/live/abort";
 import type { LivePeriod } from "../src/live/feed";
 import { liveOf, regionOf, type TaskFiles } from "./live-fixtures";
-import { LATE_MS, LiveView, periodComplete } from "../src/live/view";
+import { formatFinal, LATE_MS, LiveView, periodComplete } from "../src/live/view";
 
 const T0 = 1_700_000_000_000;
 
 /** A period of one task: `latency` ms broadcasts, `created` users arriving, `errors` timeouts. */
-const period = (i: number, latency: number, extra: Partial<{ created: number; completed: number; errors: number }> = {}): LivePeriod => ({
+const period = (i: number, latency: number, extra: Partial<{ created: number; completed: number; errors: number; failed: number }> = {}): LivePeriod => ({
   period: T0 + i * 10_000,
   counters: {
     "vusers.created": extra.created ?? 10,
@@ -17,6 +17,7 @@ const period = (i: number, latency: number, extra: Partial<{ created: number; co
     "cable.messages_received": 100,
     "cable.connections_open_period_peak": 10,
     ...(extra.errors ? { "errors.cable.timeout": extra.errors } : {}),
+    ...(extra.failed ? { "vusers.failed": extra.failed } : {}),
   },
   rates: {},
   histograms: { "cable.broadcast_latency": encoded(Array.from({ length: 20 }, () => latency)), "cable.event_loop_lag": encoded([2, 3]) },
@@ -72,6 +73,16 @@ describe("the live view", () => {
     expect(line).toBe("local-a 22:13:20 · 5 users active · 20 connections · 20 msg/s received · broadcast_latency p95 30 ms · 0 errors · generator lag 2 ms, CPU 12%");
     // Printed once.
     expect(view.lines(liveOf([a1, a2]), T0 + 13_000)).toEqual([]);
+  });
+
+  it("says failed users in the period's line, and never ends a region green with one", () => {
+    const view = new LiveView(1);
+    const failing = task("local-a", "t1", [period(0, 10, { created: 10, completed: 6, failed: 4, errors: 4 })]);
+    const [line] = view.lines(liveOf([failing]), T0 + 12_000);
+    expect(line).toContain(" · 4 errors · ❌ 4 users failed · generator lag");
+    expect(formatFinal(regionOf([failing]))).toMatch(/^❌ local-a ended · 10 users \(6 completed, 4 failed\)/);
+    expect(formatFinal(regionOf([task("local-a", "t1", [period(0, 10, { errors: 2 })])]))).toMatch(/^⚠️ local-a ended · 10 users \(10 completed, 0 failed\)/);
+    expect(formatFinal(regionOf([task("local-a", "t1", [period(0, 10)])]))).toMatch(/^✅ local-a ended · /);
   });
 
   it("lets a task idle in a period hold its line back only until it is late", () => {

@@ -128,7 +128,7 @@ describe("cable-fanout run --local, over time", () => {
     expect(lines.filter((l) => l.startsWith("local-a ")).length).toBeGreaterThanOrEqual(6);
     expect(lines.filter((l) => l.startsWith("local-b ")).length).toBeGreaterThanOrEqual(6);
     expect(lines.some((l) => / broadcast_latency p95 \d{3,}/.test(l))).toBe(true);
-    expect(result.stderr).toMatch(/local-a ended · \d+ users/);
+    expect(result.stderr).toMatch(/(✅|⚠️|❌) local-a ended · \d+ users/);
 
     const report = readFileSync(path.join(runDir, "report.md"), "utf8");
     expect(report).toContain("### Over time");

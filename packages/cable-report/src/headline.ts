@@ -2,6 +2,7 @@
 // text from report.md): how the run ended, its users, peak connections, the main latency, errors,
 // checks and verdicts, and the server it loaded. Pure: merged results in, markdown lines out. The
 // figures are the all-regions column's, the same the table shows below; outside text is escaped.
+import { judgeFailedUsers, readMaxFailedUsers, type FailedUsersVerdict } from "artillery-engine-cable/failed-users";
 import { METRICS } from "artillery-engine-cable/metrics";
 import { formatMs } from "./clocks.js";
 import type { MergedResults } from "./model.js";
@@ -10,18 +11,35 @@ import { latencyMetrics } from "./rows.js";
 import { isLatencyMetric, mainLatency } from "./series.js";
 import { describeConnectStorm, describeStorm } from "./storms.js";
 import { clock, code, inline, LIMITS } from "./text.js";
+import { notEvaluated } from "./unevaluated.js";
 
 /** How the run ended, as the headline and the run's consumers (a PR comment's reader) see it. */
 export interface RunState {
   state: "complete" | "aborted" | "cut short" | "incomplete";
   /** Why, in words; null for a complete run. */
   reason: string | null;
+  /** The failure line (`config.cable.maxFailedUsers`) on every user of the run. */
+  users: FailedUsersVerdict;
+  /** Errors counted (`errors.*`), with or without failed users. */
+  errors: number;
 }
+
+/** Every user of the run against its failure line. */
+export function failedUsers(merged: MergedResults): FailedUsersVerdict {
+  const count = (name: string) => merged.all.counters[name] ?? 0;
+  return judgeFailedUsers(readMaxFailedUsers(merged.test.maxFailedUsers), { created: count("vusers.created"), failed: count("vusers.failed") });
+}
+
+const errorCount = (counters: Record<string, number>) => Object.entries(counters).filter(([k]) => k.startsWith("errors.")).reduce((sum, [, v]) => sum + v, 0);
 
 const n = (v: number) => v.toLocaleString("en-US", { maximumFractionDigits: 1 });
 const plural = (count: number, word: string) => `${n(count)} ${word}${count === 1 ? "" : "s"}`;
 
 export function runState(merged: MergedResults): RunState {
+  return { ...endOf(merged), users: failedUsers(merged), errors: errorCount(merged.all.counters) };
+}
+
+function endOf(merged: MergedResults): Pick<RunState, "state" | "reason"> {
   const all = merged.all;
   const count = (name: string) => all.counters[name] ?? 0;
   const cutOff = count("vusers.created") - count("vusers.completed") - count("vusers.failed");
@@ -44,6 +62,21 @@ export function runState(merged: MergedResults): RunState {
 
 const STATE_MARK: Record<RunState["state"], string> = { complete: "✅", aborted: "⛔", "cut short": "✂️", incomplete: "⚠️" };
 
+/**
+ * The headline's first words. A complete run is green only when every user completed and nothing
+ * erred: users over the failure line are ❌, failures within it or errors without failed users ⚠️.
+ */
+export function stateWords(state: RunState): { mark: string; label: string } {
+  const { users } = state;
+  const label = state.state[0].toUpperCase() + state.state.slice(1);
+  const failedPart = users.failed > 0 ? `${n(users.failed)} of ${n(users.created)} virtual users failed` : null;
+  if (state.state !== "complete") return { mark: users.over ? "❌" : STATE_MARK[state.state], label: failedPart ? `${label}, ${failedPart}` : label };
+  if (users.over) return { mark: "❌", label: `${label}, ${failedPart} (more than ${code(`maxFailedUsers: ${users.line}`)})` };
+  if (failedPart) return { mark: "⚠️", label: `${label}, ${failedPart} (within ${code(`maxFailedUsers: ${users.line}`)})` };
+  if (state.errors > 0) return { mark: "⚠️", label: `${label}, with ${plural(state.errors, "error")} and no failed user` };
+  return { mark: STATE_MARK.complete, label };
+}
+
 /** The headline's lines, a blockquote; `servers`: columns are servers run one after the other (no all-regions column). */
 export function headline(merged: MergedResults, options: { servers?: boolean; regressions?: number; threshold?: number } = {}): string[] {
   if (options.servers) return [];
@@ -51,16 +84,16 @@ export function headline(merged: MergedResults, options: { servers?: boolean; re
   const count = (name: string) => all.counters[name] ?? 0;
   const state = runState(merged);
   const lines: string[] = [];
-  const label = state.state[0].toUpperCase() + state.state.slice(1);
+  const { mark, label } = stateWords(state);
   lines.push(
-    `**${STATE_MARK[state.state]} ${label}**${state.reason ? `: ${state.reason}` : ""} · ` +
+    `**${mark} ${label}**${state.reason ? `: ${state.reason}` : ""} · ` +
       `**${n(count("vusers.created"))}** virtual users (${n(count("vusers.completed"))} completed, ${n(count("vusers.failed"))} failed)` +
       (all.peakOpenConnections !== null ? ` · peak **${n(all.peakOpenConnections)}** open connections` : ""),
   );
 
   const main = mainLatency(Object.keys(all.histograms).filter(isLatencyMetric));
   const d = main ? all.histograms[main] : undefined;
-  const errors = Object.entries(all.counters).filter(([k]) => k.startsWith("errors.")).reduce((sum, [, v]) => sum + v, 0);
+  const errors = state.errors;
   const latency = d && d.count > 0
     ? `**${inline(latencyMetrics(merged).find((m) => m.metric === main)?.title ?? main!, LIMITS.name)}** p50 ${n(d.p50)} · p95 **${n(d.p95)}** · p99 ${n(d.p99)} ms${d.approximate ? " (≈)" : ""} over ${plural(d.count, "sample")}`
     : "no latency recorded";
@@ -72,8 +105,15 @@ export function headline(merged: MergedResults, options: { servers?: boolean; re
   lines.push(`${latency}${bound}${negatives} · **${n(errors)}** error${errors === 1 ? "" : "s"}`);
 
   const checkParts: string[] = [];
-  const ensure = all.checks.reduce((t, c) => ({ passed: t.passed + c.passed, failed: t.failed + c.failed }), { passed: 0, failed: 0 });
-  if (ensure.passed + ensure.failed > 0) checkParts.push(`${ensure.failed === 0 ? "✅" : "❌"} ensure: ${n(ensure.passed)} of ${n(ensure.passed + ensure.failed)} task checks passed`);
+  // A check that could not have failed (unevaluated.ts) is neither passed nor failed.
+  const evaluated = all.checks.filter((c) => notEvaluated(c.check, all.counters) === null);
+  const unevaluated = all.checks.length - evaluated.length;
+  const ensure = evaluated.reduce((t, c) => ({ passed: t.passed + c.passed, failed: t.failed + c.failed }), { passed: 0, failed: 0 });
+  if (ensure.passed + ensure.failed + unevaluated > 0) {
+    const mark = ensure.failed > 0 ? "❌" : unevaluated > 0 ? "⚠️" : "✅";
+    const ran = ensure.passed + ensure.failed > 0 ? `${n(ensure.passed)} of ${n(ensure.passed + ensure.failed)} task checks passed` : "no task check evaluated";
+    checkParts.push(`${mark} ensure: ${ran}${unevaluated > 0 ? `, ${plural(unevaluated, "check")} not evaluated` : ""}`);
+  }
   const verdictChecks = (merged.verdicts?.checks ?? []).map((c) => c.columns[all.name]).filter((c) => c !== undefined);
   if (verdictChecks.length > 0) {
     const failed = verdictChecks.filter((c) => !c.passed).length;
@@ -85,11 +125,41 @@ export function headline(merged: MergedResults, options: { servers?: boolean; re
   }
   if (checkParts.length > 0 || verdicts.length > 0) lines.push([...checkParts, ...verdicts].join(" · "));
 
+  lines.push(...acceptanceLines(merged, state));
+
   const target = merged.target;
   if (target && (target.url || target.server)) {
     lines.push(`Target: ${target.url ? code(target.url, LIMITS.label) : "not named"}${target.server ? ` (${inline(target.server, LIMITS.label)})` : ""}`);
   }
   return ["", ...lines.flatMap((line, i) => (i === 0 ? [`> ${line}`] : [">", `> ${line}`]))];
+}
+
+const seconds = (ms: number) => (ms >= 1000 ? `${n(ms / 1000)} s` : formatMs(ms));
+
+/** Errors that are a timeout: the engine's `*_timeout` names and the socket's ETIMEDOUT. */
+const isTimeout = (error: string) => /(^|_)timeout$/.test(error.replace(/^errors\.(cable\.)?/, "")) || error === "errors.ETIMEDOUT";
+
+/**
+ * A server that accepts slowly looks like a working one until its queue overflows: handshakes past
+ * half the timeout, or failed users that mostly timed out, are pointed at beside the headline.
+ */
+export function acceptanceLines(merged: MergedResults, state: RunState): string[] {
+  const lines: string[] = [];
+  const handshake = merged.all.histograms[METRICS.handshakeLatency];
+  const timeout = merged.test.timeoutMs;
+  if (handshake && handshake.count > 0 && timeout !== undefined && handshake.p95 > timeout / 2) {
+    lines.push(
+      `⚠️ Slow acceptance: handshake p95 ${seconds(handshake.p95)} is over half the ${seconds(timeout)} timeout. ` +
+        "The server takes connections slower than they arrive: usually its accept queue (Puma's backlog, too few workers or threads) or a proxy in front of it.",
+    );
+  }
+  const timeouts = Object.entries(merged.all.counters).filter(([k]) => isTimeout(k));
+  const timedOut = timeouts.reduce((sum, [, v]) => sum + v, 0);
+  if (state.users.failed > 0 && timedOut * 2 >= state.users.failed) {
+    const names = timeouts.sort((a, b) => b[1] - a[1]).slice(0, 3).map(([k, v]) => `${code(k.replace(/^errors\./, ""))} ${n(v)}`);
+    lines.push(`⚠️ Most failed users timed out (${names.join(", ")}): the server was too slow to answer, not refusing; look at its accept queue, CPU and the proxy in front.`);
+  }
+  return lines;
 }
 
 /** The time verdicts of the all-regions column, a few words each. */

@@ -243,6 +243,10 @@ export const mergedSchema = z.object({
     name: z.string(),
     scenarios: z.array(z.string()),
     phases: z.array(phaseSchema),
+    /** `config.cable.maxFailedUsers` (failed-users.ts); absent: the default, 0. */
+    maxFailedUsers: z.union([z.number(), z.string(), z.literal(false)]).optional(),
+    /** `config.cable.timeout`, ms; absent in older results. */
+    timeoutMs: z.number().optional(),
   }),
   regions: z.array(regionSchema),
   all: columnSchema,

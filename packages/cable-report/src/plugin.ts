@@ -6,7 +6,9 @@
 import type { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
+import { JUDGED_BY_RUNNER_ENV, judgeFailedUsers, overLineMessage, readMaxFailedUsers, type FailedUsersVerdict, type MaxFailedUsers } from "artillery-engine-cable/failed-users";
 import { writeFileAtomic } from "./atomic-write.js";
+import { notEvaluated } from "./unevaluated.js";
 import { parseSoakMinimum, pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
 import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
 import { redactTarget, serverFromCounters } from "./target.js";
@@ -36,12 +38,15 @@ interface ArtilleryGlobal {
   testInfo?: { flags?: { output?: string }; tags?: Array<{ name: string; value: string }> };
   globalEvents: EventEmitter;
   ext(extension: { ext: "beforeExit" | "onShutdown"; method: (event: unknown) => Promise<void> }): void;
-  log(message: string, level?: string): void;
+  /** Prints its arguments as console.log does (update-global-object.ts): no level. */
+  log(message: string): void;
+  /** What `artillery run` exits with; the ensure plugin sets it too. */
+  suggestedExitCode?: number;
 }
 
 interface PluginScript {
   /** `config.target`: Artillery has applied --target, -e and the templates by the time the plugin sees it. */
-  config?: { target?: unknown; phases?: Phase[]; plugins?: Record<string, unknown> };
+  config?: { target?: unknown; phases?: Phase[]; plugins?: Record<string, unknown>; cable?: { maxFailedUsers?: unknown; timeout?: unknown } };
   scenarios?: Array<{ name?: string }>;
 }
 
@@ -76,22 +81,29 @@ export class Plugin {
   constructor(script: PluginScript, events: EventEmitter) {
     const artillery = global.artillery;
     if (!isMainThread || !artillery) return;
+    // The ensure plugin evaluates its checks in a `beforeExit` hook, after the
+    // report is written, and never stores them in the report.
+    artillery.globalEvents.on("checks", (checks: EnsureCheck[]) => {
+      this.checks = checks.map((c) => ({ check: c.original, strict: c.strict, passed: c.result === 1 }));
+    });
+    // Judged with or without --output: a run in which users failed never exits 0 unnoticed.
+    this.judgeUsers(artillery, events, readMaxFailedUsers(script.config?.cable?.maxFailedUsers));
 
     const output = artillery.testInfo?.flags?.output;
     if (!output) {
-      artillery.log("cable-report: no --output given, so no sketches sidecar is written", "warn");
+      artillery.log("cable-report: no --output given, so no sketches sidecar is written");
       return;
     }
     if (isDirectory(output)) {
       // Artillery names the report itself (a timestamp) when --output is a directory; the sidecar must sit beside a known file.
-      artillery.log(`cable-report: --output ${output} is a directory; give a file name to get a sketches sidecar`, "warn");
+      artillery.log(`cable-report: --output ${output} is a directory; give a file name to get a sketches sidecar`);
       return;
     }
     const sidecarPath = sidecarPathFor(output);
     // Redacted here, before anything holds it: credentials, a token in the query never reach a file.
     const targetUrl = redactTarget(script.config?.target);
     // The merger judges them; a typo is said now, before the load (and fails its check in the report).
-    for (const problem of verdictCheckProblems(script.config?.plugins?.["cable-report"])) artillery.log(`cable-report: ${problem}`, "error");
+    for (const problem of verdictCheckProblems(script.config?.plugins?.["cable-report"])) artillery.log(`cable-report: ${problem}`);
 
     // Serialize each period as it arrives: Artillery later deletes the
     // histograms from these same objects when it writes the report.
@@ -115,6 +127,8 @@ export class Plugin {
           scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
           phases: script.config?.phases ?? [],
           ...pluginSettings(script),
+          maxFailedUsers: readMaxFailedUsers(script.config?.cable?.maxFailedUsers),
+          timeoutMs: timeoutMs(script.config?.cable?.timeout),
         },
         relativeAccuracy: RELATIVE_ACCURACY,
         aggregate: {
@@ -135,11 +149,6 @@ export class Plugin {
       this.write(sidecarPath);
     });
 
-    // The ensure plugin evaluates its checks in a `beforeExit` hook, after the
-    // report is written, and never stores them in the report.
-    artillery.globalEvents.on("checks", (checks: EnsureCheck[]) => {
-      this.checks = checks.map((c) => ({ check: c.original, strict: c.strict, passed: c.result === 1 }));
-    });
     // onShutdown runs once every beforeExit hook (ensure's included) has settled.
     artillery.ext({
       ext: "onShutdown",
@@ -152,14 +161,58 @@ export class Plugin {
     });
   }
 
+  /**
+   * The failure line on every worker's users together (failed-users.ts), and the checks that tested
+   * nothing (unevaluated.ts), said in the console after Artillery's summary; over the line,
+   * `artillery run` exits 1. A fan-out task leaves the line to its runner, which judges the merged run.
+   */
+  private judgeUsers(artillery: ArtilleryGlobal, events: EventEmitter, max: MaxFailedUsers): void {
+    let verdict: FailedUsersVerdict | null = null;
+    let counters: Record<string, number> = {};
+    events.on("done", (stats: ArtilleryPeriodStats) => {
+      counters = { ...stats.counters };
+      verdict = judgeFailedUsers(max, { created: counters["vusers.created"] ?? 0, failed: counters["vusers.failed"] ?? 0 });
+    });
+    const byRunner = Boolean(process.env[JUDGED_BY_RUNNER_ENV]);
+    artillery.ext({
+      ext: "beforeExit",
+      method: async () => {
+        if (!verdict || byRunner) return;
+        if (verdict.over) {
+          artillery.suggestedExitCode = 1;
+          artillery.log(`cable-report: ${overLineMessage(verdict, "artillery run exits 1")}`);
+        } else if (verdict.failed > 0) {
+          artillery.log(`cable-report: ${verdict.failed} of ${verdict.created} virtual users failed, within config.cable.maxFailedUsers (${verdict.line})`);
+        }
+      },
+    });
+    artillery.ext({
+      ext: "onShutdown",
+      method: async () => {
+        for (const c of this.checks ?? []) {
+          const why = notEvaluated(c.check, counters);
+          if (why) artillery.log(`cable-report: ensure "${c.check}" was not evaluated: ${why}; it ${c.passed ? "passed" : "failed"} without testing anything`);
+        }
+      },
+    });
+  }
+
   private write(path: string): void {
     try {
       writeFileAtomic(path, JSON.stringify(this.sidecar));
     } catch (err) {
-      global.artillery?.log(`cable-report: could not write ${path}: ${(err as Error).message}`, "error");
+      global.artillery?.log(`cable-report: could not write ${path}: ${(err as Error).message}`);
     }
   }
 }
+
+/** `config.cable.timeout` (s) in ms, the engine's default when unset or unreadable. */
+function timeoutMs(raw: unknown): number {
+  return typeof raw === "number" && Number.isFinite(raw) && raw > 0 ? raw * 1000 : DEFAULT_TIMEOUT_MS;
+}
+
+/** The engine's `config.cable.timeout` default (config.ts), 10 s. */
+const DEFAULT_TIMEOUT_MS = 10_000;
 
 function isDirectory(path: string): boolean {
   try {

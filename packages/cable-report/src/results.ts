@@ -281,6 +281,8 @@ function mergeFolds(regions: RegionFold[], run: RunFold, expectations: Expectati
       name: run.test?.name ?? "",
       scenarios: run.test?.scenarios ?? [...run.scenariosRun].sort(),
       phases: run.test?.phases ?? [],
+      ...(run.test?.maxFailedUsers !== undefined ? { maxFailedUsers: run.test.maxFailedUsers } : {}),
+      ...(run.test?.timeoutMs !== undefined ? { timeoutMs: run.test.timeoutMs } : {}),
     },
     regions: columns,
     all,

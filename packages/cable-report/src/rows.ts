@@ -6,6 +6,7 @@ import { EVENT_LOOP_LAG, OPEN_PEAK_COUNTER } from "./merge.js";
 import { isLatencyMetric } from "./series.js";
 import { lagFigure } from "./saturation.js";
 import { isServerSoftwareCounter } from "./target.js";
+import { notEvaluated } from "./unevaluated.js";
 import type { Column, Distribution, MergedResults, RegionColumn } from "./model.js";
 
 export type Unit = "count" | "ms" | "rate" | "percent" | "value";
@@ -300,6 +301,8 @@ function checkRows(columns: Column[]): TextRow[] {
     text: (c) => {
       const tally = c.checks.find((k) => k.check === check);
       if (!tally) return "—";
+      const why = notEvaluated(check, c.counters);
+      if (why) return `⚪ not evaluated: ${why}`;
       const ran = tally.passed + tally.failed;
       const missing = c.tasks - ran;
       const verdict = tally.failed === 0 ? `✅ ${tally.passed}/${ran} passed` : `❌ ${tally.failed}/${ran} failed`;

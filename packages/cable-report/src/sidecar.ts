@@ -1,6 +1,7 @@
 // The sidecar file: what Artillery's JSON report leaves out (raw DDSketch
 // histograms, the test's identity, `ensure` outcomes), written by the plugin
 // beside the report and read back by the merger.
+import { PERCENT } from "artillery-engine-cable/failed-users";
 import { z } from "zod";
 import { PERIOD_MS, phaseStartSchema, periodRecordSchema } from "./period.js";
 import { RELATIVE_ACCURACY } from "./sketch-codec.js";
@@ -66,6 +67,10 @@ export const sidecarSchema = z.object({
     verdictChecks: listOf(nameSchema).optional(),
     /** The plugin's `soakMinimum`, ms: the shortest run judged for drift, when lowered. */
     soakMinimumMs: z.number().finite().positive().optional(),
+    /** `config.cable.maxFailedUsers` as the engine read it (failed-users.ts); absent in older sidecars: the default. */
+    maxFailedUsers: z.union([z.number().int().nonnegative(), z.string().regex(PERCENT).max(20), z.literal(false)]).optional(),
+    /** `config.cable.timeout` in ms: what a handshake's time is held against. */
+    timeoutMs: z.number().finite().positive().optional(),
   }),
   relativeAccuracy: z.literal(RELATIVE_ACCURACY),
   aggregate: z.object({

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { access, mkdir, readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Writable } from "node:stream";
+import { JUDGED_BY_RUNNER_ENV } from "artillery-plugin-cable-report";
 import { type ArtilleryOutcome, artilleryBin, runArtillery } from "./artillery.js";
 import type { WorkerConfig } from "./config.js";
 import { LOG_FILE, MANIFEST_FILE, REPORT_FILE, STATUS_FILE, bundlePrefix, resultPrefix } from "./layout.js";
@@ -298,6 +299,8 @@ export function artilleryTaskEnv(base: NodeJS.ProcessEnv, task: Pick<WorkerConfi
     CABLE_TASK_ID: task.taskId,
     CABLE_STORE: task.store,
     [SECRET_ENV]: secretNames.join(","),
+    // The runner judges config.cable.maxFailedUsers on the merged run; a task's own share must not fail it.
+    [JUDGED_BY_RUNNER_ENV]: "1",
   };
 }
 

@@ -30,6 +30,8 @@ export interface PeriodFigures {
   received: number | null;
   latency: { metric: string; p95: number | null } | null;
   errors: number;
+  /** Users whose flow failed in the period. */
+  failed: number;
   lagP99: number | null;
   cpu: number | null;
 }
@@ -57,6 +59,7 @@ export function figuresAt(row: PeriodRow, main: string | null, expected: number)
     received: Math.round((received / (PERIOD_MS / 1000)) * 10) / 10,
     latency: main ? { metric: main, p95: sketch && sketch.count > 0 ? summarizeSketch(sketch).p95 : null } : null,
     errors: errorsOf(row.counters),
+    failed: row.counters["vusers.failed"] ?? 0,
     lagP99: fold.lagP99,
     cpu: fold.cpu,
   };
@@ -73,6 +76,7 @@ export function formatPeriod(region: string, f: PeriodFigures): string {
     `${n(f.received)} msg/s received`,
     ...(f.latency ? [`${f.latency.metric.replace(/^cable\./, "")} p95 ${n(f.latency.p95, " ms")}`] : []),
     `${n(f.errors)} error${f.errors === 1 ? "" : "s"}`,
+    ...(f.failed > 0 ? [`❌ ${n(f.failed)} user${f.failed === 1 ? "" : "s"} failed`] : []),
     `generator lag ${n(f.lagP99, " ms")}, CPU ${n(f.cpu, "%")}`,
   ];
   const short = f.tasks < f.expected ? ` (${f.tasks} of ${f.expected} tasks)` : "";
@@ -93,9 +97,12 @@ export function formatFinal(region: RegionLive): string {
     }
   }
   const peak = rows.filter((row) => METRICS.connectionsOpenPeriodPeak in row.counters).map((row) => row.counters[METRICS.connectionsOpenPeriodPeak]);
+  const errors = rows.reduce((total, row) => total + errorsOf(row.counters), 0);
+  // Never green with a failed user; the report's headline holds it to config.cable.maxFailedUsers.
+  const mark = sum("vusers.failed") > 0 ? "❌" : errors > 0 ? "⚠️" : "✅";
   return (
-    `${region.region} ended · ${n(sum("vusers.created"))} users (${n(sum("vusers.completed"))} completed, ${n(sum("vusers.failed"))} failed)` +
-    ` · peak ${n(peak.length > 0 ? Math.max(...peak) : null)} connections${latency} · ${n(rows.reduce((total, row) => total + errorsOf(row.counters), 0))} errors (from the live periods; report.md has the exact figures)`
+    `${mark} ${region.region} ended · ${n(sum("vusers.created"))} users (${n(sum("vusers.completed"))} completed, ${n(sum("vusers.failed"))} failed)` +
+    ` · peak ${n(peak.length > 0 ? Math.max(...peak) : null)} connections${latency} · ${n(errors)} errors (from the live periods; report.md has the exact figures)`
   );
 }
 

@@ -2,7 +2,7 @@
 // cable-report and write report.md, merged.json and the run record.
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { findRegressions, judgeBaseline, loadBaseline, loadTask, mergeResults, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, withBaselineVerdict, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
+import { failedUsers, findRegressions, judgeBaseline, loadBaseline, loadTask, mergeResults, overLineMessage, renderMarkdown, renderReportPage, ResultsInputError, SERVER_METRICS_FILE, withBaselineVerdict, writeFileAtomic, type MergedResults, type Regression, type RenderOptions } from "artillery-plugin-cable-report";
 import { makeRedactor, type Redact, REPORT_FILE, type RunnerStop, type TaskStatus } from "cable-worker/contract";
 import type { Region, TaskSnapshot } from "../backend.js";
 import { DownloadProgress } from "../download-progress.js";
@@ -13,7 +13,7 @@ import { billedFromSnapshots, renderCostSection } from "../plan/cost-report.js";
 import { downloadRegionResults } from "../store.js";
 import { outcomeOf } from "./task-end.js";
 
-export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, aborted: 7 } as const;
+export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, usersFailed: 6, aborted: 7 } as const;
 
 export interface CollectInput {
   runDir: string;
@@ -47,6 +47,8 @@ export interface CollectResult {
   regressions: Regression[];
   /** Why the gate refused the baseline (another scenario or target, without --baseline-any): nothing was compared. */
   baselineRefused?: string;
+  /** More users failed than `config.cable.maxFailedUsers` allows. */
+  usersFailed?: boolean;
 }
 
 export async function collectRun(input: CollectInput): Promise<CollectResult> {
@@ -67,6 +69,12 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
     merged.clockBoundMs = start.clock ? start.clock.crossTaskBoundMs : null;
     writeReports(input, merged, `${renderStartSection(start)}${renderCostSection({ ...record, ...(billed ? { billed } : {}) })}`, result);
   }
+
+  // The failure line (config.cable.maxFailedUsers) on the merged run: the tasks leave it to the runner.
+  const users = merged ? failedUsers(merged) : null;
+  if (users?.over) input.log(overLineMessage(users, `cable-fanout exits ${EXIT.usersFailed}`));
+  else if (users && users.failed > 0) input.log(`${users.failed} of ${users.created} virtual users failed, within config.cable.maxFailedUsers (${users.line})`);
+  result.usersFailed = users?.over ?? false;
 
   const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start, ...(billed ? { billed } : {}) };
   writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
@@ -206,7 +214,7 @@ function writeReports(input: CollectInput, merged: MergedResults, startSection: 
   }
 }
 
-/** The run's exit code: a failed region first, then an abort, failed ensure checks, a refused baseline, a regression. */
+/** The run's exit code: a failed region first, then an abort, failed users over their line, failed ensure checks, a refused baseline, a regression. */
 function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResults | undefined): number {
   const ensureFailed =
     result.tasks.some((t) => t.state === "ensure-failed") ||
@@ -215,6 +223,7 @@ function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResu
     (merged?.verdicts?.checks ?? []).some((c) => Object.values(c.columns).some((o) => !o.passed));
   if (result.failedRegions.length > 0 || !merged) return EXIT.regionFailed;
   if (record.aborted) return EXIT.aborted;
+  if (result.usersFailed) return EXIT.usersFailed;
   if (ensureFailed) return EXIT.ensureFailed;
   if (result.baselineRefused) return EXIT.usage;
   if (result.regressions.length > 0) return EXIT.regression;
