@@ -2,6 +2,7 @@
 // through Artillery's own overrides, and must finish clean with its headline metrics present.
 import path from "node:path";
 import { readdirSync, readFileSync } from "node:fs";
+import yaml from "js-yaml";
 import { counter, runArtillery, samples, startAnyCable, waitForConnections } from "cable-test-servers";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -58,6 +59,18 @@ test("every scenario in scenarios/ has a smoke test", () => {
   const files = readdirSync(path.join(repo, "scenarios")).filter((f) => f.endsWith(".yml"));
   expect(files.filter((f) => !(f in smoke) && !(f in elsewhere))).toEqual([]);
   for (const [file, testFile] of Object.entries(elsewhere)) expect(readFileSync(path.join(__dirname, testFile), "utf8"), testFile).toContain(file);
+});
+
+test("every scenario in scenarios/ fails a run in which a user failed: an ensure on vusers.failed, or (a capacity stair) says why not", () => {
+  for (const file of readdirSync(path.join(repo, "scenarios")).filter((f) => f.endsWith(".yml"))) {
+    const config = (yaml.load(readFileSync(path.join(repo, "scenarios", file), "utf8")) as { config: { plugins?: Record<string, unknown>; ensure?: { conditions?: { expression: string }[] } } }).config;
+    if (file.startsWith("capacity-")) {
+      expect(readFileSync(path.join(repo, "scenarios", file), "utf8"), file).toContain("# No `ensure`: past its capacity a stair is meant to fail");
+      continue;
+    }
+    expect(config.plugins, file).toHaveProperty("ensure");
+    expect((config.ensure?.conditions ?? []).map((c) => c.expression), file).toContain("vusers.failed == 0");
+  }
 });
 
 describe.each(Object.entries(smoke))("%s against the local target", (file, spec) => {
