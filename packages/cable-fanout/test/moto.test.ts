@@ -204,7 +204,7 @@ describe("cable-fanout run against moto", () => {
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.split("\n");
     expect(lines[0]).toBe("plan: 3 task(s) in each of eu-west-2, us-east-1 (6 in all), 4 vCPU / 8 GiB each (stack), on-demand");
-    expect(result.stdout).toContain("users: about 4,000 at once per task at the peak (6,500 arrive over 90 s; a user stays about 40 s), 24,000 in all; workload: chat");
+    expect(result.stdout).toContain("users: about 4,000 at once per task at the peak (6,500 arrive over 90 s; a user stays about 40 s), 24,000 in all; each user sends and receives, each sending");
     expect(result.stdout).toMatch(/one 4 vCPU task holds about [\d,]+ chat users/);
     // moto serves no Fargate quota: said, not guessed; its subnets' free addresses are read.
     expect(result.stdout).toMatch(/eu-west-2: 3 task\(s\), 12 vCPU; on-demand quota unknown; [\d,]+ addresses free; \$\d+\.\d\d/);

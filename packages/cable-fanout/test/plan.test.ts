@@ -55,11 +55,20 @@ describe("users per task", () => {
 
   it("listeners that send nothing in a loop are a listen workload; a stay it cannot know counts every arrival as staying", () => {
     const listen = estimateUsers({ phases: [{ duration: 10, arrivalRate: 5 }], variables: { hold: 30 } }, [{ flow: [{ connect: {} }, { subscribe: { channel: "c" } }, { listen: { for: "{{ hold }}" } }] }]);
-    expect(listen).toMatchObject({ workload: "listen", peak: 50, flowSeconds: 30 });
+    expect(listen).toMatchObject({ workload: "listen", does: "receives", peak: 50, flowSeconds: 30 });
     const forever = estimateUsers({ phases: [{ duration: 10, arrivalRate: 5 }] }, [{ flow: [{ connect: {} }, { loop: [{ think: 1 }], whileTrue: "keepGoing" }] }]);
     expect(forever).toMatchObject({ peak: 50, flowSeconds: undefined });
     const thinks = estimateUsers({ phases: [{ duration: 100, arrivalRate: 1 }], variables: { ms: 400 } }, [{ flow: [{ loop: [{ think: "{{ $randomNumber(500, 1500) }}ms" }, { think: "{{ ms }}ms" }], count: 10 }] }]);
     expect(thinks.flowSeconds).toBeCloseTo(14);
+  });
+
+  it("names what the flow does: a user that speaks once and waits for its echo sends and receives, sized as chat", () => {
+    const once = estimateUsers({ phases: [{ duration: 10, arrivalRate: 5 }] }, [
+      { flow: [{ connect: {} }, { subscribe: { channel: "ChatChannel", as: "chat" } }, { perform: { channel: "chat", action: "speak" } }, { receive: { channel: "chat" } }, { think: 5 }] },
+    ]);
+    expect(once).toMatchObject({ does: "sends and receives", workload: "chat" });
+    expect(estimateUsers({ phases: [{ duration: 10, arrivalRate: 5 }] }, [{ flow: [{ connect: {} }, { publish: { channel: "c" } }] }])).toMatchObject({ does: "sends", workload: "chat" });
+    expect(estimateUsers({ phases: [{ duration: 10, arrivalRate: 5 }] }, [{ flow: [{ connect: {} }, { think: 5 }] }])).toMatchObject({ does: "connects", workload: "listen" });
   });
 
   it("weights the scenarios' flows", () => {
@@ -182,7 +191,7 @@ describe("the plan block", () => {
     expect(plan.cost!.total).toBeGreaterThan(plan.smaller!.cost!);
     const text = plan.lines.join("\n");
     expect(text).toMatch(/^plan: 10 task\(s\) in each of eu-west-2, us-east-1 \(20 in all\), 4 vCPU \/ 8 GiB each \(stack\), on-demand/);
-    expect(text).toContain("users: about 300 at once per task at the peak (600 arrive over 60 s; a user stays about 30 s), 6,000 in all; workload: listen");
+    expect(text).toContain("users: about 300 at once per task at the peak (600 arrive over 60 s; a user stays about 30 s), 6,000 in all; each user receives (sized as the listen workload)");
     expect(text).toMatch(/eu-west-2: 10 task\(s\), 40 vCPU; on-demand 3,984 of 4,000 vCPU free \(16 in use\); 8,000 addresses free; \$\d+\.\d\d/);
     expect(text).toMatch(/cost: about \$\d+\.\d\d for about 4 min a task .*list prices as of \d{4}-\d\d-\d\d/);
     expect(text).toContain(`suggested: --count ${plan.suggestedCount} per region`);

@@ -17,8 +17,10 @@ export interface UsersEstimate {
   flowSeconds: number | undefined;
   /** The phases' length. */
   phasesSeconds: number;
-  /** "listen": users connect and listen; "chat": users also send, over and over (a send inside a loop). */
+  /** The measured capacity it is sized by: "chat" for a flow that sends at all, "listen" for one that only connects and receives. */
   workload: Workload;
+  /** What the flow does, in the plan's words. */
+  does: FlowKind;
   /** Messages a user sends a second over its flow (0 for listeners). */
   sendsPerUserSecond: number;
 }
@@ -29,6 +31,10 @@ export class UsersUnknown extends Error {
 }
 
 const SENDS = new Set(["perform", "publish", "whisper", "trigger"]);
+/** Steps after which a user is reading what the server sends: a subscription's broadcasts are received whether or not a step waits for them. */
+const RECEIVES = new Set(["subscribe", "receive", "listen"]);
+
+export type FlowKind = "sends and receives" | "receives" | "sends" | "connects";
 
 /**
  * The script's config (after --overrides and -e) and its scenarios: peak users per task. Throws
@@ -41,12 +47,12 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
   const totalWeight = flows.reduce((n, f) => n + f.weight, 0) || 1;
   let flowSeconds: number | undefined = 0;
   let sends = 0;
-  let looped = false;
+  let receives = false;
   for (const flow of flows) {
-    const walk = walkSteps(flow.steps, variables, 1);
+    const walk = walkSteps(flow.steps, variables);
     flowSeconds = flowSeconds === undefined || walk.seconds === undefined ? undefined : flowSeconds + (walk.seconds * flow.weight) / totalWeight;
     sends += (walk.sends * flow.weight) / totalWeight;
-    looped ||= walk.loopedSend;
+    receives ||= walk.receives;
   }
   const arrivals = perSecond.reduce((n, a) => n + a, 0);
   const peak = flowSeconds === undefined ? arrivals : peakWithin(perSecond, Math.max(1, Math.ceil(flowSeconds)));
@@ -55,7 +61,9 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
     arrivals: Math.round(arrivals),
     flowSeconds,
     phasesSeconds: perSecond.length,
-    workload: looped ? "chat" : "listen",
+    // A user that sends at all pays for its sends and their echoes: sized by the chat measurement.
+    workload: sends > 0 ? "chat" : "listen",
+    does: sends > 0 ? (receives ? "sends and receives" : "sends") : receives ? "receives" : "connects",
     sendsPerUserSecond: flowSeconds ? sends / flowSeconds : 0,
   };
 }
@@ -137,13 +145,13 @@ function resolve(value: unknown, variables: Json): unknown {
 interface Walk {
   seconds: number | undefined;
   sends: number;
-  loopedSend: boolean;
+  receives: boolean;
 }
 
-function walkSteps(steps: unknown[], variables: Json, times: number): Walk {
+function walkSteps(steps: unknown[], variables: Json): Walk {
   let seconds: number | undefined = 0;
   let sends = 0;
-  let loopedSend = false;
+  let receives = false;
   const add = (s: number | undefined) => (seconds = seconds === undefined || s === undefined ? undefined : seconds + s);
   for (const step of steps) {
     if (!isRecord(step)) continue;
@@ -154,18 +162,19 @@ function walkSteps(steps: unknown[], variables: Json, times: number): Walk {
         add(undefined);
         continue;
       }
-      const inner = walkSteps(step.loop, variables, times * count);
+      const inner = walkSteps(step.loop, variables);
       add(inner.seconds === undefined ? undefined : inner.seconds * count);
       sends += inner.sends * count;
-      loopedSend ||= inner.loopedSend || (count > 1 && inner.sends > 0);
+      receives ||= inner.receives;
       continue;
     }
     if (step.think !== undefined) add(stepSeconds(step.think, variables));
     else if (isRecord(step.listen)) add(stepSeconds(step.listen.for, variables));
     const kind = Object.keys(step).find((k) => SENDS.has(k));
     if (kind) sends += 1;
+    if (Object.keys(step).some((k) => RECEIVES.has(k))) receives = true;
   }
-  return { seconds, sends, loopedSend: loopedSend || (times > 1 && sends > 0) };
+  return { seconds, sends, receives };
 }
 
 function stepSeconds(value: unknown, variables: Json): number | undefined {
