@@ -35,6 +35,8 @@ export interface StartOptions {
   secretRefs: Record<string, string>;
   /** Local backend only: env vars passed straight to the child processes (values; never logged). */
   secretValues: Record<string, string>;
+  /** --env: plain (non-secret) variables for every task, over the backend's own (its `taskEnv` option); names may be printed, values never are. */
+  env?: Record<string, string>;
   /**
    * The region's tasks take slices `first`, `first + 1`, … of `total` (CABLE_SLICE), in the order
    * they are started; absent when the run has no sequence payload to slice.
@@ -56,6 +58,8 @@ export interface Preflight {
   cpu?: number;
   memory?: number;
   secretRefs: Record<string, string>;
+  /** --env, over the backend's own: its size in RunTask's overrides is checked. */
+  env?: Record<string, string>;
 }
 
 /** One of a region's Fargate vCPU quotas: its value (applied, or AWS's default for one never adjusted) and the vCPUs in use now. */

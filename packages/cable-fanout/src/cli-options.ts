@@ -8,6 +8,8 @@
 // group's own transform, the groups in the order each command parses them. A ZodError from these
 // schemas is no user's mistake: commander handed something they do not describe (exit 3).
 import { z } from "zod";
+import { CONTAINER_NAME } from "cable-infra/contract";
+import { refuseOversizeOverrides } from "./aws/overrides-size.js";
 import { parseCompareTargets } from "./compare/targets.js";
 import { checkRefine, checkStair } from "./capacity/plan.js";
 import { FanoutInputError } from "./errors.js";
@@ -27,6 +29,7 @@ import {
 } from "./options.js";
 import type { BackendKind } from "./region-names.js";
 import { parseSlo } from "./slo.js";
+import { parseTaskEnv, refuseEnvAndSecret } from "./task-env.js";
 
 // What commander gives: a valued flag's string (its default when it has one), true for a bare flag,
 // an array for a repeatable one, undefined for a flag not given.
@@ -44,7 +47,8 @@ const runId = z.string().transform((t) => parseRunId(t));
 export const backendFlags = z
   .object({ out: z.string(), local: bare, store: text })
   .transform(({ out, local, store }) => ({ out, local, store, kind: backendKind(local) }));
-export type BackendFlags = z.output<typeof backendFlags>;
+/** `taskEnv`: --env, which the backend gives every task it starts (cli.ts makeBackend); absent for commands that start none. */
+export type BackendFlags = z.output<typeof backendFlags> & { taskEnv?: Record<string, string> };
 
 function backendKind(local: boolean): BackendKind {
   return local ? "local" : "aws";
@@ -56,6 +60,19 @@ export const secretsFlags = (kind: BackendKind, env: NodeJS.ProcessEnv = process
     const secrets = parseSecrets(o.secret, kind, env);
     return { secretRefs: secrets.refs, secretValues: secrets.values };
   });
+
+/** --env NAME (this shell's value) and --env NAME=value: plain variables every task gets. */
+export const taskEnvFlags = (env: NodeJS.ProcessEnv = process.env) => z.object({ env: repeated }).transform((o) => parseTaskEnv(o.env, env));
+
+/**
+ * --env beside --secret and the task size: a name given both ways is refused, and so are values
+ * that would not fit in RunTask's overrides on Fargate (judged with --local too, so that what
+ * passes here passes there; the AWS preflight judges again with the stack's container name).
+ */
+function checkTaskEnv(taskEnv: Record<string, string>, secrets: { secretRefs: Record<string, string>; secretValues: Record<string, string> }, size: { cpu?: number; memory?: number }): void {
+  refuseEnvAndSecret(taskEnv, [...Object.keys(secrets.secretRefs), ...Object.keys(secrets.secretValues)]);
+  refuseOversizeOverrides({ containerName: CONTAINER_NAME, secretRefs: secrets.secretRefs, env: taskEnv, cpu: size.cpu, memory: size.memory });
+}
 
 /** --regions and --count: which region names are valid depends on the backend. */
 export const placementFlags = (kind: BackendKind) =>
@@ -181,11 +198,24 @@ const capacityLimitFlags = z
 
 // Each command parses its groups in the order it has always checked its flags in (see the top).
 
+/**
+ * --secret, then --env, then the scenario-run flags, --env judged beside both; --env goes to the
+ * backend (which gives it to the tasks) and to the run (whose plan checks what the scenario reads).
+ */
+function scenarioRunWithEnv(raw: unknown, kind: BackendKind) {
+  const secrets = secretsFlags(kind).parse(raw);
+  const taskEnv = taskEnvFlags().parse(raw);
+  const run = scenarioRunFlags(kind).parse(raw);
+  checkTaskEnv(taskEnv, secrets, run);
+  return { ...secrets, taskEnv, ...run };
+}
+
 export function runOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
+  const scenarioRun = scenarioRunWithEnv(raw, backend.kind);
   return {
-    backend,
-    scenarioRun: { ...secretsFlags(backend.kind).parse(raw), ...scenarioRunFlags(backend.kind).parse(raw) },
+    backend: { ...backend, taskEnv: scenarioRun.taskEnv },
+    scenarioRun,
     run: runFlags.parse(raw),
     report: reportFlags.parse(raw),
   };
@@ -194,13 +224,17 @@ export function runOptions(raw: unknown) {
 export function compareOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
   const secrets = secretsFlags(backend.kind).parse(raw);
+  const taskEnv = taskEnvFlags().parse(raw);
   const targets = compareTargetFlags.parse(raw);
-  return { backend, scenarioRun: { ...secrets, ...scenarioRunFlags(backend.kind).parse(raw) }, targets, compare: compareFlags.parse(raw) };
+  const run = scenarioRunFlags(backend.kind).parse(raw);
+  checkTaskEnv(taskEnv, secrets, run);
+  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run }, targets, compare: compareFlags.parse(raw) };
 }
 
 export function planOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
-  return { backend, scenarioRun: { ...secretsFlags(backend.kind).parse(raw), ...scenarioRunFlags(backend.kind).parse(raw), ...planFlags.parse(raw) } };
+  const scenarioRun = scenarioRunWithEnv(raw, backend.kind);
+  return { backend: { ...backend, taskEnv: scenarioRun.taskEnv }, scenarioRun: { ...scenarioRun, ...planFlags.parse(raw) } };
 }
 
 export function collectOptions(raw: unknown) {
@@ -218,5 +252,8 @@ export function capacityOptions(raw: unknown) {
   const placement = placementFlags(backend.kind).parse(raw);
   const search = capacitySearchFlags(placement.regions.length * placement.count).parse(raw);
   const secrets = secretsFlags(backend.kind).parse(raw);
-  return { backend, placement, search, task: { ...secrets, ...taskFlags.parse(raw), ...capacityLimitFlags.parse(raw) } };
+  const taskEnv = taskEnvFlags().parse(raw);
+  const task = taskFlags.parse(raw);
+  checkTaskEnv(taskEnv, secrets, task);
+  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw) } };
 }

@@ -3,7 +3,7 @@
 // runner says before launch about them.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { type PayloadFile, readPayloadRows } from "cable-worker/contract";
+import { type PayloadFile, PayloadCsvError, readPayloadRows } from "cable-worker/contract";
 import { FanoutInputError } from "./errors.js";
 import type { Scenario } from "./scenario.js";
 
@@ -28,12 +28,15 @@ export interface PayloadPlan {
  * `order: sequence` ones only. `order: random` (Artillery's default) promises no distinct rows, and
  * a `loadAll` payload is a table every virtual user reads whole: both are left as they are. A file
  * that another payload reads whole, or that two sequence payloads read differently, is not cut.
+ * Every one of them is read now as Artillery will read it: a file csv-parse refuses stops the run
+ * here, named with the line to fix (checkPayloadCsv), not every task later.
  */
 export function planPayloads(scenario: Pick<Scenario, "file" | "config">, environment: string | undefined): PayloadPlan {
   const { config } = scenario;
   const env = environment !== undefined && isRecord(config.environments) ? config.environments[environment] : undefined;
   const payload = isRecord(env) ? mergeLikeArtillery(config.payload, env.payload) : config.payload;
   const specs = (Array.isArray(payload) ? payload : isRecord(payload) ? [payload] : []).filter((p): p is Json => isRecord(p) && typeof p.path === "string");
+  checkPayloadCsv(scenario.file, specs);
   const byFile = new Map<string, Json[]>();
   for (const spec of specs) {
     const file = path.resolve(path.dirname(scenario.file), spec.path as string);
@@ -57,6 +60,30 @@ export function planPayloads(scenario: Pick<Scenario, "file" | "config">, enviro
     sliced.push({ file, csv: ways[0] });
   }
   return { sliced, notes };
+}
+
+/**
+ * Artillery parses every payload in its main thread before any engine or plugin loads, and stops on
+ * csv-parse's first complaint, which names the line after the one to fix when the first row is the
+ * broken one. Each payload is read here with Artillery's options, once per file and way of reading
+ * it; a refusal names the file, the line as a person counts it and the likely cause.
+ */
+export function checkPayloadCsv(scenarioFile: string, specs: readonly Json[]): void {
+  const read = new Set<string>();
+  for (const spec of specs) {
+    const file = path.resolve(path.dirname(scenarioFile), spec.path as string);
+    const shown = path.relative(process.cwd(), file);
+    const csv = csvFields(spec, shown);
+    const fields = Array.isArray(spec.fields) ? spec.fields.length : undefined;
+    const key = JSON.stringify([file, csv, fields]);
+    if (read.has(key)) continue;
+    read.add(key);
+    try {
+      readPayloadRows(readFileSync(file), { path: shown, ...csv }, { fields });
+    } catch (err) {
+      throw new FanoutInputError(err instanceof PayloadCsvError ? err.message : `payload ${shown}: ${(err as Error).message}`);
+    }
+  }
 }
 
 /** The fields of a payload spec that decide its rows, as Artillery takes them; a type it would choke on is refused now. */
@@ -110,7 +137,7 @@ export function checkSlicedPayloads(sliced: readonly SlicedPayload[], run: { cou
       // Slices k and k + rows are the same when rows are fewer than tasks.
       for (let index = 0; index < Math.min(tasks, rows); index++) read.cut({ index, count: tasks });
     } catch (err) {
-      throw new FanoutInputError(`payload ${shown}: ${(err as Error).message}`);
+      throw new FanoutInputError(err instanceof PayloadCsvError ? err.message : `payload ${shown}: ${(err as Error).message}`);
     }
     if (rows >= tasks) return [];
     const split = `${tasks} task(s) (${run.count} per region × ${run.regions} region(s))`;

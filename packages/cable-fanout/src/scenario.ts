@@ -26,6 +26,8 @@ export interface Scenario {
   config: Record<string, unknown>;
   /** The script's `scenarios` (the plan reads how long a user stays and whether it sends). */
   scenarios: unknown[];
+  /** The script's `before` and `after` sections, where present (task-env.ts reads what they template). */
+  hooks?: { before?: unknown; after?: unknown };
 }
 
 type Json = Record<string, unknown>;
@@ -45,6 +47,7 @@ export function loadScenario(file: string, overrides?: Json, bundleRoot?: string
   }
   if (!isRecord(script) || !isRecord(script.config)) throw new FanoutInputError(`${file}: has no config section (not an Artillery script)`);
   const config = script.config;
+  refuseFileOverrides(file, overrides);
   const dir = path.dirname(absolute);
   // cable-report's own ensure conditions are judged after the merge: a typo must stop the run before any task starts.
   const pluginOptions = (section: unknown) => (isRecord(section) && isRecord(section.plugins) ? section.plugins["cable-report"] : undefined);
@@ -89,7 +92,42 @@ export function loadScenario(file: string, overrides?: Json, bundleRoot?: string
   const overridden = isRecord(overrides?.config) && Array.isArray(overrides.config.phases) ? overrides.config.phases : config.phases;
   const phaseLists = [overridden, ...(isRecord(config.environments) ? Object.values(config.environments).map((env) => (isRecord(env) ? env.phases : undefined)) : [])].filter(Array.isArray);
   const phaseCount = phaseLists.length > 0 ? Math.max(...phaseLists.map((phases) => phases.length)) : undefined;
-  return { file: absolute, dependencies: [...new Set(dependencies)], root, durationMs: phasesDurationMs(overridden), phaseCount, config, scenarios: Array.isArray(script.scenarios) ? script.scenarios : [] };
+  const hooks = { ...(script.before !== undefined ? { before: script.before } : {}), ...(script.after !== undefined ? { after: script.after } : {}) };
+  return {
+    file: absolute,
+    dependencies: [...new Set(dependencies)],
+    root,
+    durationMs: phasesDurationMs(overridden),
+    phaseCount,
+    config,
+    scenarios: Array.isArray(script.scenarios) ? script.scenarios : [],
+    ...(Object.keys(hooks).length > 0 ? { hooks } : {}),
+  };
+}
+
+/**
+ * `--overrides` that name files or environments, refused: Artillery (2.0.34, lib/util/
+ * prepare-test-execution-plan.ts) merges `-e`'s environment and resolves the payload paths against
+ * the script's folder before it applies --overrides, so in `artillery run` a `config.payload` map
+ * there is ignored, a list is read relative to the working directory instead, and
+ * `config.environments` changes nothing; and the fan-out bundles the files the script itself names,
+ * so a processor or file named only in --overrides would reach no task. Never silently ignored.
+ */
+function refuseFileOverrides(file: string, overrides: Json | undefined): void {
+  const over = isRecord(overrides?.config) ? overrides.config : undefined;
+  if (!over) return;
+  const instead = `write it into ${file} itself, or into a config.environments.<name> section there and choose it with -e <name> (the fan-out bundles and slices the files an environment names)`;
+  if (over.payload !== undefined) {
+    throw new FanoutInputError(
+      `--overrides sets config.payload, which Artillery does not apply as given: it reads payload paths before it applies --overrides (a payload map there is ignored, a list is read from the working directory, not the scenario's folder), and no task would have the file; ${instead}`,
+    );
+  }
+  if (over.environments !== undefined) {
+    throw new FanoutInputError(`--overrides sets config.environments, which Artillery merges before it applies --overrides, so it would change nothing; put the change into --overrides' config directly (it applies whatever environment -e picks)`);
+  }
+  for (const field of ["processor", "includeFiles"] as const) {
+    if (over[field] !== undefined) throw new FanoutInputError(`--overrides sets config.${field}: the fan-out bundles the files the scenario itself names, so no task would have it; ${instead}`);
+  }
 }
 
 /** The config a task's Artillery runs with: the script's, then `-e`'s environment, then --overrides' (Artillery's order). */

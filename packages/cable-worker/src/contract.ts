@@ -35,7 +35,7 @@ export * from "./layout.js";
 export * from "./live-keys.js";
 export * from "./markers.js";
 export { REPORT_PLUGIN, type RunManifest, manifestSchema, parseManifest, taskOverrides } from "./manifest.js";
-export { formatSlice, type PayloadFile, readPayloadRows, SLICE_ENV, type TaskSlice } from "./payload-slice.js";
+export { explainCsvError, formatSlice, PayloadCsvError, type PayloadFile, type PayloadShape, readPayloadRows, SLICE_ENV, type TaskSlice } from "./payload-slice.js";
 export {
   describeStop,
   EXIT,

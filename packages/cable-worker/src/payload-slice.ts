@@ -92,6 +92,102 @@ function parseCsv(input: Buffer, options: Record<string, unknown>): unknown[] {
 
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
+/**
+ * A payload file csv-parse refused, said as a person reads the file: its name, the line as an
+ * editor numbers it (the header is line 1) and what usually causes it. Never a value of the file:
+ * its rows hold passwords.
+ */
+export class PayloadCsvError extends Error {
+  override name = "PayloadCsvError";
+}
+
+/** What is known of the file's shape beyond its CSV options: Artillery's `fields`, when the spec names them. */
+export interface PayloadShape {
+  fields?: number;
+}
+
+/** The line (1-based) on which the byte at `offset` lies, past any blank lines there. */
+function lineAt(body: Buffer, offset: number): number {
+  let at = offset;
+  while (at < body.length && (body[at] === LF || body[at] === CR)) at++;
+  let line = 1;
+  for (let i = 0; i < at; i++) if (body[i] === LF || (body[i] === CR && body[i + 1] !== LF)) line++;
+  return line;
+}
+
+/** Where line `line` (1-based) begins. */
+function lineStart(body: Buffer, line: number): number {
+  let at = 0;
+  for (let n = 1; n < line && at < body.length; at++) if (body[at] === LF || (body[at] === CR && body[at + 1] !== LF)) n++;
+  return at;
+}
+
+/**
+ * csv-parse's error about `body`, reworded (PayloadCsvError). csv-parse compares every record with
+ * the first one it reads, so an unquoted comma in the first row is reported on the second, and a
+ * quote never closed is reported at the end of the file: the line named here is the one to fix,
+ * found by reading the file again leniently. Its other errors keep their words, with the file's name.
+ */
+export function explainCsvError(err: unknown, body: Buffer, options: Record<string, unknown>, file: string, shape: PayloadShape = {}): Error {
+  const e = err as Error & { code?: string; lines?: number };
+  if (typeof e?.code !== "string") return err as Error;
+  const delimiter = typeof options.delimiter === "string" ? options.delimiter : ",";
+  const comma = delimiter === "," ? "comma" : `"${delimiter}"`;
+  const example = `"pa${delimiter}ss"`;
+  if (e.code === "CSV_INCONSISTENT_RECORD_LENGTH" || e.code === "CSV_RECORD_INCONSISTENT_FIELDS_LENGTH") {
+    let records: ParsedRecord[] = [];
+    try {
+      records = parseCsv(body, { ...options, relax_column_count: true, info: true }) as ParsedRecord[];
+    } catch {
+      // Read leniently it fails elsewhere: csv-parse's own words, with the file's name.
+    }
+    const counts = records.map((r) => (Array.isArray(r.record) ? r.record.length : 0));
+    const expected = expectedFields(body, options, counts, shape);
+    const odd = records.findIndex((_, i) => counts[i] !== expected.count);
+    if (odd !== -1) {
+      const fields = counts[odd];
+      // Counted here from where the record begins: csv-parse's own count takes a CRLF inside quotes for two lines.
+      const line = lineAt(body, odd === 0 ? lineStart(body, typeof options.from_line === "number" ? options.from_line : 1) : records[odd - 1].info.bytes);
+      const cause =
+        fields > expected.count
+          ? `an unquoted ${comma} or quote in a value? Quote the value (${example})`
+          : `a value missing, or a quote that runs two values together? Every line needs ${expected.count} fields (an empty value is written ${delimiter}${delimiter})`;
+      return new PayloadCsvError(`${file} line ${line}: ${fields} field${fields === 1 ? "" : "s"} where ${expected.basis} ${expected.count} — ${cause}`);
+    }
+  }
+  if (e.code === "CSV_QUOTE_NOT_CLOSED") {
+    // The quote opens in the record after the last one read whole.
+    let lastEnd = 0;
+    try {
+      parseCsv(body, { ...options, on_record: (record: unknown, context: { bytes: number }) => ((lastEnd = context.bytes), record) });
+    } catch {
+      // Expected: the same error, after the last whole record.
+    }
+    return new PayloadCsvError(`${file} line ${lineAt(body, lastEnd)}: a quote opens a value that no quote closes before the end of the file — a value that begins with a quote? Quote the whole value and double the quotes inside it ("""pa"ss")`);
+  }
+  if (e.code === "CSV_INVALID_CLOSING_QUOTE" || e.code === "INVALID_OPENING_QUOTE" || e.code === "CSV_INVALID_OPENING_QUOTE") {
+    return new PayloadCsvError(`${file} line ${e.lines}: a quote inside a value — quote the whole value and double the quotes inside it ("pa""ss")`);
+  }
+  return new PayloadCsvError(`${file}${typeof e.lines === "number" ? ` line ${e.lines}` : ""}: ${e.message}`);
+}
+
+/** How many fields a row should have: the header's (skipHeader), the spec's `fields`, or most rows'. */
+function expectedFields(body: Buffer, options: Record<string, unknown>, counts: number[], shape: PayloadShape): { count: number; basis: string } {
+  if (options.from_line === 2) {
+    try {
+      const [header] = parseCsv(body, { ...options, from_line: 1, to_line: 1, relax_column_count: true }) as unknown[][];
+      if (Array.isArray(header)) return { count: header.length, basis: "the header has" };
+    } catch {
+      // A header csv-parse cannot read: judged by the rows.
+    }
+  }
+  if (shape.fields !== undefined) return { count: shape.fields, basis: "the payload's fields name" };
+  const tally = new Map<number, number>();
+  for (const n of counts) tally.set(n, (tally.get(n) ?? 0) + 1);
+  const [count] = [...tally].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0] ?? [0];
+  return { count, basis: "most lines have" };
+}
+
 /** A payload file read once, as Artillery will read it: its rows, and any task's slice of them. */
 export interface PayloadRows {
   /** Rows in the file, as Artillery counts them. */
@@ -109,14 +205,19 @@ export interface PayloadRows {
  * each cut is then read back with the same options and must give exactly the slice's rows, or it is
  * refused: never a slice that is half right.
  */
-export function readPayloadRows(file: Buffer, payload: PayloadFile): PayloadRows {
+export function readPayloadRows(file: Buffer, payload: PayloadFile, shape: PayloadShape = {}): PayloadRows {
   // Values as written: a cut is compared with the rows it should hold, text for text.
   const options: Record<string, unknown> = { ...artilleryCsvOptions(payload), cast: false };
   // csv-parse's offsets leave out a byte-order mark it strips, so the mark is set aside here.
   const bom = options.bom === true && file.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? UTF8_BOM.length : 0;
   const body = file.subarray(bom);
   const bodyOptions = { ...options, bom: false };
-  const records = parseCsv(body, { ...bodyOptions, info: true }) as ParsedRecord[];
+  let records: ParsedRecord[];
+  try {
+    records = parseCsv(body, { ...bodyOptions, info: true }) as ParsedRecord[];
+  } catch (err) {
+    throw explainCsvError(err, body, bodyOptions, payload.path, shape);
+  }
   const rows = records.length;
   // Row i is the bytes from the end of row i - 1 to its own end; row 0's carry what comes before it.
   const ends = records.map((r) => r.info.bytes);
@@ -183,7 +284,8 @@ export async function slicePayloads(bundleDir: string, payloads: readonly Payloa
       await writeFile(file, text);
       log(`payload ${payload.path}: ${read.rows} row(s), slice ${formatSlice(slice)} keeps ${kept}`);
     } catch (err) {
-      throw new Error(`payload ${payload.path}: ${(err as Error).message}`);
+      // A PayloadCsvError names the file and line itself.
+      throw err instanceof PayloadCsvError ? err : new Error(`payload ${payload.path}: ${(err as Error).message}`);
     }
   }
 }

@@ -7,7 +7,7 @@ import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
-import { formatSlice, RUNS_PREFIX, SLICE_ENV } from "cable-worker/contract";
+import { formatSlice, RUNS_PREFIX } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
 import { type Backend, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
@@ -17,6 +17,7 @@ import { isCapacityFailure, isThrottling, startInBatches, type RetryDeps } from 
 import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK_BACKOFF } from "../schedule.js";
 import { uploadBundle } from "../store.js";
 import { describeRegionStack, type RegionStack } from "./discovery.js";
+import { containerEnvironment, overridesSizeProblem, runTaskOverrides } from "./overrides-size.js";
 import { checkSecrets, judgeQuotas, readQuotaFacts, readFreeAddresses } from "./preflight.js";
 
 /**
@@ -63,6 +64,8 @@ export interface AwsBackendOptions {
   /** Per-region SDK clients; by default from the environment's credentials (AWS_ENDPOINT_URL honoured). */
   clients?: (region: string) => AwsClients;
   retry: Omit<RetryDeps, "abort">;
+  /** --env: plain variables every task of every region gets in its RunTask overrides (checked against their size in the preflight). */
+  taskEnv?: Record<string, string>;
 }
 
 export const defaultClients = (region: string): AwsClients => ({
@@ -87,7 +90,7 @@ export class AwsBackend implements Backend {
   async openRegion(name: string): Promise<Region> {
     const clients = (this.options.clients ?? defaultClients)(checkedRegionName(name, this.kind));
     const stack = await describeRegionStack(clients.cloudFormation, name);
-    return new AwsRegion(stack, clients, this.options.retry);
+    return new AwsRegion(stack, clients, this.options.retry, this.options.taskEnv);
   }
 }
 
@@ -98,6 +101,8 @@ export class AwsRegion implements Region {
     private readonly stack: RegionStack,
     private readonly clients: AwsClients,
     private readonly retry: Omit<RetryDeps, "abort">,
+    /** --env, given to every task this region starts. */
+    private readonly taskEnv: Record<string, string> = {},
   ) {
     this.store = new S3Store(clients.s3, stack.bucketName);
   }
@@ -134,6 +139,8 @@ export class AwsRegion implements Region {
     const quota = cpu === undefined ? { problems: [], warnings: [] } : judgeQuotas(this.name, quotas, { tasks: plan.count, cpu, capacity });
     if (cpu === undefined) unchecked.push("the task's CPU (the stack gives none, and no --cpu): the quota was not compared");
     const problems = [...secrets, ...quota.problems];
+    const oversize = overridesSizeProblem({ containerName: this.stack.containerName, secretRefs: plan.secretRefs, env: { ...this.taskEnv, ...plan.env }, cpu: plan.cpu, memory: plan.memory });
+    if (oversize) problems.push(`region ${this.name}: ${oversize}`);
     if (addresses.free === undefined) unchecked.push(`free addresses in the task subnets: ${addresses.error}`);
     else if (addresses.free < plan.count) {
       problems.push(`region ${this.name}: ${plan.count} task(s) need an address each, and the task subnets (${this.stack.subnetIds.join(", ")}) have ${addresses.free} free; run fewer tasks or give the stack larger subnets`);
@@ -192,13 +199,14 @@ export class AwsRegion implements Region {
 
   /** One RunTask call for the region's tasks number `slots`: with slices, a single task. */
   runTaskInput(runId: string, slots: number[], options: StartOptions, capacity: Capacity = options.spot ? "FARGATE_SPOT" : "FARGATE"): RunTaskCommandInput {
-    const environment = [{ name: "CABLE_RUN_ID", value: runId }];
-    if (options.slices) {
-      if (slots.length !== 1) throw new Error(`a task's slice is its own: RunTask with slices starts one task, not ${slots.length}`);
-      environment.push({ name: SLICE_ENV, value: formatSlice(taskSlice(options.slices, slots[0])) });
-    }
-    // Names of parameters/secrets only: the worker resolves them with its task role.
-    if (Object.keys(options.secretRefs).length > 0) environment.push({ name: "CABLE_SECRETS", value: JSON.stringify(options.secretRefs) });
+    if (options.slices && slots.length !== 1) throw new Error(`a task's slice is its own: RunTask with slices starts one task, not ${slots.length}`);
+    // Names of parameters/secrets only (the worker resolves them with its task role); --env's plain values.
+    const environment = containerEnvironment({
+      runId,
+      ...(options.slices ? { slice: formatSlice(taskSlice(options.slices, slots[0])) } : {}),
+      secretRefs: options.secretRefs,
+      env: { ...this.taskEnv, ...options.env },
+    });
     return {
       cluster: this.stack.clusterArn,
       taskDefinition: this.stack.taskDefinitionArn,
@@ -209,12 +217,8 @@ export class AwsRegion implements Region {
       networkConfiguration: {
         awsvpcConfiguration: { subnets: this.stack.subnetIds, securityGroups: [this.stack.securityGroupId], assignPublicIp: this.stack.assignPublicIp },
       },
-      overrides: {
-        ...(options.cpu !== undefined ? { cpu: String(options.cpu) } : {}),
-        ...(options.memory !== undefined ? { memory: String(options.memory) } : {}),
-        // The container's own memory limit must fit inside the task's.
-        containerOverrides: [{ name: this.stack.containerName, environment, ...(options.memory !== undefined ? { memory: options.memory } : {}) }],
-      },
+      // The container's own memory limit must fit inside the task's.
+      overrides: runTaskOverrides(this.stack.containerName, environment, options),
     };
   }
 

@@ -91,6 +91,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--cpu <units>", "task CPU units (with --memory, a Fargate pair)")
     .option("--memory <MiB>", "task memory in MiB (with --cpu)")
     .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario, as for `run`; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .addOption(new Option("--env <NAME[=value]>", "a plain (non-secret) env var for every task, as for `run`: NAME passes this shell's $NAME, NAME=value the value; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--start-delay <duration>", "how far ahead each run's common start is set")
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
     .option("--max-cost <usd>", "refuse a segment whose cost estimate is higher (the first segment's plan is printed and guarded)")

@@ -14,7 +14,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomic, type MergedResults } from "artillery-plugin-cable-report";
 import { newRunId } from "../run/runner.js";
-import { loadScenario } from "../scenario.js";
+import { refuseUnrunnable } from "../plan/launch.js";
 import { allTasks, RegionLive, stopKey, type LiveSnapshot } from "../live/feed.js";
 import { holdSoFar, measureRegion, taskHasStep, taskWindows, type RegionStep } from "./measure.js";
 import { CAPACITY_EXIT, type CapacityDeps, type CapacityOptions, type CapacityResult, type SegmentRecord } from "./options.js";
@@ -61,8 +61,8 @@ interface SegmentOutcome {
 }
 
 export async function runCapacity(options: CapacityOptions, deps: CapacityDeps): Promise<CapacityResult> {
-  // Every level is a run of its own, whose failure the search outlives: a file the bundle refuses stops the search at once.
-  loadScenario(options.scenarioFile, undefined, options.bundleRoot);
+  // Every level is a run of its own, whose failure the search outlives: a file the bundle refuses, a payload that does not parse or a variable no task has stops the search at once.
+  refuseUnrunnable(options, deps.backend.kind);
   const search = planSearch(options, deps);
   await climb(search);
   if (options.refine !== undefined) await refine(search, options.refine);

@@ -5,7 +5,7 @@ import { compareServers, loadResultsDir, renderMarkdown, serverFiguresSection, s
 import { EXIT } from "../run/collect.js";
 import type { RunDeps, RunOptions } from "../run/run-options.js";
 import { newRunId, runFanout } from "../run/runner.js";
-import { loadScenario } from "../scenario.js";
+import { refuseUnrunnable } from "../plan/launch.js";
 import { processFigures, sampleProcess, watchProcess } from "./process-meter.js";
 
 export interface CompareTarget {
@@ -46,8 +46,8 @@ export interface CompareResult {
 const SETTLE_MS = 5_000;
 
 export async function runCompare(options: CompareOptions, deps: RunDeps): Promise<CompareResult> {
-  // A server's failed run does not stop the others: a file the bundle refuses would fail them all, so it stops the comparison at once.
-  loadScenario(options.scenarioFile, undefined, options.bundleRoot);
+  // A server's failed run does not stop the others: a file the bundle refuses, a payload that does not parse or a variable no task has would fail them all, so it stops the comparison at once.
+  refuseUnrunnable({ ...options, target: options.targets[0]?.url }, deps.backend.kind);
   const compareId = options.compareId ?? (deps.newRunId ?? newRunId)();
   const dir = path.resolve(options.outDir, compareId);
   const servers: CompareResult["servers"] = [];

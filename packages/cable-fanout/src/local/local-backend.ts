@@ -33,6 +33,8 @@ export interface LocalBackendOptions {
   timing?: Partial<Timing>;
   /** The environment the workers inherit (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /** --env: plain variables every worker gets, over what it inherits. */
+  taskEnv?: Record<string, string>;
 }
 
 export class LocalBackend implements Backend {
@@ -47,7 +49,7 @@ export class LocalBackend implements Backend {
     checkedRegionName(name, this.kind);
     const worker = workerEntrypoint();
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-worker)`);
-    return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env);
+    return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env, this.options.taskEnv ?? {});
   }
 }
 
@@ -65,6 +67,7 @@ class LocalRegion implements Region {
     private readonly storeDir: string,
     private readonly worker: string,
     private readonly env: NodeJS.ProcessEnv,
+    private readonly taskEnv: Record<string, string>,
   ) {
     this.store = new LocalStore(storeDir);
   }
@@ -105,6 +108,8 @@ class LocalRegion implements Region {
       const child = spawn(process.execPath, [this.worker], {
         env: {
           ...inherited,
+          ...this.taskEnv,
+          ...options.env,
           ...options.secretValues,
           ARTILLERY_DISABLE_TELEMETRY: "true",
           CABLE_RUN_ID: runId,

@@ -5,7 +5,10 @@
 import type { RegionFacts } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 import type { BackendKind } from "../region-names.js";
-import { effectiveConfig, type Scenario } from "../scenario.js";
+import { planPayloads } from "../payloads.js";
+import { effectiveOverrides, type RunOptions } from "../run/run-options.js";
+import { effectiveConfig, loadScenario, type Scenario } from "../scenario.js";
+import { checkTaskEnv, missingEnvProblem, type TaskEnvCheck, taskEnvLines } from "../task-env.js";
 import { BILLED_BEYOND_PHASES, type CapacityChoice, type CostEstimate, estimateCost, type RegionCost, usd } from "./estimate.js";
 import { PRICES } from "./prices.js";
 import { TASK_CAPACITY, taskCapacity, type Workload } from "./task-capacity.js";
@@ -41,6 +44,8 @@ export interface PlanInput {
   unreached?: string;
   /** Runs like this one the command makes (a comparison's servers); the cost covers them all. */
   runsInAll?: number;
+  /** What the scenario reads from the tasks' environment, beside what they get (task-env.ts); absent: not checked. */
+  env?: TaskEnvCheck;
 }
 
 export interface LaunchPlan {
@@ -56,6 +61,8 @@ export interface LaunchPlan {
   /** undefined on the local backend: nothing is billed. */
   cost?: CostEstimate;
   lines: string[];
+  /** Why the run would fail in every task (what the scenario reads that no task has): guardCost refuses it, `plan` says it. */
+  refusals?: string[];
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -90,19 +97,25 @@ export interface PlanFlags {
   memory?: number;
   environment?: string;
   runsInAll?: number;
+  /** --env and --secret: what the tasks' environment holds beside the runtime's own. */
+  taskEnv?: Record<string, string>;
+  secretRefs?: Record<string, string>;
+  secretValues?: Record<string, string>;
 }
 
 /** A plan's input from a run's flags, its scenario and what each region's preflight found. */
 export function planInput(
   flags: PlanFlags,
   backend: BackendKind,
-  scenario: Pick<Scenario, "config" | "scenarios" | "durationMs">,
+  scenario: Pick<Scenario, "config" | "scenarios" | "durationMs"> & Partial<Pick<Scenario, "file" | "hooks">>,
   overrides: Record<string, unknown> | undefined,
   limits: { maxDurationMs: number; startDelayMs: number },
   facts: Map<string, RegionFacts>,
   unreached?: string,
 ): PlanInput {
   return {
+    // Every run and plan passes through here before its first task: what the scenario reads from the tasks' environment is judged here.
+    env: checkTaskEnv(scenario, overrides, flags.environment, flags),
     backend,
     regions: flags.regions,
     count: flags.count,
@@ -140,6 +153,11 @@ export function makePlan(input: PlanInput): LaunchPlan {
     lines.push(`  users: not estimated (${err.message})`);
   }
   const plan: LaunchPlan = { size, lines, ...(users ? { users } : {}) };
+  if (input.env) {
+    lines.push(...taskEnvLines(input.env));
+    const missing = missingEnvProblem(input.env, input.backend);
+    if (missing) plan.refusals = [missing];
+  }
   if (users) {
     const stay = users.flowSeconds === undefined ? "a user's stay is not known, so every arrival is counted as staying" : `a user stays about ${fmt(users.flowSeconds)} s`;
     const sends = users.workload === "chat" ? `, each sending ${users.sendsPerUserSecond.toFixed(2)} message(s)/s` : "";
@@ -231,6 +249,23 @@ function scaleCost(cost: CostEstimate, runs: number): CostEstimate {
   };
 }
 
+/**
+ * What would fail every task of every run, checked once before a command that makes several runs
+ * (compare's servers, the capacity search's levels) starts its first, since each run's own failure
+ * is outlived: a file the bundle refuses, --overrides on files (loadScenario), a payload csv-parse
+ * refuses (planPayloads), a variable the scenario reads that no task has. Throws FanoutInputError.
+ */
+export function refuseUnrunnable(
+  options: Pick<RunOptions, "scenarioFile"> & Partial<Pick<RunOptions, "bundleRoot" | "environment" | "overrides" | "target" | "variables" | "insecure" | "taskEnv" | "secretRefs" | "secretValues">>,
+  backend: BackendKind,
+): void {
+  const overrides = effectiveOverrides(options);
+  const scenario = loadScenario(options.scenarioFile, overrides, options.bundleRoot);
+  planPayloads(scenario, options.environment);
+  const missing = missingEnvProblem(checkTaskEnv(scenario, overrides, options.environment, options), backend);
+  if (missing) throw new FanoutInputError(`not starting any task: ${missing}`);
+}
+
 /** What fanout.json keeps of the plan: the estimate, and the users it was made for. */
 export function estimateRecord(plan: LaunchPlan) {
   const cost = plan.cost!;
@@ -260,8 +295,13 @@ export interface GuardInput {
   ask?: (question: string) => Promise<boolean>;
 }
 
-/** Refuses a run dearer than --max-cost; above ASK_ABOVE_USD asks, or needs --yes or --max-cost. Throws FanoutInputError (exit 2) when refused. */
+/**
+ * Refuses a run the plan found would fail in every task (plan.refusals: a variable the scenario reads
+ * that no task has), then one dearer than --max-cost; above ASK_ABOVE_USD asks, or needs --yes or
+ * --max-cost. Throws FanoutInputError (exit 2) when refused.
+ */
 export async function guardCost(plan: LaunchPlan, guard: GuardInput): Promise<void> {
+  if (plan.refusals?.length) throw new FanoutInputError(`not starting any task: ${plan.refusals.join("\n")}`);
   if (!plan.cost) return;
   const figure = plan.cost.upTo;
   const shown = `the estimate ${usd(figure)}${plan.cost.upTo > plan.cost.total ? " (every task on on-demand)" : ""}`;

@@ -22,6 +22,11 @@ export interface RunOptions extends Pick<StartOptions, "spot" | "spotOnly" | "cp
   /** Artillery's --insecure: `config.tls.rejectUnauthorized: false` in every task. */
   insecure?: boolean;
   environment?: string;
+  /**
+   * --env: plain variables every task gets. The plan checks them, with the secrets, against what
+   * the scenario reads (task-env.ts); the backend gives them to the tasks (its `taskEnv` option).
+   */
+  taskEnv?: Record<string, string>;
   maxDurationMs?: number;
   /** How far after the go marker the common start lies. */
   startDelayMs?: number;
