@@ -94,6 +94,13 @@ export const METRICS = {
   rtt: "cable.rtt",
   /** The generator's worst event-loop delay in each second (lag.ts). */
   eventLoopLag: "cable.event_loop_lag",
+  /**
+   * Counters: seconds whose event-loop lag passed 100 ms, by cause (generator-verdict.ts): the
+   * generator's thread used at least half a core while late (saturated), or less (starved: it
+   * waited for a CPU that other work held).
+   */
+  eventLoopLateSaturated: "cable.event_loop_late_saturated",
+  eventLoopLateStarved: "cable.event_loop_late_starved",
 } as const;
 
 /** `metric: rtt` on a receive step records `cable.rtt`. */
