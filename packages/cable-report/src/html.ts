@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Marked as MarkedClass } from "marked" with { "resolution-mode": "import" };
+import { runState, stateWords } from "./headline.js";
 import { renderMarkdown, reportTitle, type RenderOptions } from "./markdown.js";
 import type { Column, MergedResults, Series, ServerSeries } from "./model.js";
 import { PERIOD_MS } from "./period.js";
@@ -116,7 +117,7 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     "<body>",
     '<main id="report">',
     // What happened when comes right under the headline (run, phases, warnings); the whole-run tables follow.
-    '<div id="summary">',
+    `<div id="summary" data-state="${pageState(merged)}">`,
     headline.trim(),
     "</div>",
     '<section id="over-time">',
@@ -158,6 +159,12 @@ const OWN_HTML = /^(<details>|<details><summary>[^<>&"]*<\/summary>|<\/details>)
  * links and images are shown as their text (report.md has none of its own; the page must not
  * navigate or fetch). A second wall behind report.md's escaping.
  */
+/** The headline's colour: the same reading as its first words (headline.ts). */
+function pageState(merged: MergedResults): "ok" | "warning" | "failed" {
+  const { mark } = stateWords(runState(merged));
+  return mark === "✅" ? "ok" : mark === "❌" ? "failed" : "warning";
+}
+
 export function markdownToHtml(markdown: string): string {
   // marked is an ES module; Node ≥ 22.12 requires it synchronously.
   const { Marked } = require("marked") as { Marked: typeof MarkedClass };

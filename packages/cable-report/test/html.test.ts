@@ -111,6 +111,19 @@ function page(merged: MergedResults): string {
   return renderHtml(merged, { markdown: renderMarkdown(merged) });
 }
 
+describe("report.html's headline colour", () => {
+  it("follows the headline's state: red with failed users over the line, amber within it, green only when every user completed", () => {
+    const merged = mergeRegions(syntheticRun({ regions: ["eu-west-2"], tasksPerRegion: 1, periods: 3 }));
+    merged.all.counters["vusers.failed"] = 0;
+    for (const k of Object.keys(merged.all.counters)) if (k.startsWith("errors.")) delete merged.all.counters[k];
+    expect(page(merged)).toContain('<div id="summary" data-state="ok">');
+    merged.all.counters["vusers.failed"] = 2;
+    expect(page(merged)).toContain('<div id="summary" data-state="failed">');
+    merged.test.maxFailedUsers = "50%";
+    expect(page(merged)).toContain('<div id="summary" data-state="warning">');
+  });
+});
+
 describe("report.html's text", () => {
   it("drops report.md's mermaid charts, their legends and their sections, and keeps every table", () => {
     const markdown = [
