@@ -27,6 +27,7 @@ import { runCompare } from "./compare/run.js";
 
 export const EXIT_STATUS_HELP = `Exit status: 0 done; 1 a regression beyond --fail-on-regression; 2 bad input or usage;
 3 internal error; 4 a region failed (a task failed or never started, or no report); 5 ensure checks failed;
+6 more virtual users failed than config.cable.maxFailedUsers allows (default 0);
 7 stopped early by --abort-on.`;
 
 export const ABORT_HELP = `
@@ -54,11 +55,11 @@ sources and date are printed). Without credentials or a deployed stack, plan sti
 from --cpu/--memory or the stack's default size (4 vCPU / 8 GiB) and says what it could not check.
 Exit status: 0 the run would start; 2 it would not (a quota, addresses, a secret, --max-cost).`;
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
 /** --env's help, for run, compare, plan and capacity. */
 export const ENV_HELP =
   "a plain (non-secret) env var for every task: NAME passes this shell's $NAME, NAME=value the value; repeatable. Every {{ $env.X }} the scenario reads must be given by --env or --secret, or the run is refused before any task starts (--local too). Not -e/--environment, which picks one of config.environments";
 
+const log = (line: string) => process.stderr.write(`${line}\n`);
 
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {
@@ -68,8 +69,8 @@ export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   }
 }
 
-function makeBackend(flags: BackendFlags): Backend {
 /** The backend gives every task it starts the run's --env (flags.taskEnv). */
+function makeBackend(flags: BackendFlags): Backend {
   if (flags.local) return new LocalBackend({ storeDir: localStore(flags), taskEnv: flags.taskEnv });
   return new AwsBackend({ retry: { sleep, log }, taskEnv: flags.taskEnv });
 }
@@ -149,8 +150,8 @@ function program(exit: (code: number) => void): Command {
           "a secret env var for the scenario, read in each task's own region: NAME=ssm:/cable-loadtest/…, NAME=secretsmanager:cable-loadtest/…, or (--local) NAME from this environment; checked in every region before any task starts; repeatable",
         ).argParser((v: string, prev: string[] = []) => [...prev, v]),
       )
-      .option("--min-ready <pct>", `the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load (default: 100% up to ${ALL_READY_MAX_TASKS} tasks in all, ${LARGE_FLEET_MIN_READY_PCT}% beyond, rounded up)`)
       .addOption(new Option("--env <NAME[=value]>", ENV_HELP).argParser((v: string, prev: string[] = []) => [...prev, v]))
+      .option("--min-ready <pct>", `the share of all tasks that must be ready (image up, Artillery loaded) before the common start; tasks not ready then run no load (default: 100% up to ${ALL_READY_MAX_TASKS} tasks in all, ${LARGE_FLEET_MIN_READY_PCT}% beyond, rounded up)`)
       .option("--ready-timeout <duration>", "how long to wait for --min-ready; the run is called off if too few are ready by then (default: 600s on AWS, 60s locally)")
       .option("--max-duration <duration>", "stop every task after this long; each task also enforces it on its own (default: ready timeout + start delay + phases + a margin)")
       .option("--start-delay <duration>", "how far after the go (all ready) the common start lies (default: 10s on AWS, 2s locally)")

@@ -160,8 +160,8 @@ export function makePlan(input: PlanInput): LaunchPlan {
   }
   if (users) {
     const stay = users.flowSeconds === undefined ? "a user's stay is not known, so every arrival is counted as staying" : `a user stays about ${fmt(users.flowSeconds)} s`;
-    const sends = users.workload === "chat" ? `, each sending ${users.sendsPerUserSecond.toFixed(2)} message(s)/s` : "";
-    lines.push(`  users: about ${fmt(users.peak)} at once per task at the peak (${fmt(users.arrivals)} arrive over ${fmt(users.phasesSeconds)} s; ${stay}), ${fmt(users.peak * total)} in all; workload: ${users.workload}${sends}`);
+    const sends = users.sendsPerUserSecond > 0 ? `, each sending ${users.sendsPerUserSecond.toFixed(2)} message(s)/s` : "";
+    lines.push(`  users: about ${fmt(users.peak)} at once per task at the peak (${fmt(users.arrivals)} arrive over ${fmt(users.phasesSeconds)} s; ${stay}), ${fmt(users.peak * total)} in all; each user ${users.does}${sends} (sized as the ${users.workload} workload)`);
     // A local task is a process on this machine: what a Fargate task holds says nothing of it.
     const holds = input.backend === "aws" ? holdsPerTask(users.workload, size.cpu, size.memoryMiB) : undefined;
     if (input.backend === "aws" && holds === undefined) {
