@@ -17,7 +17,7 @@ const CHECKS = {
   peak: "cable.open_connections_peak.max >= 1",
 };
 
-async function run(faults: Partial<FaultConfig>): Promise<ArtilleryRun> {
+async function run(faults: Partial<FaultConfig>, cable: Record<string, unknown> = {}): Promise<ArtilleryRun> {
   const target = await startTarget({ port: 0, faults: faults as FaultConfig });
   targets.push(target);
   return runArtillery({
@@ -25,7 +25,7 @@ async function run(faults: Partial<FaultConfig>): Promise<ArtilleryRun> {
       config: {
         target: target.cableUrl,
         engines: { cable: {} },
-        cable: { timeout: 3 },
+        cable: { timeout: 3, ...cable },
         phases: [{ duration: 1, arrivalCount: 4 }],
         // Artillery 2.0.34 runs `ensure` only when its plugin is listed.
         plugins: { ensure: {} },
@@ -78,7 +78,8 @@ describe.concurrent("ensure on cable metrics sets the exit code", () => {
   });
 
   test("rejected subscriptions fail the failed-subscriptions check", async () => {
-    const r = await run({ rejectSubscriptions: true });
+    // Every user fails too: the failure line (config.cable.maxFailedUsers) off, so that the exit code is the check's alone.
+    const r = await run({ rejectSubscriptions: true }, { maxFailedUsers: false });
     expect(outcome(r.output, CHECKS.subscriptions), r.output).toBe("fail");
     expect(r.report!.aggregate.counters["cable.failed_subscriptions"]).toBe(4);
     expect(r.code, r.output).toBe(1);

@@ -49,8 +49,9 @@ describe.sequential("Laravel's throttle on its login", () => {
     expect(counter(report, "vusers.completed"), run.output).toBe(8 - refused);
     expect(errorsOf(report), run.output).toEqual({ "errors.cable.http_429": refused });
     expect(run.output).toMatch(/cable: cable\.http_429: the app limits requests per source address/);
-    // The recipe's ensure: a run in which users failed is not green.
-    expect(run.code).not.toBe(0);
+    // A run in which users failed is not green: over config.cable.maxFailedUsers (default 0), and the recipe's ensure.
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
   });
 
   test("with retry: every user signs in after Retry-After, each wait counted; each step's latency by name", async () => {

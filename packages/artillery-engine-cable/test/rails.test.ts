@@ -104,7 +104,9 @@ describe("Rails Action Cable", () => {
         ],
       },
     });
-    expect(run.code, run.output).toBe(0);
+    // All but the capturing users fail on purpose: over config.cable.maxFailedUsers (default 0), the run exits 1 and says why.
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
     const r = run.report!;
     const by = (name: string) => counter(r, `vusers.created_by_name.${name}`);
     for (const name of ["rejected", "anonymous", "kicked", "waiting", "capturing"]) expect(by(name), name).toBeGreaterThan(0);
