@@ -104,7 +104,8 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
       config: {
         target: server.url,
         engines: { cable: {} },
-        cable: { protocol: "pusher", timeout: 4, pusher: { key: server.key, appId: server.appId } },
+        // The last member fails on purpose (nobody joins after it): not what this test judges the run by.
+        cable: { protocol: "pusher", timeout: 4, pusher: { key: server.key, appId: server.appId }, maxFailedUsers: false },
         phases: [{ duration: 3, arrivalCount: 4 }],
       },
       scenarios: [
@@ -178,7 +179,9 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
       },
       scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "news" } }] }],
     });
-    expect(code, output).toBe(0);
+    // Every user fails on purpose: over config.cable.maxFailedUsers (default 0), the run exits 1 and says why.
+    expect(code, output).toBe(1);
+    expect(output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
     const r = report!;
     expect(counter(r, "vusers.failed")).toBe(4);
     // Pusher's answer is 4001 ("Application does not exist"): Soketi and Reverb say so (Reverb then
@@ -205,7 +208,9 @@ describe.each(Object.keys(servers))("Pusher protocol against %s", (name) => {
       },
       { secret: "not-the-secret" },
     );
-    expect(code, output).toBe(0);
+    // Every user fails on purpose: over config.cable.maxFailedUsers (default 0), the run exits 1 and says why.
+    expect(code, output).toBe(1);
+    expect(output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
     const r = report!;
     expect(counter(r, "vusers.failed")).toBe(12);
     expect(counter(r, "errors.cable.subscription_rejected")).toBe(counter(r, "vusers.created_by_name.private"));
@@ -237,7 +242,9 @@ test("Soketi at its presence member limit: the refusals are limit_reached, and r
       env: { PUSHER_APP_SECRET: soketi.secret },
       outputDir: path.join(results, "local"),
     });
-    expect(run.code, run.output).toBe(0);
+    // The members over the limit fail on purpose: the report plugin judges them over config.cable.maxFailedUsers (default 0).
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toContain("cable-report: 3 of 6 virtual users failed, more than config.cable.maxFailedUsers (0): artillery run exits 1.");
     const r = run.report!;
     expect(counter(r, "errors.cable.subscription_rejected")).toBe(3);
     expect(counter(r, "cable.subscription_rejected.limit_reached")).toBe(3);
