@@ -100,7 +100,9 @@ test("every misbehaviour ends its VU once, with a named error, and the run ends 
       ],
     },
   });
-  expect(run.code, run.output).toBe(0);
+  // Every user fails on purpose: over config.cable.maxFailedUsers (default 0), the run exits 1 and says why.
+  expect(run.code, run.output).toBe(1);
+  expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
   const r = run.report!;
   const by = (name: string) => counter(r, `vusers.created_by_name.${name}`);
   expect(counter(r, "vusers.created")).toBe(40);

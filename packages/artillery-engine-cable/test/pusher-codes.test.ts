@@ -71,7 +71,9 @@ describe("Pusher error codes", () => {
         scenarios: [{ name: "user", engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "news", as: "news" } }, { listen: { channel: "news", for: 10 } }] }],
       },
     });
-    expect(run.code, run.output).toBe(0);
+    // Each user fails on purpose (the server's close 4999): over config.cable.maxFailedUsers (default 0), exit 1.
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
     const r = run.report!;
     const keys = Object.keys(r.aggregate.counters).filter((k) => k.startsWith("errors.cable.pusher"));
     expect(keys.sort()).toEqual(["errors.cable.pusher_4301", "errors.cable.pusher_error"]);
