@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
-import os from "node:os";
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { nowMs } from "./clock.js";
 import { GENERATOR_LIMITS, lagWarningText, lateCause, type MachineLoad } from "./generator-verdict.js";
+import { readCpuTimes, readLoad, stealPercent, type CpuTimes } from "./machine.js";
 import { METRICS, type Events } from "./metrics.js";
 
 /** How often the CPU probe looks at the thread's CPU time: a late stretch is measured to this. */
@@ -18,59 +17,15 @@ export interface GeneratorProbes {
   load(): { load: number; cores: number } | null;
 }
 
-export interface CpuTimes {
-  steal: number;
-  total: number;
-}
-
 const threadCpuUsage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage;
-
-/**
- * The first line of `/proc/stat` ("cpu  user nice system idle iowait irq softirq steal guest
- * guest_nice", in clock ticks): steal and the total of the first eight (guest time is inside user
- * and nice already). Null for anything else.
- */
-export function parseProcStat(text: string): CpuTimes | null {
-  const line = text.slice(0, text.indexOf("\n") === -1 ? undefined : text.indexOf("\n"));
-  if (!/^cpu\s/.test(line)) return null;
-  const fields = line.trim().split(/\s+/).slice(1, 9).map(Number);
-  if (fields.length < 8 || fields.some((f) => !Number.isFinite(f) || f < 0)) return null;
-  return { steal: fields[7], total: fields.reduce((a, b) => a + b, 0) };
-}
-
-/** Steal between two readings, % of all CPU time in between; null without both or without time passing. */
-export function stealPercent(from: CpuTimes | null, to: CpuTimes | null): number | null {
-  if (!from || !to) return null;
-  const total = to.total - from.total;
-  if (total <= 0) return null;
-  return Math.min(100, Math.max(0, ((to.steal - from.steal) / total) * 100));
-}
-
-let procStatReadable = process.platform === "linux";
 
 export const systemProbes: GeneratorProbes = {
   cpuMicros() {
     const usage = typeof threadCpuUsage === "function" ? threadCpuUsage.call(process) : process.cpuUsage();
     return usage.user + usage.system;
   },
-  cpuTimes() {
-    // A missing or unreadable /proc (a container without it, another OS) costs the steal figure only, once.
-    if (!procStatReadable) return null;
-    try {
-      const times = parseProcStat(readFileSync("/proc/stat", "utf8"));
-      if (!times) procStatReadable = false;
-      return times;
-    } catch {
-      procStatReadable = false;
-      return null;
-    }
-  },
-  load() {
-    if (process.platform === "win32") return null;
-    const load = os.loadavg()[0];
-    const cores = typeof os.availableParallelism === "function" ? os.availableParallelism() : os.cpus().length;
-    return Number.isFinite(load) ? { load, cores } : null;
-  },
+  cpuTimes: readCpuTimes,
+  load: readLoad,
 };
 
 /**

@@ -3,7 +3,8 @@
 import { EventEmitter } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GENERATOR_LIMITS, lagWarningText, lateCause, machineText, starvedText } from "../src/generator-verdict.js";
-import { LagMonitor, parseProcStat, stealPercent, systemProbes, type CpuTimes, type GeneratorProbes } from "../src/lag.js";
+import { LagMonitor, systemProbes, type GeneratorProbes } from "../src/lag.js";
+import { parseProcStat, stealPercent, type CpuTimes } from "../src/machine.js";
 import { METRICS } from "../src/metrics.js";
 
 describe("the verdict on a late second", () => {
