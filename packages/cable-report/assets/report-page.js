@@ -320,8 +320,9 @@
   function generatorCharts() {
     if (data.generator.length === 0) return;
     var card = section("Load generator", "Each task's event-loop lag (ms: the worst second of the period, whose ten-odd samples are too few for a p99) " +
-      "and CPU (% of its worker threads), per period; colour: the task's region. Over " + data.saturation.lagP99Ms + " ms lag or " + data.saturation.cpuPercent +
-      "% CPU a task counts as saturated: the generator, not the server, sets its latencies.");
+      "and CPU (% of its worker threads), per period; colour: the task's region. Over " + data.saturation.cpuPercent + "% CPU a task counts as saturated; over " +
+      data.saturation.lagP99Ms + " ms lag, saturated when it was busy (the generator, not the server, sets its latencies) and starved when its CPU stayed low " +
+      "(it waited for a CPU its machine's other work held: its latencies include that wait).");
     var seen = {};
     var series = function (pick) {
       seen = {};

@@ -18,7 +18,8 @@
 //     and 3 events in all.
 // And only cells that describe the server are gated: the p50/p95/p99 of the
 // engine's latency histograms (merged sketches on both sides, enough samples
-// in the tail, no saturated generator task on either side), failed users,
+// in the tail, no saturated or starved generator task on either side: the
+// latencies of either hold a delay that is not the server's), failed users,
 // users that did not complete, and errors (per created user). Never: Max (one sample), ≈ percentiles (interpolated),
 // session length and rates (set by the scenario), the generator's own lag or
 // CPU, custom metrics (their direction is unknown).
@@ -75,9 +76,10 @@ export function baselineColumn(baseline: MergedResults | undefined, name: string
 /** The gate's verdict on one cell: not gated (and why), or the test's numbers. */
 export function gateCell(row: NumericRow, current: Column, baseline: Column, thresholdPercent: number): GateVerdict {
   if (!row.gate) return { gated: false, why: "describes the scenario or the generator" };
-  // A saturated generator's latencies include its own delay: they say nothing about the server.
-  if (row.gate.kind === "quantile" && (isSaturated(current) || isSaturated(baseline))) {
-    return { gated: false, why: "the load generator was saturated" };
+  // A saturated generator's latencies include its own delay, a starved one's its machine's: neither says anything about the server.
+  if (row.gate.kind === "quantile") {
+    const why = generatorUnfit(current) ?? generatorUnfit(baseline);
+    if (why) return { gated: false, why };
   }
   if (row.gate.kind === "quantile") {
     const floor = Math.max(GATE.latencyFloorMs, lagMs(current), lagMs(baseline));
@@ -91,8 +93,15 @@ function lagMs(column: Column): number {
   return lagFigure(column.histograms[EVENT_LOOP_LAG])?.ms ?? 0;
 }
 
-function isSaturated(column: Column): boolean {
-  return column.generator.some((t) => t.saturated);
+/**
+ * Why a column's latencies are left out of the gate, or undefined: a task's generator saturated,
+ * or starved (late while its machine was busy with other work: the figures hold that wait, so they
+ * are left out too, and said so in those words, never as saturation).
+ */
+export function generatorUnfit(column: Column): string | undefined {
+  if (column.generator.some((t) => t.saturated)) return "the load generator was saturated";
+  if (column.generator.some((t) => t.starved)) return "the load generator was starved (its machine was busy with other work)";
+  return undefined;
 }
 
 /** Every regression in every row (no row limits) and column, all-regions column included. */

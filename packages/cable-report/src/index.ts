@@ -21,7 +21,7 @@ export {
   type RunIdentity,
   type Target,
 } from "./target.js";
-export { detectSaturation, SATURATION_THRESHOLDS, type GeneratorHealth, type SaturationVerdict } from "./saturation.js";
+export { detectSaturation, lateCauseOf, lateSecondsOf, SATURATION_THRESHOLDS, starvedFigures, type GeneratorHealth, type LateSeconds, type SaturationVerdict } from "./saturation.js";
 export { loadTask, type TaskResult, type HistogramSummary } from "./task.js";
 export { ResultsInputError } from "./input.js";
 export { mergeSketches, approximateDistribution, summarizeSketch, generatorHealth, EVENT_LOOP_LAG } from "./merge.js";

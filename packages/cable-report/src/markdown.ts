@@ -127,18 +127,36 @@ function regressionList(regressions: Regression[], threshold?: number): string[]
  * table, naming the tasks, before anyone reads them as the server's.
  */
 function saturationBanner(merged: MergedResults): string[] {
-  const saturated = merged.regions.flatMap((r) => r.generator.filter((t) => t.saturated));
-  if (saturated.length === 0) return [];
-  const named = saturated.slice(0, 10).map((t) => `${code(t.file, LIMITS.label)} (${t.reasons.join(", ")})`);
-  const more = saturated.length > 10 ? `, and ${saturated.length - 10} more` : "";
-  return [
-    "",
-    `> ⚠️ **The load generator was saturated** in ${saturated.length} task${saturated.length === 1 ? "" : "s"}: ${named.join("; ")}${more}. ` +
-      "Their latencies include the generator's own delay, so they describe the generator, not the server " +
-      "(the regression gate leaves their regions' latencies out). " +
-      `Limits: event-loop lag ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms (p99, or the max under ${LAG_MIN_SAMPLES_FOR_P99} samples), CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
-      "run fewer virtual users per task, or more tasks.",
-  ];
+  const tasks = merged.regions.flatMap((r) => r.generator);
+  const saturated = tasks.filter((t) => t.saturated);
+  // Starved: late while its machine was busy with other work. Marked as much as saturation, in its own words, without its advice.
+  const starved = tasks.filter((t) => !t.saturated && t.starved);
+  const named = (list: typeof tasks, join: string) => {
+    const shown = list.slice(0, 10).map((t) => `${code(t.file, LIMITS.label)} (${t.reasons.join(join)})`);
+    return `${shown.join("; ")}${list.length > 10 ? `, and ${list.length - 10} more` : ""}`;
+  };
+  const count = (n: number) => `${n} task${n === 1 ? "" : "s"}`;
+  const out: string[] = [];
+  if (saturated.length > 0) {
+    out.push(
+      "",
+      `> ⚠️ **The load generator was saturated** in ${count(saturated.length)}: ${named(saturated, ", ")}. ` +
+        "Their latencies include the generator's own delay, so they describe the generator, not the server " +
+        "(the regression gate leaves their regions' latencies out). " +
+        `Limits: event-loop lag ≤ ${SATURATION_THRESHOLDS.lagP99Ms} ms (p99, or the max under ${LAG_MIN_SAMPLES_FOR_P99} samples), CPU ≤ ${SATURATION_THRESHOLDS.cpuPercent}%; ` +
+        "run fewer virtual users per task, or more tasks.",
+    );
+  }
+  if (starved.length > 0) {
+    out.push(
+      "",
+      `> ⚠️ **The load generator was starved** in ${count(starved.length)}: ${named(starved, "; ")}. ` +
+        "This machine was busy with other work: the generator's event loop ran late while it used little CPU of its own (it waited for a CPU, it did not use one), " +
+        "so their latencies include that delay (the regression gate leaves their regions' latencies out). " +
+        "More workers would not help; run it where nothing else competes for its cores.",
+    );
+  }
+  return out;
 }
 
 function vanished(merged: MergedResults, baseline: MergedResults): string[] {
@@ -358,7 +376,10 @@ function notes(merged: MergedResults, options: RenderOptions): string[] {
   }
   lines.push(
     `- Load generator: event-loop lag is the engine's worst delay per second, one sample a second per thread; CPU is process CPU time over wall time, in % of Artillery's ` +
-      `worker threads. Over ${SATURATION_THRESHOLDS.lagP99Ms} ms lag or ${SATURATION_THRESHOLDS.cpuPercent}% CPU, a task counts as saturated. ` +
+      `worker threads. Over ${SATURATION_THRESHOLDS.cpuPercent}% CPU a task counts as saturated. Over ${SATURATION_THRESHOLDS.lagP99Ms} ms lag it counts as saturated when its own CPU reached ` +
+      `${SATURATION_THRESHOLDS.busyCpuPercent}% in a period or most of its late seconds were spent running (the engine counts each by the CPU its thread used while late: ` +
+      "`cable.event_loop_late_saturated`, `cable.event_loop_late_starved`), and as starved when it waited for a CPU instead: its machine was busy with other work. " +
+      "The regression gate leaves the latencies of either out. " +
       `Under ${LAG_MIN_SAMPLES_FOR_P99} samples a p99 is only the largest or second-largest of them, so a column shows "—" for it and the lag is judged by its max, for a task, a region and the whole run alike.`,
   );
   return ["", "<details><summary>Notes</summary>", "", ...lines, "", "</details>"];

@@ -3,7 +3,7 @@
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
 import type { Distribution, GeneratorTask } from "./model.js";
-import { detectSaturation, lagFigure } from "./saturation.js";
+import { detectSaturation, lagFigure, lateSecondsOf } from "./saturation.js";
 import { RELATIVE_ACCURACY } from "./sidecar.js";
 import type { HistogramSummary, TaskResult } from "./task.js";
 
@@ -21,7 +21,11 @@ export function generatorHealth(task: TaskResult, file: string): GeneratorTask {
   const lagDistribution = sketch && sketch.count > 0 ? summarizeSketch(sketch) : summary;
   const lag = lagFigure(lagDistribution);
   const health = { lag, cpuMean: task.generator?.cpuMean ?? null, cpuPeak: task.generator?.cpuPeak ?? null };
-  return { file, lagP99: lagDistribution?.p99 ?? null, ...health, ...detectSaturation(health) };
+  const g = task.generator;
+  const machine = g ? { stealPercent: g.stealPercent ?? null, load: g.loadPeak ?? null, cores: g.cores ?? null } : null;
+  const { saturated, starved, reasons } = detectSaturation({ ...health, late: lateSecondsOf(task.counters), machine });
+  // `starved` only where true: a merged file of a run without it reads as before.
+  return { file, lagP99: lagDistribution?.p99 ?? null, ...health, saturated, ...(starved ? { starved } : {}), reasons };
 }
 
 export function mergeSketches(sketches: DDSketch[]): DDSketch {

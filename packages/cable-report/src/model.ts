@@ -40,8 +40,14 @@ const generatorTaskSchema = z.object({
   /** Process CPU time over wall time, in % of the worker threads' capacity: whole run, and busiest period. */
   cpuMean: z.number().nullable(),
   cpuPeak: z.number().nullable(),
+  /** The generator itself was the limit (saturation.ts). */
   saturated: z.boolean(),
-  /** Why it counts as saturated, e.g. "event-loop lag p99 424 ms > 100 ms". */
+  /**
+   * Late while using little CPU of its own: its machine was busy with other work (saturation.ts).
+   * Never with `saturated`; absent where false, and in files written before it (they said saturated).
+   */
+  starved: z.boolean().optional(),
+  /** Why it counts as saturated or starved, e.g. "event-loop lag p99 424 ms > 100 ms". */
   reasons: z.array(z.string()),
 });
 

@@ -2,6 +2,7 @@
 // series, the task's live files (written while the run goes on, read by `cable-fanout run`'s live
 // lines, its --abort-on and the capacity search) and the report's time series. One type, one codec.
 import type { DDSketch } from "@artilleryio/sketches-js";
+import { readCpuTimes, readLoad, stealPercent, type CpuTimes } from "artillery-engine-cable/machine";
 import { cpus } from "node:os";
 import { z } from "zod";
 import { decodeSketch, encodeSketch } from "./sketch-codec.js";
@@ -123,10 +124,18 @@ export class CpuMeter {
   private start?: CpuSample;
   private last?: CpuSample;
   private peak: number | null = null;
+  /** The machine around it (saturation.ts tells starved from saturated with them): CPU times at the start, the busiest load seen. */
+  private startTimes: CpuTimes | null = null;
+  private lastTimes: CpuTimes | null = null;
+  private loadPeak: number | null = null;
+  private cores: number | null = null;
+
+  constructor(private readonly machine: { cpuTimes(): CpuTimes | null; load(): { load: number; cores: number } | null } = { cpuTimes: readCpuTimes, load: readLoad }) {}
 
   begin(): void {
     if (this.start) return;
     this.start = this.last = { usage: process.cpuUsage(), at: performance.now() };
+    this.startTimes = this.machine.cpuTimes();
   }
 
   /** Closes a window (at a period report, or at the end) and returns its CPU, null when too short or not begun. */
@@ -136,11 +145,26 @@ export class CpuMeter {
     const percent = cpuPercent(this.last, now, this.workers);
     if (percent !== null) this.peak = Math.max(this.peak ?? 0, percent);
     this.last = now;
+    this.lastTimes = this.machine.cpuTimes() ?? this.lastTimes;
+    const load = this.machine.load();
+    if (load) {
+      this.loadPeak = Math.max(this.loadPeak ?? 0, Math.round(load.load * 100) / 100);
+      this.cores = load.cores;
+    }
     return percent;
   }
 
-  summary(): { workers: number; cpuMean: number | null; cpuPeak: number | null } {
+  /** CPU over the run and in its busiest window; the machine's steal over the run and its busiest load, where they could be read. */
+  summary(): { workers: number; cpuMean: number | null; cpuPeak: number | null; stealPercent?: number; loadPeak?: number; cores?: number } {
     const mean = this.start && this.last ? cpuPercent(this.start, this.last, this.workers) : null;
-    return { workers: this.workers, cpuMean: mean, cpuPeak: this.peak };
+    const steal = stealPercent(this.startTimes, this.lastTimes);
+    return {
+      workers: this.workers,
+      cpuMean: mean,
+      cpuPeak: this.peak,
+      ...(steal !== null ? { stealPercent: Math.round(steal * 10) / 10 } : {}),
+      ...(this.loadPeak !== null ? { loadPeak: this.loadPeak } : {}),
+      ...(this.cores !== null ? { cores: this.cores } : {}),
+    };
   }
 }

@@ -121,7 +121,7 @@ export function tableRows(merged: MergedResults, limits: RowLimits): Row[] {
     ...customHistogramRows(merged),
     ...errorRows(merged.all, limits.maxErrorRows),
     ...otherCounterRows(merged.all, limits.maxErrorRows, seen),
-    ...generatorRows(),
+    ...generatorRows(seen),
     ...checkRows(columns),
   ];
   // A row no column has data for (say, rtt in a broadcast-only test) is noise.
@@ -227,6 +227,9 @@ const SHOWN_COUNTERS = new Set([
   METRICS.connections,
   METRICS.subscriptions,
   OPEN_PEAK_COUNTER,
+  // The generator's late seconds by cause: its own section's rows (generatorRows).
+  METRICS.eventLoopLateSaturated,
+  METRICS.eventLoopLateStarved,
 ]);
 
 /** Every counter no other row shows (the engine's other counters, a processor's own), by name. */
@@ -240,10 +243,11 @@ function otherCounterRows(all: Column, maxRows: number, seen: Set<string>): Nume
 }
 
 /**
- * The load generator's own health (saturation.ts): the merged lag, and the
- * busiest task's CPU. Never gated, because they describe the generator.
+ * The load generator's own health (saturation.ts): the merged lag, the
+ * busiest task's CPU, and its late seconds by cause. Never gated, because they
+ * describe the generator.
  */
-function generatorRows(): NumericRow[] {
+function generatorRows(seen: Set<string>): NumericRow[] {
   const busiest = (c: Column, pick: "cpuMean" | "cpuPeak") => {
     const values = c.generator.map((t) => t[pick]).filter((v): v is number => v !== null);
     return values.length > 0 ? Math.max(...values) : null;
@@ -263,6 +267,9 @@ function generatorRows(): NumericRow[] {
     ...distributionRows("Load generator", EVENT_LOOP_LAG, [["Event-loop lag max (ms)", "max"]], null),
     { kind: "numeric", section: "Load generator", label: "CPU, whole run, busiest task (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuMean") },
     { kind: "numeric", section: "Load generator", label: "CPU, busiest period (%)", unit: "percent", worse: null, value: (c) => busiest(c, "cpuPeak") },
+    // Seconds late by more than 100 ms, by what the thread did while late (saturation.ts): shown once any task counted one.
+    counterRowOf("Load generator", "Late seconds, running (saturated)", METRICS.eventLoopLateSaturated, null, seen),
+    counterRowOf("Load generator", "Late seconds, waiting for a CPU (starved)", METRICS.eventLoopLateStarved, null, seen),
   ];
 }
 

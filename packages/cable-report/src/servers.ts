@@ -100,7 +100,7 @@ export function serverFiguresSection(runs: ServerRun[]): string[] {
 
 /**
  * Each server against the first one given, through the gate a baseline comparison uses (compare.ts:
- * significantly at least `thresholdPercent` worse, above the floor, no saturated generator):
+ * significantly at least `thresholdPercent` worse, above the floor, no saturated or starved generator):
  * "is Reverb slower than AnyCable beyond noise?".
  */
 export function serverRegressions(merged: MergedResults, thresholdPercent: number): Regression[] {
@@ -118,15 +118,18 @@ export function serverGateSection(merged: MergedResults, thresholdPercent: numbe
   const reference = merged.regions[0];
   if (!reference || merged.regions.length < 2) return [];
   const heading = ["", `### Against ${inline(reference.name)}, the first server`, ""];
-  // A saturated generator's latencies are the generator's: the gate leaves them out, and says so.
+  // A saturated generator's latencies are the generator's, a starved one's hold its machine's wait: the gate leaves them out, and says which.
   const saturated = merged.regions.filter((c) => c.generator.some((t) => t.saturated)).map((c) => inline(c.name));
-  const unjudged =
-    saturated.length > 0
-      ? [
-          "",
-          `The latencies of ${saturated.join(", ")} were not judged: the load generator was saturated in ${saturated.length === 1 ? "that run" : "those runs"} (see above), so they describe the generator, not the server.`,
-        ]
-      : [];
+  const starved = merged.regions.filter((c) => !c.generator.some((t) => t.saturated) && c.generator.some((t) => t.starved)).map((c) => inline(c.name));
+  const runs = (n: number) => (n === 1 ? "that run" : "those runs");
+  const unjudged = [
+    ...(saturated.length > 0
+      ? ["", `The latencies of ${saturated.join(", ")} were not judged: the load generator was saturated in ${runs(saturated.length)} (see above), so they describe the generator, not the server.`]
+      : []),
+    ...(starved.length > 0
+      ? ["", `The latencies of ${starved.join(", ")} were not judged: the load generator was starved in ${runs(starved.length)} (see above): its machine was busy with other work, and the latencies include that delay.`]
+      : []),
+  ];
   if (regressions.length === 0) {
     return [...heading, `No server is worse than ${inline(reference.name)} by ${thresholdPercent}% or more beyond noise in any gated cell (latency percentiles, failed users, errors; the gate of \`--fail-on-regression\`).`, ...unjudged];
   }

@@ -100,12 +100,19 @@ export const sidecarSchema = z.object({
    * The generator's CPU: process CPU time (every thread) over wall time, in %
    * of `workers` threads, over the whole run since the first phase started and
    * in its busiest period. Absent in sidecars written before it was recorded.
+   * The machine around it, where it could be read (absent otherwise, and in
+   * sidecars written before it was recorded): its CPU steal over the run (%),
+   * its busiest one-minute load average at a period's end, and the cores the
+   * process may use; saturation.ts words a starved generator with them.
    */
   generator: z
     .object({
       workers: z.number().int().nonnegative().max(100_000),
       cpuMean: countSchema.nullable(),
       cpuPeak: countSchema.nullable(),
+      stealPercent: z.number().finite().min(0).max(100).optional(),
+      loadPeak: z.number().finite().min(0).max(1_000_000).optional(),
+      cores: z.number().int().positive().max(100_000).optional(),
     })
     .optional(),
 });

@@ -10,7 +10,8 @@ import { promisify } from "node:util";
 import { runArtillery } from "cable-test-servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_OK, main } from "../src/cli.js";
-import { detectSaturation, lagFigure, SATURATION_THRESHOLDS } from "../src/saturation.js";
+import { generatorUnfit } from "../src/compare.js";
+import { detectSaturation, lagFigure, lateCauseOf, lateSecondsOf, SATURATION_THRESHOLDS } from "../src/saturation.js";
 import type { MergedResults } from "../src/model.js";
 import { renderMarkdown } from "../src/markdown.js";
 import { mergeRegions } from "../src/results.js";
@@ -106,10 +107,10 @@ describe("the saturation flag on real runs", () => {
 describe("detectSaturation (pure, shared with the capacity search)", () => {
   const lag = (ms: number, samples = 500) => lagFigure({ count: samples, p99: ms, max: ms * 2 });
   it("flags lag over 100 ms or CPU over 90%, with the numbers and the sample count, and nothing else", () => {
-    expect(detectSaturation({ lag: lag(424, 1200), cpuMean: 50, cpuPeak: 60 })).toEqual({ saturated: true, reasons: ["event-loop lag p99 424 ms over 1,200 samples > 100 ms"] });
-    expect(detectSaturation({ lag: lag(5), cpuMean: 80, cpuPeak: 95.4 })).toEqual({ saturated: true, reasons: ["CPU 95% > 90%"] });
-    expect(detectSaturation({ lag: lag(100), cpuMean: 90, cpuPeak: 90 })).toEqual({ saturated: false, reasons: [] });
-    expect(detectSaturation({ lag: null, cpuMean: null, cpuPeak: null })).toEqual({ saturated: false, reasons: [] });
+    expect(detectSaturation({ lag: lag(424, 1200), cpuMean: 50, cpuPeak: 60 })).toEqual({ saturated: true, starved: false, reasons: ["event-loop lag p99 424 ms over 1,200 samples > 100 ms"] });
+    expect(detectSaturation({ lag: lag(5), cpuMean: 80, cpuPeak: 95.4 })).toEqual({ saturated: true, starved: false, reasons: ["CPU 95% > 90%"] });
+    expect(detectSaturation({ lag: lag(100), cpuMean: 90, cpuPeak: 90 })).toEqual({ saturated: false, starved: false, reasons: [] });
+    expect(detectSaturation({ lag: null, cpuMean: null, cpuPeak: null })).toEqual({ saturated: false, starved: false, reasons: [] });
   });
 
   it("gives the lag as its max, with the count, under 100 samples: never a small-sample p99", () => {
@@ -122,11 +123,76 @@ describe("detectSaturation (pure, shared with the capacity search)", () => {
   });
 });
 
+describe("saturated or starved (pure): lag with the generator's own CPU", () => {
+  const late = (ms: number) => lagFigure({ count: 13, p99: ms, max: ms });
+  const machine = { stealPercent: 0, load: 3.14, cores: 2 };
+  const quiet = { cpuMean: 4.6, cpuPeak: 6, machine };
+
+  it("cuts at half the generator's capacity, as the engine does: lag with under 50% CPU of its own is starved, with its figures and no advice", () => {
+    expect(SATURATION_THRESHOLDS).toEqual({ lagP99Ms: 100, cpuPercent: 90, busyCpuPercent: 50 });
+    expect(detectSaturation({ lag: late(133), ...quiet, late: { saturated: 0, starved: 4 } })).toEqual({
+      saturated: false,
+      starved: true,
+      reasons: ["event-loop lag max 133 ms over 13 samples > 100 ms", "the generator used 4.6% CPU (6% in its busiest period); 4 of 4 late seconds waiting for a CPU; steal 0%, load 3.1 on 2 cores"],
+    });
+    // Its own CPU at half its capacity in a period: it was the limit, whatever its late seconds say.
+    expect(detectSaturation({ lag: late(133), cpuMean: 30, cpuPeak: 50, late: { saturated: 0, starved: 4 } })).toMatchObject({ saturated: true, starved: false });
+    expect(detectSaturation({ lag: late(133), cpuMean: 30, cpuPeak: 49.9, late: { saturated: 0, starved: 4 } })).toMatchObject({ saturated: false, starved: true });
+    // Over 90% CPU is saturation with or without lag.
+    expect(detectSaturation({ lag: late(133), cpuMean: 80, cpuPeak: 95, late: { saturated: 0, starved: 4 } })).toMatchObject({ saturated: true, starved: false });
+  });
+
+  it("reads the engine's late seconds: mostly running is saturated (a blocking callback in a quiet run), a tie too", () => {
+    expect(detectSaturation({ lag: late(400), ...quiet, late: { saturated: 3, starved: 1 } })).toEqual({ saturated: true, starved: false, reasons: ["event-loop lag max 400 ms over 13 samples > 100 ms"] });
+    expect(detectSaturation({ lag: late(400), ...quiet, late: { saturated: 2, starved: 2 } })).toMatchObject({ saturated: true, starved: false });
+    expect(lateCauseOf({ lag: late(400), ...quiet, late: { saturated: 1, starved: 2 } })).toBe("starved");
+  });
+
+  it("without the engine's count (an older engine) judges by the CPU alone; without either, saturated as before", () => {
+    expect(detectSaturation({ lag: late(133), cpuMean: 4.6, cpuPeak: 4.6 })).toEqual({ saturated: false, starved: true, reasons: ["event-loop lag max 133 ms over 13 samples > 100 ms", "the generator used 4.6% CPU"] });
+    expect(detectSaturation({ lag: late(133), cpuMean: null, cpuPeak: null })).toMatchObject({ saturated: true, starved: false });
+    expect(lateSecondsOf({ "cable.event_loop_late_starved": 3 })).toEqual({ saturated: 0, starved: 3 });
+    expect(lateSecondsOf({ "vusers.created": 3 })).toBeNull();
+    expect(lateSecondsOf(undefined)).toBeNull();
+  });
+
+  it("marks a starved task in the report in its own words: a banner without the advice to add workers, the gate leaving its latencies out", () => {
+    const task = (file: string, starved: boolean) =>
+      taskOf(
+        {
+          histograms: { "cable.event_loop_lag": [5, 6, 7, starved ? 290 : 8], "cable.broadcast_latency": [5, 6, 7] },
+          counters: { "vusers.created": 1, ...(starved ? { "cable.event_loop_late_starved": 1 } : {}) },
+          generator: { workers: 1, cpuMean: 0.5, cpuPeak: 2, stealPercent: 0.2, loadPeak: 2.4, cores: 2 },
+        },
+        file,
+      );
+    const merged = mergeRegions([
+      { name: "busy-box", tasks: [task("busy-box/t1.json", true)], files: ["busy-box/t1.json"] },
+      { name: "quiet-box", tasks: [task("quiet-box/t1.json", false)], files: ["quiet-box/t1.json"] },
+    ]);
+    const [busy, quietOne] = merged.regions.map((r) => r.generator[0]);
+    expect(busy).toMatchObject({ saturated: false, starved: true });
+    expect(quietOne.saturated).toBe(false);
+    expect(quietOne.starved).toBeUndefined();
+    const markdown = renderMarkdown(merged);
+    expect(markdown).toContain(
+      "> ⚠️ **The load generator was starved** in 1 task: `busy-box/t1.json` (event-loop lag max 290 ms over 4 samples > 100 ms; the generator used 0.5% CPU (2% in its busiest period); 1 of 1 late second waiting for a CPU; steal 0.2%, load 2.4 on 2 cores). This machine was busy with other work",
+    );
+    expect(markdown).not.toContain("The load generator was saturated");
+    expect(markdown).not.toMatch(/run fewer virtual users per task|Add workers/);
+    expect(markdown).toMatch(/\| Late seconds, waiting for a CPU \(starved\) \| 1 \| 0 \| 1 \|/);
+    expect(markdown).not.toContain("| cable.event_loop_late_starved |");
+    expect(generatorUnfit(merged.regions[0])).toBe("the load generator was starved (its machine was busy with other work)");
+    expect(generatorUnfit(merged.regions[1])).toBeUndefined();
+  });
+});
+
 describe("the generator's lag reads one way (banner, table, chart)", () => {
   // The issue's shape: a few dozen one-second samples per region, where a "p99" is the largest or
   // second-largest sample depending on the count, and the all-regions figure came out above both regions'.
+  // Their generators were busy (60% CPU in a period): saturated, so the banner is the saturated one.
   const lagTask = (samples: number[], file: string) =>
-    taskOf({ histograms: { "cable.event_loop_lag": samples, "cable.broadcast_latency": [5, 6, 7] }, counters: { "vusers.created": 1 }, generator: { workers: 1, cpuMean: 10, cpuPeak: 20 } }, file);
+    taskOf({ histograms: { "cable.event_loop_lag": samples, "cable.broadcast_latency": [5, 6, 7] }, counters: { "vusers.created": 1 }, generator: { workers: 1, cpuMean: 40, cpuPeak: 60 } }, file);
   const merged = mergeRegions([
     { name: "local-a", tasks: [lagTask([...Array(12).fill(5), 103], "local-a/t1.json"), lagTask([...Array(12).fill(6), 130], "local-a/t2.json")], files: ["local-a/t1.json", "local-a/t2.json"] },
     { name: "local-b", tasks: [lagTask([...Array(12).fill(4), 108.9], "local-b/t1.json"), lagTask([...Array(12).fill(7), 149.9], "local-b/t2.json")], files: ["local-b/t1.json", "local-b/t2.json"] },
