@@ -40,11 +40,18 @@ function task(taskId: string, cpu: { climb?: number; hold?: [number?, number?] }
 
 describe("the generator verdict: cable-report's thresholds, lag p90 over the step and CPU over the hold", () => {
   test("the thresholds are the report's", () => {
-    expect(SATURATION_THRESHOLDS).toEqual({ lagP99Ms: 100, cpuPercent: 90 });
-    expect(stepHealth(101, null)).toEqual({ saturated: true, reasons: ["event-loop lag p90 101 ms > 100 ms"] });
-    expect(stepHealth(100, 90)).toEqual({ saturated: false, reasons: [] });
-    expect(stepHealth(20, 90.4)).toEqual({ saturated: true, reasons: ["CPU 90% > 90%"] });
-    expect(stepHealth(150, 97, "starved").reasons).toEqual(["event-loop lag p90 150 ms > 100 ms", "CPU 97% > 90%", "starved"]);
+    expect(SATURATION_THRESHOLDS).toEqual({ lagP99Ms: 100, cpuPercent: 90, busyCpuPercent: 50 });
+    expect(stepHealth(101, null)).toEqual({ saturated: true, starved: false, reasons: ["event-loop lag p90 101 ms > 100 ms"] });
+    expect(stepHealth(100, 90)).toEqual({ saturated: false, starved: false, reasons: [] });
+    expect(stepHealth(20, 90.4)).toEqual({ saturated: true, starved: false, reasons: ["CPU 90% > 90%"] });
+    expect(stepHealth(150, 97, "held up").reasons).toEqual(["event-loop lag p90 150 ms > 100 ms", "CPU 97% > 90%", "held up"]);
+    // Late with little CPU of its own, its late seconds spent waiting: starved, with its figures; the CPU over the whole step counts.
+    expect(stepHealth(150, 3, undefined, { cpuPeak: 8, late: { saturated: 0, starved: 6 } })).toEqual({
+      saturated: false,
+      starved: true,
+      reasons: ["event-loop lag p90 150 ms > 100 ms", "the generator used 8% CPU; 6 of 6 late seconds waiting for a CPU"],
+    });
+    expect(stepHealth(150, 3, undefined, { cpuPeak: 55, late: { saturated: 0, starved: 6 } })).toMatchObject({ saturated: true, starved: false });
   });
 
   test("a hold period with CPU over 90 % makes the step generator-bound, whatever the lag reads", () => {

@@ -128,11 +128,35 @@ describe("which periods a step is judged on", () => {
     expect(r.health[1].reasons[0]).toMatch(/event-loop lag p90 \d+ ms > 100 ms/);
     expect(r.missing).toEqual([]);
     expect(measureRegion(regionOf([{ ...task("t3", []), phases: [] }]), step, 30, 20).missing).toEqual(["t3"]);
-    // A starved loop samples its lag rarely, and the few samples can read low: 2 in a whole period is saturation.
-    const starved = measureRegion(regionOf([task("t4", [0, 0])]), step, 30, 20).health[0];
-    expect(starved).toMatchObject({ lagP90: 0, saturated: true });
-    expect(starved.reasons).toEqual(["event-loop lag sampled 2 time(s) in a 10 s period (its loop was starved)"]);
+    // A held-up loop samples its lag rarely, and the few samples can read low: 2 in a whole period is
+    // saturation when nothing says the generator was kept from the CPU instead.
+    const heldUp = measureRegion(regionOf([task("t4", [0, 0])]), step, 30, 20).health[0];
+    expect(heldUp).toMatchObject({ lagP90: 0, saturated: true, starved: false });
+    expect(heldUp.reasons).toEqual(["event-loop lag sampled 2 time(s) in a 10 s period (its loop was held up)"]);
     expect(measureRegion(regionOf([task("t5", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])]), step, 30, 20).health[0].saturated).toBe(false);
+  });
+
+  test("a late generator whose own CPU stayed low, its late seconds spent waiting, is starved, not saturated; busy, it is saturated", () => {
+    const late = (taskId: string, cpu: number, counters: Record<string, number>): TaskFiles => ({
+      region: "eu",
+      taskId,
+      phases: [
+        { index: 0, name: "capacity 20 climb", startTime: w.climbStart },
+        { index: 1, name: "capacity 20 hold", startTime: w.holdStart },
+      ],
+      periods: [
+        period(1_000_000_000, { cpuPercent: cpu }),
+        period(1_000_010_000, { counters, cpuPercent: cpu, histograms: { "cable.event_loop_lag": encoded([300, 400, 300, 400, 300, 400, 300, 400, 300, 400]) } }),
+        period(1_000_020_000, { cpuPercent: cpu }),
+      ],
+    });
+    const step = { level: 20, perTask: 10, climbIndex: 0, holdIndex: 1, climbS: 5 };
+    const health = (t: TaskFiles) => measureRegion(regionOf([t]), step, 30, 20).health[0];
+    const starved = health(late("t1", 4.6, { "cable.event_loop_late_starved": 10 }));
+    expect(starved).toMatchObject({ saturated: false, starved: true });
+    expect(starved.reasons).toEqual([expect.stringMatching(/^event-loop lag p90 \d+ ms > 100 ms$/), "the generator used 4.6% CPU; 10 of 10 late seconds waiting for a CPU"]);
+    expect(health(late("t2", 60, { "cable.event_loop_late_starved": 10 }))).toMatchObject({ saturated: true, starved: false });
+    expect(health(late("t3", 4.6, { "cable.event_loop_late_saturated": 10 }))).toMatchObject({ saturated: true, starved: false });
   });
 });
 
@@ -140,7 +164,7 @@ describe("verdicts, decisions and the answer", () => {
   const slos = [parseSlo("cable.broadcast_latency.p95<250"), parseSlo("errors<1%")];
   const region = (latency: number[], lagP90 = 5, users = 50) => ({
     figures: figures({ users, hold: { "cable.broadcast_latency": sketchOf(latency) } }),
-    health: [{ taskId: "task-1", region: "r", lagP90, cpuPeak: null, saturated: lagP90 > 100, reasons: lagP90 > 100 ? [`event-loop lag p90 ${lagP90} ms > 100 ms`] : [] }],
+    health: [{ taskId: "task-1", region: "r", lagP90, cpuPeak: null, saturated: lagP90 > 100, starved: false, reasons: lagP90 > 100 ? [`event-loop lag p90 ${lagP90} ms > 100 ms`] : [] }],
     missing: [],
     rates: { sent: null, received: null },
   });
@@ -153,6 +177,13 @@ describe("verdicts, decisions and the answer", () => {
     expect(breached.regions.eu.passed).toBe(true);
     expect(judgeStep(40, "stair", "r1", { eu: region([900], 400), us: region([10]) }, slos).verdict).toBe("generator-bound");
     expect(judgeStep(40, "stair", "r1", { eu: region([]) }, slos).verdict).toBe("breached");
+    // Starved: no verdict either, said as starved; saturated anywhere wins.
+    const starvedRegion = () => ({ ...region([900]), health: [{ ...region([900]).health[0], lagP90: 300, starved: true, reasons: ["event-loop lag p90 300 ms > 100 ms", "the generator used 3% CPU"] }] });
+    const starved = judgeStep(40, "stair", "r1", { eu: starvedRegion(), us: region([10]) }, slos);
+    expect(starved.verdict).toBe("generator-starved");
+    expect(starved.regions.eu.starved).toEqual(["task-1: event-loop lag p90 300 ms > 100 ms, the generator used 3% CPU"]);
+    expect(starved.regions.eu.saturated).toEqual([]);
+    expect(judgeStep(40, "stair", "r1", { eu: starvedRegion(), us: region([900], 400) }, slos).verdict).toBe("generator-bound");
   });
 
   test("climb on; repeat a breach or a hold without data; a confirmed breach or a saturated generator ends the search; a repeat that holds resumes above", () => {
@@ -163,6 +194,10 @@ describe("verdicts, decisions and the answer", () => {
     expect(decideNext(at(60, "breached", "repeat"), [at(60, "breached")], all)).toEqual({ kind: "done" });
     expect(decideNext(at(60, "held", "repeat"), [at(60, "breached")], all)).toEqual({ kind: "resume", levels: [80] });
     expect(decideNext(at(40, "generator-bound"), [], all)).toEqual({ kind: "done" });
+    // A starved generator's machine may be quiet on the next run: the level is run again, once.
+    expect(decideNext(at(40, "generator-starved"), [], all)).toEqual({ kind: "repeat", level: 40 });
+    expect(decideNext(at(40, "generator-starved", "repeat"), [at(40, "generator-starved")], all)).toEqual({ kind: "done" });
+    expect(decideNext(at(40, "held", "repeat"), [at(40, "generator-starved")], all)).toEqual({ kind: "resume", levels: [60, 80] });
     // Artillery drops a period now and then: a hold without a whole one is run again, once.
     expect(decideNext(at(40, "incomplete"), [], all)).toEqual({ kind: "repeat", level: 40 });
     expect(decideNext(at(40, "incomplete", "repeat"), [at(40, "incomplete")], all)).toEqual({ kind: "done" });
@@ -192,6 +227,25 @@ describe("verdicts, decisions and the answer", () => {
     expect(headline(bound)).toBe("at least 20, generator-bound at 40: add tasks (--count 2)");
     expect(bound.regions.eu.generatorBound).toBe(true);
     expect(bound.regions.us.generatorBound).toBe(false);
+    expect(bound.generatorStarved).toBeNull();
+
+    // Starved twice at 40: a floor, said as starved, with no advice to add tasks.
+    const starvedStep = (attempt: StepResult["attempt"]) => {
+      const r = step(40, attempt, [900], [6]);
+      return { ...r, verdict: "generator-starved" as const, regions: { ...r.regions, eu: { ...r.regions.eu, starved: ["task-1: event-loop lag p90 300 ms > 100 ms, the generator used 3% CPU"] } } };
+    };
+    const starved = buildAnswer([step(20, "stair", [5], [6]), starvedStep("stair"), starvedStep("repeat")], 100, "add tasks (--count 2)");
+    expect(starved).toMatchObject({ held: 20, firstFailing: null, generatorBound: null, generatorStarved: { at: 40, atLeast: 20, tasks: ["task-1: event-loop lag p90 300 ms > 100 ms, the generator used 3% CPU"] } });
+    expect(headline(starved)).toBe(
+      "at least 20, starved at 40: the generator's machine was busy with other work, so its latencies there include that wait, not the server's; run the search where nothing else competes for the generator's cores",
+    );
+    expect(headline(starved)).not.toMatch(/add tasks|generator-bound/);
+    expect(starved.regions.eu.generatorStarved).toBe(true);
+    expect(starved.regions.us.generatorStarved).toBe(false);
+    const md = renderCapacityMarkdown(starved, { slos, scenario: "s.yml", stair: { start: 20, step: 20, max: 100, holdS: 30, climbS: 5 }, regions: ["eu", "us"] });
+    expect(md).toContain("> **Starved** at 40 users: task-1: event-loop lag p90 300 ms > 100 ms, the generator used 3% CPU. This machine was busy with other work");
+    expect(md).toContain("| eu | 20 | – | – | no: starved |");
+    expect(md).not.toContain("Generator-bound");
 
     // An incomplete hold that a repeat judged does not end the search.
     const incomplete = judgeStep(40, "stair", "r", { eu: { ...region([5]), missing: ["task-1"] }, us: region([6]) }, slos);

@@ -85,6 +85,18 @@ describe("the live view", () => {
     expect(formatFinal(regionOf([task("local-a", "t1", [period(0, 10)])]))).toMatch(/^✅ local-a ended · /);
   });
 
+  it("marks a late generator in the period's line as the report reads it: starved (its machine busy) or saturated, never the one for the other", () => {
+    const late = (cpu: number, counters: Record<string, number>): LivePeriod => {
+      const p = period(0, 10);
+      return { ...p, counters: { ...p.counters, ...counters }, histograms: { ...p.histograms, "cable.event_loop_lag": encoded([133, 140, 150]) }, cpuPercent: cpu };
+    };
+    const line = (p: LivePeriod) => new LiveView(1).lines(liveOf([task("local-a", "t1", [p])]), T0 + 12_000)[0];
+    expect(line(late(4.6, { "cable.event_loop_late_starved": 3 }))).toMatch(/ · generator lag 1\d\d ms, CPU 5% \(starved: the machine is busy with other work\)$/);
+    expect(line(late(97, { "cable.event_loop_late_starved": 3 }))).toMatch(/ · generator lag 1\d\d ms, CPU 97% \(saturated\)$/);
+    expect(line(late(4.6, { "cable.event_loop_late_saturated": 3 }))).toMatch(/ \(saturated\)$/);
+    expect(line(period(0, 10))).toMatch(/generator lag \d ms, CPU 12%$/);
+  });
+
   it("lets a task idle in a period hold its line back only until it is late", () => {
     const tasks = [task("r", "t1", [period(0, 10)]), task("r", "t2", [])];
     expect(periodComplete(regionOf(tasks), 2, T0, T0 + 15_000)).toBe(false);

@@ -20,8 +20,10 @@ arrive, on the climb into the level; counters such as errors on the whole step).
 again from zero before it counts. The search ends the run once it has its answer: every user ends
 its flow once. A step during which a task's generator was saturated is no verdict on the server:
 the answer is then "at least N, generator-bound". Saturated is cable-report's rule for a PR report:
-event-loop lag over 100 ms (its p90 over the step) or the generator's CPU over 90 % of its worker
-cores in a period of the hold.
+the generator's CPU over 90 % of its worker cores in a period of the hold, or event-loop lag over
+100 ms (its p90 over the step) while its CPU reached 50 % or its late seconds were spent running.
+Lag while its CPU stayed low is starved: its machine was busy with other work. That step is run
+again; starved again, the answer is "at least N, starved at M" (exit 4 under --min-capacity).
 
 --vary rate asks "how many messages per second can we handle": --users N users (all regions
 together) stay at every level, and --start/--step/--max are messages a second that they send
@@ -50,7 +52,8 @@ their live periods into the region's bucket and read the search's stop marker th
 
 Writes <out>/<searchId>/capacity.json and capacity.md (printed on stdout), and each run's results
 beside them. Exit status: 0 done; 1 held fewer than --min-capacity; 2 bad input; 3 internal error;
-4 no verdict (a task left no data, or interrupted); 6 generator-bound below --min-capacity.`;
+4 no verdict (a task left no data, interrupted, or starved below --min-capacity); 6 generator-bound
+below --min-capacity.`;
 
 interface Hooks {
   makeBackend: (flags: BackendFlags) => Backend;

@@ -147,7 +147,8 @@ function report(search: Search): CapacityResult {
   let exitCode: number = CAPACITY_EXIT.ok;
   if (answer.incomplete || deps.abort.signal.aborted) exitCode = CAPACITY_EXIT.incomplete;
   else if (options.minCapacity !== undefined && (answer.held ?? 0) < options.minCapacity) {
-    exitCode = answer.generatorBound ? CAPACITY_EXIT.generatorBound : CAPACITY_EXIT.belowMinimum;
+    // Starved: no verdict (the machine was busy), never "the server held less".
+    exitCode = answer.generatorBound ? CAPACITY_EXIT.generatorBound : answer.generatorStarved ? CAPACITY_EXIT.incomplete : CAPACITY_EXIT.belowMinimum;
   }
   return { answer, searchDir, jsonFile, markdownFile, exitCode, runs: search.runs };
 }
@@ -173,6 +174,7 @@ function capacityJson(search: Search, answer: Answer, scenario: string): Json {
     firstFailing: answer.firstFailing,
     breached: answer.breached,
     generatorBound: answer.generatorBound,
+    generatorStarved: answer.generatorStarved ?? null,
     incomplete: answer.incomplete,
     mostTried: answer.mostTried,
     minCapacity: options.minCapacity ?? null,
@@ -380,6 +382,7 @@ function stepSummary(step: StepResult): string {
       if (o.lagP90 !== null) parts.push(`generator lag p90 ${o.lagP90} ms`);
       if (o.cpuPeak !== null) parts.push(`generator CPU ${o.cpuPeak} %`);
       if (o.saturated.length) parts.push(`saturated: ${o.saturated.join("; ")}`);
+      if (o.starved?.length) parts.push(`starved (the machine was busy with other work): ${o.starved.join("; ")}`);
       if (o.missing.length) parts.push(`missing: ${o.missing.join(", ")}`);
       return `${region}: ${parts.join(", ")}`;
     })

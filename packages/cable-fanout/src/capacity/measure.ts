@@ -4,7 +4,7 @@
 // own lag and CPU. Pure.
 import { DDSketch } from "@artilleryio/sketches-js";
 import { METRICS } from "artillery-engine-cable/metrics";
-import { detectSaturation, SATURATION_THRESHOLDS } from "artillery-plugin-cable-report";
+import { detectSaturation, lateCauseOf, lateSecondsOf, SATURATION_THRESHOLDS, starvedFigures, type LateSeconds } from "artillery-plugin-cable-report";
 import { periodSketches } from "artillery-plugin-cable-report";
 import type { LivePeriod, RegionLive, TaskLive } from "../live/feed.js";
 import type { PeriodFold } from "../live/region-live.js";
@@ -16,7 +16,9 @@ export const SENT_METRIC = METRICS.messagesSent;
 export const RECEIVED_METRIC = METRICS.messagesReceived;
 /**
  * The generator verdict is the PR report's (cable-report's detectSaturation and its thresholds:
- * event-loop lag over 100 ms, CPU over 90 %), read over one step. The report judges a whole run on
+ * event-loop lag over 100 ms, CPU over 90 %; a late generator saturated when its own CPU reached
+ * 50 % or its late seconds were mostly spent running, starved when it waited for a CPU its
+ * machine's other work held), read over one step. The report judges a whole run on
  * the lag's p99, over hundreds of one-second samples. A step has a few dozen, so its p99 is its
  * single worst second: one hiccup of a shared machine. The step is judged on its p90 instead: late
  * by more than the threshold in one second out of ten, sustained.
@@ -90,7 +92,10 @@ export interface TaskHealth {
   lagP90: number | null;
   /** The generator's CPU in its busiest period of the hold, % of its worker cores; null when not measured. */
   cpuPeak: number | null;
+  /** The generator itself was the limit: the step is no verdict on the server, and a higher level would only saturate it more. */
   saturated: boolean;
+  /** Late while its own CPU stayed low: its machine was busy with other work (never with `saturated`). No verdict either. */
+  starved: boolean;
   reasons: string[];
 }
 
@@ -103,17 +108,40 @@ export interface RegionStep {
   rates: { sent: number | null; received: number | null };
 }
 
+/** The generator's own figures over a step that say why it was late (cable-report's lateCauseOf). */
+export interface LateEvidence {
+  /** The busiest period's CPU over the whole step, climb included (arrivals are the generator's own work). */
+  cpuPeak: number | null;
+  /** Its seconds late by more than 100 ms over the step, by cause; null from an engine that did not count them. */
+  late: LateSeconds | null;
+}
+
 /**
  * The generator's health over one step of one task: lag p90 over the step (see LAG_QUANTILE) and
- * CPU in the hold's busiest period, against cable-report's thresholds; a starved lag sampler too.
+ * CPU in the hold's busiest period, against cable-report's thresholds; a lag sampler held up for
+ * whole seconds (`heldUp`) too. Late without CPU over 90 %: saturated or starved by `evidence`, as
+ * the report reads a task (its own CPU, then its late seconds by cause; without either, saturated).
  */
-export function stepHealth(lagP90: number | null, cpuPeak: number | null, starved?: string): { saturated: boolean; reasons: string[] } {
+export function stepHealth(lagP90: number | null, cpuPeak: number | null, heldUp?: string, evidence?: LateEvidence): { saturated: boolean; starved: boolean; reasons: string[] } {
   const reasons: string[] = [];
   if (lagP90 !== null && lagP90 > SATURATION_THRESHOLDS.lagP99Ms) reasons.push(`event-loop lag p90 ${lagP90} ms > ${SATURATION_THRESHOLDS.lagP99Ms} ms`);
   // The report's rule as it stands for CPU: the busiest period over the threshold.
-  reasons.push(...detectSaturation({ lag: null, cpuMean: null, cpuPeak }).reasons);
-  if (starved) reasons.push(starved);
-  return { saturated: reasons.length > 0, reasons };
+  const cpuReasons = detectSaturation({ lag: null, cpuMean: null, cpuPeak }).reasons;
+  reasons.push(...cpuReasons);
+  if (heldUp) reasons.push(heldUp);
+  if (reasons.length === 0) return { saturated: false, starved: false, reasons };
+  const peaks = [cpuPeak, evidence?.cpuPeak].filter((v): v is number => typeof v === "number");
+  const health = { lag: null, cpuMean: null, cpuPeak: peaks.length > 0 ? Math.max(...peaks) : null, late: evidence?.late ?? null };
+  if (cpuReasons.length > 0 || lateCauseOf(health) === "saturated") return { saturated: true, starved: false, reasons };
+  const figures = starvedFigures(health);
+  return { saturated: false, starved: true, reasons: figures ? [...reasons, figures] : reasons };
+}
+
+/** A task's late seconds over these periods, by cause (the engine's counters, kept per task by region-live.ts). */
+export function lateOf(periods: LivePeriod[]): LateSeconds | null {
+  const sum: Record<string, number> = {};
+  for (const p of periods) for (const [name, n] of Object.entries(p.counters)) sum[name] = (sum[name] ?? 0) + n;
+  return lateSecondsOf(sum);
 }
 
 /** The most CPU any of these periods reported (to 0.1, as the probe writes it), or null when none carries the figure. */
@@ -158,7 +186,9 @@ export function measureRegion(region: RegionLive, step: PlannedStep, holdS: numb
     const lagP90 = lag && lag.count > 0 ? Math.round(Math.min(lag.max, lag.getValueAtQuantile(LAG_QUANTILE))) : null;
     // CPU over the hold only: arrivals cost CPU during the climb, and the hold is what is judged.
     const cpuPeak = cpuPeakOf(parts.hold);
-    health.push({ taskId: task.taskId, region: task.region, lagP90, cpuPeak, ...stepHealth(lagP90, cpuPeak, starvedPeriod(parts.step, tw)) });
+    // Why it was late, if it was: its CPU and late seconds over the whole step, as its lag is.
+    const evidence = { cpuPeak: cpuPeakOf(parts.step), late: lateOf(parts.step) };
+    health.push({ taskId: task.taskId, region: task.region, lagP90, cpuPeak, ...stepHealth(lagP90, cpuPeak, heldUpPeriod(parts.step, tw), evidence) });
   }
   return { figures, health, missing, rates };
 }
@@ -185,17 +215,19 @@ export function holdSoFar(region: RegionLive, step: PlannedStep, holdS: number, 
 const LAG_SAMPLES_PER_PERIOD = 10;
 
 /**
- * The lag sampler runs on the same event loop it measures: a thread blocked for seconds at a time
- * takes few samples, and those few, taken right after a reset, can read low. A whole period of the
- * step with fewer than half the samples even one thread takes says the loop was starved, whatever
- * the samples read. (Artillery's threads add samples, so more threads only make the bar easier.)
+ * The lag sampler runs on the same event loop it measures: a thread held up for seconds at a time
+ * (blocked by its own work, or kept from the CPU) takes few samples, and those few, taken right
+ * after a reset, can read low. A whole period of the step with fewer than half the samples even
+ * one thread takes says the loop was held up, whatever the samples read; its CPU and late seconds
+ * then say whether it was saturated or starved (stepHealth). (Artillery's threads add samples, so
+ * more threads only make the bar easier.)
  */
-export function starvedPeriod(periods: LivePeriod[], w: TaskWindows): string | undefined {
+export function heldUpPeriod(periods: LivePeriod[], w: TaskWindows): string | undefined {
   for (const period of periods) {
     if (period.period < w.climbStart || period.period + PERIOD_MS > w.holdEnd) continue;
     const sketch = periodSketches(period)[LAG_METRIC];
     if (sketch && sketch.count < LAG_SAMPLES_PER_PERIOD / 2) {
-      return `event-loop lag sampled ${sketch.count} time(s) in a 10 s period (its loop was starved)`;
+      return `event-loop lag sampled ${sketch.count} time(s) in a 10 s period (its loop was held up)`;
     }
   }
   return undefined;

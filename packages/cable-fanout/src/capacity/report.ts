@@ -39,13 +39,20 @@ export function renderCapacityMarkdown(answer: Answer, ctx: ReportContext): stri
         lines.push(`| ${name} | – | – | no data | |`);
         continue;
       }
-      lines.push(`| ${name} | ${cell(r.held)} | ${cell(r.firstFailing)} | ${r.breached.map((b) => `${b.slo} (${b.value ?? "no samples"})`).join(", ") || "–"} | ${r.generatorBound ? "yes" : ""} |`);
+      lines.push(`| ${name} | ${cell(r.held)} | ${cell(r.firstFailing)} | ${r.breached.map((b) => `${b.slo} (${b.value ?? "no samples"})`).join(", ") || "–"} | ${r.generatorBound ? "yes" : r.generatorStarved ? "no: starved" : ""} |`);
     }
     lines.push("");
   }
   if (answer.generatorBound) {
     lines.push(
       `> **Generator-bound** at ${n(answer.generatorBound.at)}${unit}: ${answer.generatorBound.tasks.join("; ")}. The latencies of that step include the generator's own delay, so it is no verdict on the server: it holds **at least ${cell(answer.generatorBound.atLeast)}${byRate ? " msg/s" : ""}**. To go further, ${answer.generatorBound.advice}.`,
+      "",
+    );
+  }
+  if (answer.generatorStarved) {
+    // Starved is not saturated: the generator was not the limit, so no advice to add tasks.
+    lines.push(
+      `> **Starved** at ${n(answer.generatorStarved.at)}${unit}: ${answer.generatorStarved.tasks.join("; ")}. This machine was busy with other work: the generator's event loop ran late while it used little CPU of its own, so the latencies of that step include that wait and are no verdict on the server: it holds **at least ${cell(answer.generatorStarved.atLeast)}${byRate ? " msg/s" : ""}**. To go further, run the search where nothing else competes for the generator's cores.`,
       "",
     );
   }

@@ -4,7 +4,13 @@ import type { RegionStep } from "./measure.js";
 import type { Axis } from "./plan.js";
 import { compare, evaluateSlo, type Slo, type SloResult } from "../slo.js";
 
-export type Verdict = "held" | "breached" | "generator-bound" | "incomplete";
+/**
+ * "generator-bound": a task's generator saturated (the answer is a floor, and more load would only
+ * saturate it more). "generator-starved": a task's generator was late while its own CPU stayed
+ * low: its machine was busy with other work, so the step's latencies hold that wait; no verdict
+ * either, but not the generator's limit: the level is run again once, as a hold without data is.
+ */
+export type Verdict = "held" | "breached" | "generator-bound" | "generator-starved" | "incomplete";
 export type Attempt = "stair" | "repeat" | "refine";
 
 export interface RegionOutcome {
@@ -22,6 +28,8 @@ export interface RegionOutcome {
   /** By rate: did the region send its share of the level (SEND_RATE_FLOOR)? A level not offered is not a level held. */
   sendCheck?: SloResult;
   saturated: string[];
+  /** Tasks whose generator was starved in the step, with why (absent in results written before it). */
+  starved?: string[];
   missing: string[];
 }
 
@@ -69,6 +77,7 @@ export function judgeStep(level: number, attempt: StepResult["attempt"], runId: 
       receiveRate: step.rates.received,
       ...(sendCheck ? { sendCheck } : {}),
       saturated: step.health.filter((h) => h.saturated).map((h) => `${h.taskId}: ${h.reasons.join(", ")}`),
+      starved: step.health.filter((h) => h.starved).map((h) => `${h.taskId}: ${h.reasons.join(", ")}`),
       missing: step.missing,
     };
   }
@@ -77,9 +86,11 @@ export function judgeStep(level: number, attempt: StepResult["attempt"], runId: 
     ? "incomplete"
     : all.some((o) => o.saturated.length > 0)
       ? "generator-bound"
-      : all.every((o) => o.passed)
-        ? "held"
-        : "breached";
+      : all.some((o) => (o.starved?.length ?? 0) > 0)
+        ? "generator-starved"
+        : all.every((o) => o.passed)
+          ? "held"
+          : "breached";
   return { level, attempt, runId, verdict, regions: outcomes };
 }
 
@@ -106,7 +117,8 @@ export const MAX_ATTEMPTS = 3;
 /**
  * What to run after `step`, given the steps judged before it. One noisy hold is never a verdict: a
  * breach counts once a fresh run of the level breaches again; a hold with no whole period of data
- * (Artillery drops one now and then) is run again too. A saturated generator ends the search: a
+ * (Artillery drops one now and then) is run again too, and so is a hold whose generator was
+ * starved (its machine's other work may have passed). A saturated generator ends the search: a
  * higher level would only saturate it more.
  */
 export function decideNext(step: StepResult, before: StepResult[], allLevels: number[]): Next {
@@ -123,6 +135,9 @@ export function decideNext(step: StepResult, before: StepResult[], allLevels: nu
       return { kind: "repeat", level: step.level };
     case "incomplete":
       if (earlier.some((s) => s.verdict === "incomplete") || attempts >= MAX_ATTEMPTS) return { kind: "done" };
+      return { kind: "repeat", level: step.level };
+    case "generator-starved":
+      if (earlier.some((s) => s.verdict === "generator-starved") || attempts >= MAX_ATTEMPTS) return { kind: "done" };
       return { kind: "repeat", level: step.level };
     default:
       return { kind: "done" };
@@ -170,6 +185,8 @@ export interface RegionAnswer {
   firstFailing: number | null;
   breached: Breach[];
   generatorBound: boolean;
+  /** This region's generator was starved at the level that ended the search (absent before it was told apart). */
+  generatorStarved?: boolean;
   steps: Array<{
     /** Users (by users) or messages a second (by rate), every region together. */
     level: number;
@@ -188,6 +205,9 @@ export interface RegionAnswer {
   }>;
 }
 
+/** What a starved generator's answer says, in place of advice to add tasks (which would compete for the same cores). */
+export const STARVED_WORDS = "the generator's machine was busy with other work, so its latencies there include that wait, not the server's; run the search where nothing else competes for the generator's cores";
+
 export interface Answer {
   /** What the levels count: concurrent users, or messages a second (all regions together). */
   vary: Axis;
@@ -198,6 +218,12 @@ export interface Answer {
   breached: Breach[];
   /** Set when a saturated generator ended the search: the figure is a floor, not the server's capacity. */
   generatorBound: { at: number; atLeast: number | null; tasks: string[]; advice: string } | null;
+  /**
+   * Set when a starved generator ended the search (its machine busy with other work at that level,
+   * again when it was run again): the figure is a floor too, but the generator was not the limit, so no advice to add
+   * tasks. Absent in answers written before it.
+   */
+  generatorStarved?: { at: number; atLeast: number | null; tasks: string[] } | null;
   /** The search stopped on missing data (a task died or left no period inside a hold). */
   incomplete: { at: number; tasks: string[] } | null;
   /** Every level up to --max held. */
@@ -214,7 +240,7 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string, va
     .sort((a, b) => a.level - b.level)[0];
   // Only the last step can end the search without a verdict; an incomplete hold that a repeat judged is history.
   const last = steps[steps.length - 1];
-  const stopped = !confirmed && last && (last.verdict === "generator-bound" || last.verdict === "incomplete") ? last : undefined;
+  const stopped = !confirmed && last && (last.verdict === "generator-bound" || last.verdict === "generator-starved" || last.verdict === "incomplete") ? last : undefined;
   const ceiling = Math.min(confirmed?.level ?? Infinity, stopped?.level ?? Infinity);
   const heldLevels = steps.filter((s) => s.verdict === "held" && s.level < ceiling).map((s) => s.level);
   const held = heldLevels.length > 0 ? Math.max(...heldLevels) : null;
@@ -230,12 +256,13 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string, va
   for (const name of regionNames) {
     const mine = steps.filter((s) => s.regions[name]);
     const failing = confirmed && !confirmed.regions[name]?.passed ? confirmed.level : null;
-    const passedLevels = mine.filter((s) => s.regions[name].passed && s.verdict !== "generator-bound" && s.verdict !== "incomplete" && (failing === null || s.level < failing)).map((s) => s.level);
+    const passedLevels = mine.filter((s) => s.regions[name].passed && s.verdict !== "generator-bound" && s.verdict !== "generator-starved" && s.verdict !== "incomplete" && (failing === null || s.level < failing)).map((s) => s.level);
     regions[name] = {
       held: passedLevels.length > 0 ? Math.max(...passedLevels) : null,
       firstFailing: failing,
       breached: confirmed && failing !== null ? breachesOf(confirmed).filter((b) => b.region === name) : [],
       generatorBound: stopped?.verdict === "generator-bound" && (stopped.regions[name]?.saturated.length ?? 0) > 0,
+      generatorStarved: stopped?.verdict === "generator-starved" && (stopped.regions[name]?.starved?.length ?? 0) > 0,
       steps: mine.map((s) => ({
         level: s.level,
         users: s.regions[name].users,
@@ -256,12 +283,14 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string, va
     stopped?.verdict === "generator-bound"
       ? { at: stopped.level, atLeast: held, tasks: Object.values(stopped.regions).flatMap((o) => o.saturated), advice }
       : null;
+  const generatorStarved = stopped?.verdict === "generator-starved" ? { at: stopped.level, atLeast: held, tasks: Object.values(stopped.regions).flatMap((o) => o.starved ?? []) } : null;
   return {
     vary,
     held,
     firstFailing: confirmed?.level ?? null,
     breached: confirmed ? breachesOf(confirmed) : [],
     generatorBound,
+    generatorStarved,
     incomplete: stopped?.verdict === "incomplete" ? { at: stopped.level, tasks: Object.entries(stopped.regions).flatMap(([r, o]) => o.missing.map((t) => `${r}/${t}`)) } : null,
     mostTried: !confirmed && !stopped && held === max,
     max,
@@ -270,12 +299,15 @@ export function buildAnswer(steps: StepResult[], max: number, advice: string, va
   };
 }
 
-/** The one-line answer: "held 3,000, the most tried", "held 40 (breached at 60: …)", "at least 40, generator-bound"; by rate in msg/s. */
+/** The one-line answer: "held 3,000, the most tried", "held 40 (breached at 60: …)", "at least 40, generator-bound", "at least 40, starved at 60"; by rate in msg/s. */
 export function headline(answer: Answer): string {
   const unit = answer.vary === "rate" ? " msg/s" : "";
   const n = (v: number) => `${v.toLocaleString("en-US")}${unit}`;
   if (answer.generatorBound) {
     return `at least ${n(answer.held ?? 0)}, generator-bound at ${n(answer.generatorBound.at)}: ${answer.generatorBound.advice}`;
+  }
+  if (answer.generatorStarved) {
+    return `at least ${n(answer.held ?? 0)}, starved at ${n(answer.generatorStarved.at)}: ${STARVED_WORDS}`;
   }
   if (answer.incomplete) return `no verdict at ${n(answer.incomplete.at)}: no data from ${answer.incomplete.tasks.join(", ")}; held ${answer.held === null ? "nothing" : n(answer.held)} before that`;
   if (answer.mostTried) return `held ${n(answer.max)}, the most tried`;

@@ -9,6 +9,9 @@ import { METRICS } from "artillery-engine-cable/metrics";
 import { gridPeriod, mergeSketches, PERIOD_MS, periodSketches, summarizeSketch } from "artillery-plugin-cable-report";
 import type { LiveEnded, LivePeriod, LivePhase } from "cable-worker/contract";
 
+/** The engine's late seconds by cause, kept per task beside its lag and CPU. */
+const LATE_COUNTERS = [METRICS.eventLoopLateSaturated, METRICS.eventLoopLateStarved];
+
 /** The sketches' accuracy, Artillery's own: merging into a sketch of another accuracy would lose it. */
 const RELATIVE_ACCURACY = 0.01;
 
@@ -21,7 +24,7 @@ export interface PeriodFold {
   counters: Record<string, number>;
   /** Each histogram, merged across the tasks. */
   sketches: Record<string, DDSketch>;
-  /** The worst task's generator lag p99 and the busiest task's CPU in it: a saturated generator shows in one task. */
+  /** The worst task's generator lag p99 and the busiest task's CPU in it: a saturated (or starved) generator shows in one task. */
   lagP99: number | null;
   cpu: number | null;
 }
@@ -34,8 +37,8 @@ export interface TaskLive {
   /** The last period it sent (on the grid); null before its first. */
   lastPeriod: number | null;
   /**
-   * Its periods' generator figures only (the lag histogram and CPU, as period records without the
-   * rest): the capacity search judges each task's generator on its own.
+   * Its periods' generator figures only (the lag histogram, the late seconds by cause and CPU, as
+   * period records without the rest): the capacity search judges each task's generator on its own.
    */
   generator: LivePeriod[];
 }
@@ -83,7 +86,9 @@ export class RegionLive {
     const task = this.task(taskId);
     task.lastPeriod = Math.max(task.lastPeriod ?? -Infinity, period);
     const lagRecord = record.histograms[METRICS.eventLoopLag];
-    task.generator.push({ period: record.period, counters: {}, rates: {}, histograms: lagRecord ? { [METRICS.eventLoopLag]: lagRecord } : {}, ...(record.cpuPercent !== undefined ? { cpuPercent: record.cpuPercent } : {}) });
+    // Its late seconds by cause too: a late generator is judged saturated or starved on them (cable-report's saturation.ts).
+    const late = Object.fromEntries(LATE_COUNTERS.filter((name) => record.counters[name] !== undefined).map((name) => [name, record.counters[name]]));
+    task.generator.push({ period: record.period, counters: late, rates: {}, histograms: lagRecord ? { [METRICS.eventLoopLag]: lagRecord } : {}, ...(record.cpuPercent !== undefined ? { cpuPercent: record.cpuPercent } : {}) });
     if (task.generator.length > 1 && task.generator[task.generator.length - 2].period > record.period) task.generator.sort((a, b) => a.period - b.period);
   }
 

@@ -2,7 +2,7 @@
 // once each of the region's tasks has sent it (or it is late), from the region's merged periods
 // (region-live.ts), counted as the report's series counts them. Pure but for the clock.
 import { METRICS } from "artillery-engine-cable/metrics";
-import { mainLatency, mergeSketches, PERIOD_MS, summarizeSketch } from "artillery-plugin-cable-report";
+import { lateCauseOf, lateSecondsOf, mainLatency, mergeSketches, PERIOD_MS, SATURATION_THRESHOLDS, summarizeSketch } from "artillery-plugin-cable-report";
 import { periodRows, tasksExpected, type LiveSnapshot, type PeriodRow, type RegionLive, type TasksExpected } from "./region-live.js";
 
 /** How long after a period's end a missing task stops holding its line back (Artillery emits a period a few seconds after it ends). */
@@ -34,6 +34,8 @@ export interface PeriodFigures {
   failed: number;
   lagP99: number | null;
   cpu: number | null;
+  /** Why a task's generator was late in the period, when it was (cable-report's saturation.ts); absent otherwise. */
+  generator?: "saturated" | "starved";
 }
 
 /** The main latency among every histogram the region's periods carry: broadcast latency when there is one. */
@@ -62,7 +64,15 @@ export function figuresAt(row: PeriodRow, main: string | null, expected: number)
     failed: row.counters["vusers.failed"] ?? 0,
     lagP99: fold.lagP99,
     cpu: fold.cpu,
+    ...generatorState(fold.lagP99, fold.cpu, fold.counters),
   };
+}
+
+/** The report's reading of a late generator, on one period: over 90% CPU saturated; over 100 ms lag, saturated or starved (saturation.ts). */
+function generatorState(lagP99: number | null, cpu: number | null, counters: Record<string, number>): Pick<PeriodFigures, "generator"> {
+  if (cpu !== null && cpu > SATURATION_THRESHOLDS.cpuPercent) return { generator: "saturated" };
+  if (lagP99 === null || lagP99 <= SATURATION_THRESHOLDS.lagP99Ms) return {};
+  return { generator: lateCauseOf({ lag: null, cpuMean: null, cpuPeak: cpu, late: lateSecondsOf(counters) }) };
 }
 
 const n = (v: number | null, unit = "") => (v === null ? "–" : `${Math.round(v).toLocaleString("en-US")}${unit}`);
@@ -77,7 +87,7 @@ export function formatPeriod(region: string, f: PeriodFigures): string {
     ...(f.latency ? [`${f.latency.metric.replace(/^cable\./, "")} p95 ${n(f.latency.p95, " ms")}`] : []),
     `${n(f.errors)} error${f.errors === 1 ? "" : "s"}`,
     ...(f.failed > 0 ? [`❌ ${n(f.failed)} user${f.failed === 1 ? "" : "s"} failed`] : []),
-    `generator lag ${n(f.lagP99, " ms")}, CPU ${n(f.cpu, "%")}`,
+    `generator lag ${n(f.lagP99, " ms")}, CPU ${n(f.cpu, "%")}${f.generator === "saturated" ? " (saturated)" : f.generator === "starved" ? " (starved: the machine is busy with other work)" : ""}`,
   ];
   const short = f.tasks < f.expected ? ` (${f.tasks} of ${f.expected} tasks)` : "";
   return `${region} ${time}${short} · ${parts.join(" · ")}`;
