@@ -76,7 +76,9 @@ test("150 clients, wave 50: three bursts of 50 opens, each after the wave before
 test("failed clients count as finished: rejected subscriptions, 140 clients in waves of 50, 50 and 40", async () => {
   // wave_timeout 30: were failures not counted, each wave would wait 30 s for the one before it.
   const { run, bursts } = await runPolled({ rejectSubscriptions: true }, (t) => avalanche(t, 140, { wave: 50, wave_timeout: 30 }), 100);
-  expect(run.code, run.output).toBe(0);
+  // Every client fails on purpose: over config.cable.maxFailedUsers (default 0), the run exits 1 and says why.
+  expect(run.code, run.output).toBe(1);
+  expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
   const r = run.report!;
   expect(counter(r, "vusers.failed")).toBe(140);
   expect(counter(r, "errors.cable.subscription_rejected")).toBe(140);

@@ -20,11 +20,16 @@ function cableScript(url: string, users: number, flow: unknown[], cable: Record<
   };
 }
 
-/** What every reliability run must show, whatever the fault. */
-function expectCleanEnd(run: ArtilleryRun, users: number, maxMs: number): ArtilleryReport {
-  expect(run.code, run.output).toBe(0);
+/**
+ * What every reliability run must show, whatever the fault: `failed` of its users failed, on
+ * purpose; with any, the run is over config.cable.maxFailedUsers (default 0), exits 1 and says why.
+ */
+function expectCleanEnd(run: ArtilleryRun, users: number, maxMs: number, failed: number): ArtilleryReport {
+  expect(run.code, run.output).toBe(failed > 0 ? 1 : 0);
+  if (failed > 0) expect(run.output).toMatch(/cable: 1 virtual user failed, more than config\.cable\.maxFailedUsers \(0\): artillery run will exit 1\./);
   const r = run.report!;
   expect(counter(r, "vusers.created")).toBe(users);
+  expect(counter(r, "vusers.failed"), run.output).toBe(failed);
   expect(counter(r, "vusers.completed") + counter(r, "vusers.failed")).toBe(users);
   expect(run.durationMs).toBeLessThan(maxMs);
   expect(run.output).not.toMatch(/unhandled|UnhandledPromiseRejection|uncaught/i);
@@ -40,7 +45,7 @@ describe("reliability", () => {
   test("confirmations that never come: each VU fails its subscribe at the timeout", async () => {
     const t = await withFaults({ confirmDelayMs: 60_000 });
     const run = await runArtillery({ script: cableScript(t.cableUrl, 5, [{ connect: cookie }, { subscribe: { channel: "ChatChannel", params: { id: 1 } } }]) });
-    const r = expectCleanEnd(run, 5, 25_000);
+    const r = expectCleanEnd(run, 5, 25_000, 5);
     expect(counter(r, "errors.cable.subscription_timeout")).toBe(5);
     expect(counter(r, "vusers.failed")).toBe(5);
   });
@@ -49,22 +54,22 @@ describe("reliability", () => {
     const t = await withFaults({ closeAfterMs: 300, closeEveryNth: 10 });
     const flow = [{ connect: cookie }, { subscribe: { channel: "ChatChannel", params: { id: 1 }, as: "chat" } }, { listen: { channel: "chat", for: 1 } }];
     const run = await runArtillery({ script: cableScript(t.cableUrl, 30, flow) });
-    const r = expectCleanEnd(run, 30, 25_000);
+    const r = expectCleanEnd(run, 30, 25_000, 3);
     expect(counter(r, "errors.cable.connection_closed")).toBe(3);
     expect(counter(r, "vusers.completed")).toBe(27);
   });
 
   test("a server that stops pinging: its connections are dropped as stale (each VU fails once, cable.stale), a pinging one's are not", async () => {
     const flow = [{ connect: cookie }, { subscribe: { channel: "ChatChannel", params: { id: 1 }, as: "chat" } }, { listen: { channel: "chat", for: 2 } }];
-    const stale = async (faults: FaultConfig) => {
+    const stale = async (faults: FaultConfig, failed: number) => {
       const t = await withFaults(faults, { cable: { pingIntervalMs: 200 } });
       const run = await runArtillery({ script: cableScript(t.cableUrl, 4, flow, { pingInterval: 0.2 }) });
       await t.close();
-      const r = expectCleanEnd(run, 4, 25_000);
+      const r = expectCleanEnd(run, 4, 25_000, failed);
       return { stale: counter(r, "cable.stale_connection"), failed: counter(r, "errors.cable.stale"), detection: samples(r, "cable.drop_detection_latency") };
     };
-    expect(await stale({ stopPinging: true })).toEqual({ stale: 4, failed: 4, detection: 4 });
-    expect(await stale({})).toEqual({ stale: 0, failed: 0, detection: 0 });
+    expect(await stale({ stopPinging: true }, 4)).toEqual({ stale: 4, failed: 4, detection: 4 });
+    expect(await stale({}, 0)).toEqual({ stale: 0, failed: 0, detection: 0 });
   });
 
   test("malformed frames mid-run are counted and the VUs go on", async () => {
@@ -76,7 +81,7 @@ describe("reliability", () => {
       { listen: { channel: "bench", for: 1 } },
     ];
     const run = await runArtillery({ script: cableScript(t.cableUrl, 4, flow) });
-    const r = expectCleanEnd(run, 4, 25_000);
+    const r = expectCleanEnd(run, 4, 25_000, 0);
     expect(counter(r, "vusers.completed")).toBe(4);
     expect(counter(r, "errors.cable.malformed_frame")).toBe(t.counters().deliveriesMalformed);
     expect(counter(r, "errors.cable.malformed_frame")).toBeGreaterThan(0);
@@ -88,7 +93,7 @@ describe("reliability", () => {
     const run = await runArtillery({
       script: cableScript(t.url, 5, flow, { protocol: "pusher", pusher: { key: t.pusher.key } }),
     });
-    const r = expectCleanEnd(run, 5, 25_000);
+    const r = expectCleanEnd(run, 5, 25_000, 5);
     expect(counter(r, "errors.cable.pusher_4100")).toBe(5);
     expect(counter(r, "vusers.failed")).toBe(5);
   });
@@ -110,7 +115,7 @@ describe("reliability", () => {
     }
     server.kill("SIGKILL");
     const run = await running;
-    const r = expectCleanEnd(run, 6, 30_000);
+    const r = expectCleanEnd(run, 6, 30_000, 6);
     expect(counter(r, "errors.cable.connection_closed")).toBe(6);
     expect(counter(r, "cable.connections")).toBe(6);
   });
