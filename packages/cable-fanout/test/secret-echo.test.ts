@@ -103,7 +103,9 @@ describe("a server that echoes the secret, with --local", () => {
       cwd: work,
       env: { SESSION_COOKIE: SECRET },
     });
-    expect(result.code, result.stderr).toBe(0);
+    // The server refuses every user on purpose: over config.cable.maxFailedUsers (default 0), the merged run exits 6.
+    expect(result.code, result.stderr).toBe(6);
+    expect(result.stderr).toMatch(/(\d+) of \1 virtual users failed, more than config\.cable\.maxFailedUsers \(0\): cable-fanout exits 6\./);
     // The secret reached the server, which quoted it back.
     expect(echo.cookies.length).toBeGreaterThan(0);
     expect(echo.cookies.every((c) => c === `session=${SECRET}`)).toBe(true);
@@ -143,7 +145,9 @@ describe("a server that echoes the secret, on the AWS path (moto)", () => {
       await ecs.stop();
     }
     const tasks = [...ecs.tasks.values()];
-    expect(result.code, `${result.stderr}\n${tasks.map((t) => t.output.slice(-2_000)).join("\n")}`).toBe(0);
+    // The server refuses every user on purpose: over config.cable.maxFailedUsers (default 0), the merged run exits 6.
+    expect(result.code, `${result.stderr}\n${tasks.map((t) => t.output.slice(-2_000)).join("\n")}`).toBe(6);
+    expect(result.stderr).toMatch(/(\d+) of \1 virtual users failed, more than config\.cable\.maxFailedUsers \(0\): cable-fanout exits 6\./);
     expect(echo.cookies.length).toBeGreaterThan(0);
     expect(echo.cookies.every((c) => c === `session=${SECRET}`)).toBe(true);
     const [runId] = readdirSync(out).filter((d) => !d.startsWith("."));
