@@ -167,7 +167,8 @@ describe("the CLI", () => {
         "scenarios:",
         "  - engine: cable",
         "    flow:",
-        "      - connect: {}",
+        // The local target refuses a socket without a uid cookie: the payload's row is the user's.
+        '      - connect: { cookies: { uid: "bundle/{{ email }}" } }',
         "      - disconnect: {}",
         "",
       ].join("\n"),
