@@ -33,6 +33,13 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Where to write the report; a temporary directory by default. */
   outputDir?: string;
+  /**
+   * A command the run is started under, which must exec it (so that the timeout's kill reaches
+   * Artillery itself): `["taskset", "-c", "0"]` pins it to core 0, `["nice", "-n", "19"]` lowers it.
+   */
+  wrap?: string[];
+  /** Each chunk of Artillery's output as it arrives (stdout and stderr). */
+  onOutput?: (text: string) => void;
 }
 
 const repoRoot = path.resolve(__dirname, "../../..");
@@ -50,14 +57,19 @@ export async function runArtillery(options: RunOptions): Promise<ArtilleryRun> {
   }
   const reportPath = path.join(dir, "report.json");
   const startedAt = Date.now();
-  const child = spawn(process.execPath, [artilleryBin, "run", "-o", reportPath, ...(options.args ?? []), scriptPath], {
+  const command = [...(options.wrap ?? []), process.execPath, artilleryBin, "run", "-o", reportPath, ...(options.args ?? []), scriptPath];
+  const child = spawn(command[0], command.slice(1), {
     cwd: options.cwd ?? repoRoot,
     env: { ...process.env, ARTILLERY_DISABLE_TELEMETRY: "true", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+  const take = (c: Buffer) => {
+    output += c.toString();
+    options.onOutput?.(c.toString());
+  };
+  child.stdout.on("data", take);
+  child.stderr.on("data", take);
   const timeoutMs = options.timeoutMs ?? 60_000;
   const timer = setTimeout(() => {
     output += `\n[runArtillery: killed after ${timeoutMs} ms]`;
