@@ -101,7 +101,10 @@ fi
 # Laravel Reverb 1.10.2: a complete offline Laravel 11 app (vendor/ included), run with Debian's PHP 8.2.
 REVERB_DIR="$CACHE/reverb/reverb"
 # pdo_sqlite: the Laravel app's users table (cable-test-servers/laravel-app).
-if ! command -v php >/dev/null || ! php -m | grep -qi mbstring || ! php -m | grep -qi '^dom$' || ! php -m | grep -qi '^pdo_sqlite$'; then
+# PHP's module list read once, then searched: `php -m | grep -q` under pipefail fails at random when
+# grep exits before php has written the rest (SIGPIPE): a fresh-home setup ran apt-get for PHP again.
+php_modules="$(php -m 2>/dev/null || true)"
+if ! command -v php >/dev/null || ! grep -qi mbstring <<<"$php_modules" || ! grep -qi '^dom$' <<<"$php_modules" || ! grep -qi '^pdo_sqlite$' <<<"$php_modules"; then
   echo "setup: installing PHP 8.2 (and sqlite) from Debian for Reverb and the Laravel app"
   apt_install php-cli php-mbstring php-xml php-curl php-sqlite3
 fi
