@@ -62,7 +62,7 @@ export const configSchema = z
     inboxSize: z.number().int().positive().default(256),
     /** Source addresses for the sockets, used in turn: past one address's ~28k ephemeral ports. */
     localAddress: z.union([z.string().ip(), z.array(z.string().ip()).nonempty()]).optional(),
-    /** Warn when the generator's event loop is this many ms late (it is saturated). */
+    /** Warn when the generator's event loop is this many ms late, saying why: saturated or starved (generator-verdict.ts). */
     lagWarning: z.number().positive().default(100),
     /**
      * The run fails (`artillery run` exits 1) when more virtual users fail than this: a count, a
