@@ -88,7 +88,13 @@ function sh(command: string, cwd: string, timeoutMs: number): Promise<Ran> {
     child.once("close", (code) => {
       clearTimeout(timer);
       const seconds = Math.round((Date.now() - began) / 100) / 10;
-      transcript.push(`$ (cd ${cwd} && ${command})\n  → exit ${code}, ${seconds} s`);
+      let line = `$ (cd ${cwd} && ${command})\n  → exit ${code}, ${seconds} s`;
+      if (output.includes("Summary report @")) {
+        const { counters, checks } = summary(output);
+        const users = ["created", "completed", "failed"].map((k) => `${k} ${counters[`vusers.${k}`] ?? 0}`).join(", ");
+        line += `; users ${users}; checks ${Object.entries(checks).map(([check, result]) => `${result}: ${check}`).join(", ")}`;
+      }
+      transcript.push(line);
       resolve({ command, code, output, seconds });
     });
   });
