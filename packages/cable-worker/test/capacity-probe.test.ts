@@ -73,7 +73,7 @@ describe("the live periods' generator CPU (cable-report's, which the live plugin
 });
 
 describe("Artillery's environment in a task", () => {
-  it("puts the worker's own directory on the plugin path and says which task this is, and which variables hold secrets", () => {
+  it("puts the worker's own directory on the plugin path and says which task this is, which variables hold secrets, and that the runner judges failed users", () => {
     const env = artilleryTaskEnv({ ARTILLERY_PLUGIN_PATH: "/opt/plugins", CABLE_SECRET_ENV: "STALE" }, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "s3://bucket" }, ["PUSHER_APP_SECRET", "SESSION_COOKIE"]);
     expect(env).toEqual({
       ARTILLERY_PLUGIN_PATH: `/opt/plugins:${path.resolve(__dirname, "../src")}`,
@@ -82,6 +82,8 @@ describe("Artillery's environment in a task", () => {
       CABLE_TASK_ID: "abc123",
       CABLE_STORE: "s3://bucket",
       CABLE_SECRET_ENV: "PUSHER_APP_SECRET,SESSION_COOKIE",
+      // The runner judges config.cable.maxFailedUsers on the merged run: a task's own Artillery leaves it.
+      CABLE_FAILED_USERS_JUDGED_BY_RUNNER: "1",
     });
     expect(artilleryTaskEnv({}, { runId: "r1", region: "eu-west-2", taskId: "abc123", store: "/tmp/store" }, []).ARTILLERY_PLUGIN_PATH).toBe(path.resolve(__dirname, "../src"));
   });
