@@ -173,8 +173,12 @@ describe("scenario validation before any load", () => {
       lagWarning: 100,
       reconnect: { initialDelay: 0.5, maxDelay: 5, timeout: 30 },
       preciseArrivals: false,
+      maxFailedUsers: 0,
       anycable: { extended: "off", restoreWith: "query" },
     });
+    expect(parseConfig({ maxFailedUsers: "5%" }).maxFailedUsers).toBe("5%");
+    expect(parseConfig({ maxFailedUsers: false }).maxFailedUsers).toBe(false);
+    expect(() => parseConfig({ maxFailedUsers: "five" })).toThrow(/config.cable: field "maxFailedUsers": expected a count, a share such as "5%", or false/);
     expect(parseConfig({}, { ANYCABLE_STREAMS_SECRET: "s", ANYCABLE_BROADCAST_KEY: "k" }).anycable).toMatchObject({ streamsSecret: "s", broadcastKey: "k" });
     expect(() => parseConfig({ localAddress: ["127.0.0.2", "localhost"] })).toThrow(/config.cable: field "localAddress.1": Invalid ip/);
     expect(() => parseConfig({ protocol: "socketio" })).toThrow(/config.cable: field "protocol"/);
