@@ -6,6 +6,7 @@ import { judgeAbort, type AbortCondition } from "../live/abort.js";
 import { formatFinal, LiveView } from "../live/view.js";
 import type { Region } from "../backend.js";
 import type { Progress } from "../progress.js";
+import type { LivePageAddress } from "../live/page.js";
 import type { RunRecord } from "./record.js";
 import type { RunDeps } from "./run-options.js";
 
@@ -27,13 +28,25 @@ export interface FollowOptions {
   count: number;
   liveLines?: boolean;
   abortOn?: AbortCondition[];
+  /** --live: the page's address. */
+  live?: LivePageAddress;
+}
+
+/** The run's live side, as the runner drives it. */
+export interface LiveSide {
+  /** The progress to hand the rest of the run: its task counts reach the live page too. */
+  progress: Progress;
+  /** Every task has stopped: the last read, and the final lines. */
+  stop(): Promise<void>;
+  /** The report is written (undefined: none could be): the live page becomes it, then closes. */
+  final(htmlFile: string | undefined): Promise<void>;
 }
 
 /**
  * What the tasks stream while they run: a line per region and period, and --abort-on's verdict on
  * the merged figures. `stop` prints the whole run per region, from the last of the live files.
  */
-export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<RunDeps, "now" | "sleep" | "onFeed">, progress: Progress): { stop: () => Promise<void> } {
+export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<RunDeps, "now" | "sleep" | "onFeed">, progress: Progress): LiveSide {
   // Once the barrier has gone, only a region's ready tasks send periods: one that missed it, or never
   // started, holds no line back.
   const expected = (region: string) => run.record.barrier?.readyByRegion?.[region] ?? options.count;
@@ -59,6 +72,8 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
     run.stop(reason, { by: "abort" });
   });
   return {
+    progress,
+    async final() {},
     async stop() {
       offFeed();
       const last = await feed.finish();

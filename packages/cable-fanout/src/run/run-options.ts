@@ -1,5 +1,6 @@
 // What a run is asked (RunOptions, as the CLI and the capacity search build it), what it is given
 // (RunDeps), what it answers (RunResult), and the overrides its tasks get.
+import type { LivePageAddress } from "../live/page.js";
 import type { Backend, StartOptions } from "../backend.js";
 import type { AbortCondition } from "../live/abort.js";
 import type { LiveFeed } from "../live/feed.js";
@@ -52,6 +53,8 @@ export interface RunOptions extends Pick<StartOptions, "spot" | "spotOnly" | "cp
   serverMetricsUrl?: string;
   /** false: no live line per region and period (the capacity search prints its own progress). */
   liveLines?: boolean;
+  /** --live[=PORT] and --live-host: the live page's address (follow-live.ts); absent: no page. */
+  live?: LivePageAddress;
   /** --max-cost: refuse a run whose estimate is higher (dollars). */
   maxCostUsd?: number;
   /** --yes: start a run above the asking threshold without asking. */
