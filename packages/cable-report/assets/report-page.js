@@ -1,7 +1,8 @@
 // report.html's charts over time: uPlot (inlined before this script) over the data that
 // src/html.ts writes into the JSON element right before this script. Plain ES2017, no modules: the
 // page must open from disk. Every text from the data goes into the page through textContent or the
-// canvas, never as HTML.
+// canvas, never as HTML. The live page (report-live.js) draws it again with each update through
+// CableReportPage.render, keeping what the reader chose (zoom, latency, percentiles, hidden lines).
 (function () {
   "use strict";
   var root = document.getElementById("charts");
@@ -23,6 +24,8 @@
   var syncing = false;
   /** The x range every chart shows once someone zoomed: {min, max} in elapsed seconds. */
   var zoom = null;
+  /** What the reader chose, kept across redraws: the latency and its percentiles, and each chart's hidden lines (unit|label → true). */
+  var ui = { metric: null, percentiles: ["p95"], hidden: {} };
 
   // ---- the run's clock ----
 
@@ -34,13 +37,14 @@
    * The whole run on every chart: from the load's start (0:00) to the last period's end (or the last
    * scrape, or the early stop), whatever each chart's own data covers.
    */
-  var domain = (function () {
+  function runDomain() {
     var xs = [0, data.x[data.x.length - 1]];
     if (data.server) xs.push(data.server.x[data.server.x.length - 1]);
     if (data.aborted) xs.push(data.aborted.at);
     xs = xs.filter(function (v) { return typeof v === "number" && isFinite(v); });
     return { min: Math.min.apply(null, xs), max: Math.max.apply(null, xs) };
-  })();
+  }
+  var domain = runDomain();
 
   /** The x range: the run's domain when uPlot ranges the chart on its data (at first, on double-click), else the zoom asked. */
   function xRange(u, min, max) {
@@ -197,12 +201,13 @@
     var series = [{ label: "time", value: function (u, v) { return v == null ? "—" : clock(v) + " · " + utc(v); } }].concat(
       spec.series.map(function (s) {
         return {
+          hiddenKey: spec.unit + "|" + s.label,
           label: s.label,
           stroke: s.colour,
           width: s.width || 1.5,
           dash: s.dash,
           scale: s.scale || "y",
-          show: s.show !== false,
+          show: s.show !== false && !ui.hidden[spec.unit + "|" + s.label],
           spanGaps: false,
           points: { size: 4 },
           value: function (u, v) { return number(v); },
@@ -260,23 +265,25 @@
       var option = element("option", null, m.title + (m.approximate ? " (≈ some periods interpolated)" : ""), select);
       option.value = m.metric;
     });
-    select.value = data.latency.main || metrics[0].metric;
+    var known = metrics.some(function (m) { return m.metric === ui.metric; });
+    select.value = known ? ui.metric : data.latency.main || metrics[0].metric;
     var boxes = PERCENTILES.map(function (p) {
       var l = element("label", "percentile", null, controls);
       var box = element("input", null, null, l);
       box.type = "checkbox";
       box.value = p;
-      box.checked = p === "p95";
+      box.checked = ui.percentiles.indexOf(p) !== -1;
       l.appendChild(document.createTextNode(" " + p + (DASH[p] ? (p === "p50" ? " (dotted)" : " (dashed)") : " (solid)")));
       return box;
     });
     var area = element("div", null, null, card);
     var current = null;
-    var hidden = {};
 
     function build() {
+      ui.metric = select.value;
+      ui.percentiles = boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
       if (current) {
-        current.series.forEach(function (s, i) { if (i > 0) hidden[s.label] = !s.show; });
+        rememberHidden(current);
         charts.splice(charts.indexOf(current), 1);
         current.destroy();
         current = null;
@@ -289,7 +296,6 @@
         var p = box.value;
         columnSeries(values[p], " " + p, { dash: DASH[p] }).forEach(function (s) {
           if (p === "p95") s.width += 0.5;
-          s.show = !hidden[s.label];
           series.push(s);
         });
       });
@@ -355,29 +361,53 @@
       "No connection figures.");
   }
 
-  if (data.x.length === 0) {
-    element("p", "note", "No 10 s periods were recorded, so there is nothing to draw over time.", root);
-    return;
+  /** Which lines the reader hid in a chart, kept for the next drawing. */
+  function rememberHidden(u) {
+    u.series.forEach(function (s, i) { if (i > 0 && s.hiddenKey) ui.hidden[s.hiddenKey] = !s.show; });
   }
-  element("p", "chart-desc", "Time counts from the load's start (0:00). Each point is one " + data.stepS + " s period, drawn at its end: " +
-    "the figure of the seconds just before it. The server's scrapes sit at their own times." +
-    (data.phases.length > 0 ? " Shaded bands: the test's phases, as they ran" : "") +
-    ((data.recovery || []).length > 0 ? "; after a spike, orange until the main latency's p95 was back (red: it never was)" : "") +
-    ". Drag across a chart to zoom all of them; double-click to zoom out. " +
-    "Hover for the values; click a legend entry to hide that line.", root);
-  latencyChart();
-  simpleChart("Open connections", "Each task's most open at once in the period, summed.", "connections", data.connections,
-    "No open-connection figures (an engine without cable.connections_open_period_peak).");
-  messagesChart();
-  if (data.errors) simpleChart("Errors", "Errors of every code per 10 s period.", "errors per 10 s", data.errors, "No errors.");
-  else element("p", "note", "No errors in any period.", section("Errors", null));
-  simpleChart("Active virtual users", "Created so far minus completed and failed so far, at the end of each period.", "users", data.active,
-    "No virtual users recorded.");
-  generatorCharts();
-  serverCharts();
-  ready = true;
+
+  function draw() {
+    if (data.x.length === 0) {
+      element("p", "note", "No 10 s periods were recorded, so there is nothing to draw over time.", root);
+      return;
+    }
+    element("p", "chart-desc", "Time counts from the load's start (0:00). Each point is one " + data.stepS + " s period, drawn at its end: " +
+      "the figure of the seconds just before it. The server's scrapes sit at their own times." +
+      (data.phases.length > 0 ? " Shaded bands: the test's phases, as they ran" : "") +
+      ((data.recovery || []).length > 0 ? "; after a spike, orange until the main latency's p95 was back (red: it never was)" : "") +
+      ". Drag across a chart to zoom all of them; double-click to zoom out. " +
+      "Hover for the values; click a legend entry to hide that line.", root);
+    latencyChart();
+    simpleChart("Open connections", "Each task's most open at once in the period, summed.", "connections", data.connections,
+      "No open-connection figures (an engine without cable.connections_open_period_peak).");
+    messagesChart();
+    if (data.errors) simpleChart("Errors", "Errors of every code per 10 s period.", "errors per 10 s", data.errors, "No errors.");
+    else element("p", "note", "No errors in any period.", section("Errors", null));
+    simpleChart("Active virtual users", "Created so far minus completed and failed so far, at the end of each period.", "users", data.active,
+      "No virtual users recorded.");
+    generatorCharts();
+    serverCharts();
+    ready = true;
+  }
+
+  /** Draws the page again from new data (the live page's updates): the reader's choices stay. */
+  function render(next) {
+    charts.forEach(function (u) {
+      rememberHidden(u);
+      u.destroy();
+    });
+    charts.length = 0;
+    ready = false;
+    root.textContent = "";
+    data = next;
+    domain = runDomain();
+    draw();
+  }
+
+  draw();
   /** The uPlot instances, for the browser's console (and the tests). */
   window.reportCharts = charts;
+  window.CableReportPage = { render: render };
 
   var pending = 0;
   window.addEventListener("resize", function () {

@@ -15,7 +15,7 @@ import { notEvaluated } from "./unevaluated.js";
 
 /** How the run ended, as the headline and the run's consumers (a PR comment's reader) see it. */
 export interface RunState {
-  state: "complete" | "aborted" | "cut short" | "incomplete";
+  state: "complete" | "aborted" | "cut short" | "incomplete" | "running";
   /** Why, in words; null for a complete run. */
   reason: string | null;
   /** The failure line (`config.cable.maxFailedUsers`) on every user of the run. */
@@ -46,6 +46,8 @@ function endOf(merged: MergedResults): Pick<RunState, "state" | "reason"> {
   const usersCut = cutOff > 0 ? `${plural(cutOff, "virtual user")} cut off in their flow` : null;
   const partial = all.partialTasks > 0 ? `${plural(all.partialTasks, "task")} stopped before Artillery wrote ${all.partialTasks === 1 ? "its" : "their"} report (figures from the periods ${all.partialTasks === 1 ? "it" : "they"} streamed)` : null;
   const aborted = merged.timeline?.aborted;
+  // A run still going (the live page) has users in their flow and tasks yet to report by nature.
+  if (merged.live && !aborted) return { state: "running", reason: null };
   if (aborted) {
     const at = merged.timeline?.start ? ` at ${clock(aborted.at - merged.timeline.start)}` : "";
     return { state: "aborted", reason: [`stopped${at} by ${code(`--abort-on ${aborted.condition}`)} (${code(aborted.figure)})`, partial, usersCut].filter(Boolean).join("; ") };
@@ -60,7 +62,7 @@ function endOf(merged: MergedResults): Pick<RunState, "state" | "reason"> {
   return { state: "complete", reason: null };
 }
 
-const STATE_MARK: Record<RunState["state"], string> = { complete: "✅", aborted: "⛔", "cut short": "✂️", incomplete: "⚠️" };
+const STATE_MARK: Record<RunState["state"], string> = { complete: "✅", aborted: "⛔", "cut short": "✂️", incomplete: "⚠️", running: "⏳" };
 
 /**
  * The headline's first words. A complete run is green only when every user completed and nothing

@@ -47,7 +47,7 @@ export const ALL_REGIONS_COLOUR = "#333333";
 type Values = Array<number | null>;
 
 /** What the page's script reads (assets/report-page.js); times are seconds since the run's start. */
-interface PageData {
+export interface PageData {
   /** Epoch ms of elapsed 0: the load's start. */
   start: number;
   /** Period ends, elapsed seconds: each period's figure is drawn at the end of the seconds it covers. */
@@ -79,46 +79,61 @@ interface PageData {
   serverBefore: { scrapes: number; fromS: number; vcpu: number | null; memory: number | null; connections: number | null } | null;
 }
 
-export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
-  const title = plain(reportTitle(merged, options), LIMITS.title);
+/** What report.html holds that changes with the results: the live page sends these on every update (live-server.ts). */
+export interface PageParts {
+  title: string;
+  /** The headline block's HTML (report.md's text above its first table). */
+  summary: string;
+  /** The tables' HTML. */
+  tables: string;
+  state: "ok" | "warning" | "failed";
+  data: PageData;
+}
+
+export function pageParts(merged: MergedResults, options: HtmlOptions): PageParts {
   const tables = markdownToHtml(withoutCharts(options.markdown));
   const cut = tables.indexOf("<table");
-  const [headline, rest] = cut === -1 ? [tables, ""] : [tables.slice(0, cut), tables.slice(cut)];
-  const data = pageData(merged);
+  const [summary, rest] = cut === -1 ? [tables, ""] : [tables.slice(0, cut), tables.slice(cut)];
+  return { title: plain(reportTitle(merged, options), LIMITS.title), summary: summary.trim(), tables: rest.trim(), state: pageState(merged), data: pageData(merged) };
+}
+
+export function renderHtml(merged: MergedResults, options: HtmlOptions): string {
+  return pageHtml(pageParts(merged, options));
+}
+
+/**
+ * The page's whole text. `live`: the live page's, with where the run is on top (`status`, HTML made
+ * by the caller from escaped text), which also runs report-live.js and may open its one event
+ * stream to where it was served from (connect-src 'self'); report.html may not.
+ */
+export function pageHtml(parts: PageParts, live?: { status: string }): string {
+  const { title, summary, tables, state, data } = parts;
   const uplot = asset(requireResolve("uplot/dist/uPlot.iife.min.js"));
   const uplotCss = asset(requireResolve("uplot/dist/uPlot.min.css"));
   const axesScript = asset(join(ASSETS, "report-axes.js"));
   const pageScript = asset(join(ASSETS, "report-page.js"));
+  const liveScript = live ? asset(join(ASSETS, "report-live.js")) : "";
   const pageCss = asset(join(ASSETS, "report-page.css"));
-  const scripts = [uplot, axesScript, pageScript];
+  const scripts = [uplot, axesScript, pageScript, ...(live ? [liveScript] : [])];
   for (const s of scripts) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
   const styles = `${uplotCss}\n${pageCss}`;
   if (/<\/style/i.test(styles)) throw new Error("an inline style sheet would end its <style> element early");
-  const hash = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
-  const csp = [
-    "default-src 'none'",
-    `script-src ${scripts.map(hash).join(" ")}`,
-    // The page's own style sheet only (uPlot styles its elements through the CSSOM, which CSP allows).
-    `style-src ${hash(styles)}`,
-    "img-src data:",
-    "base-uri 'none'",
-    "form-action 'none'",
-  ].join("; ");
   return [
     "<!doctype html>",
     '<html lang="en">',
     "<head>",
     '<meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
+    `<meta http-equiv="Content-Security-Policy" content="${pageCsp(scripts, styles, live !== undefined)}">`,
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${escapeHtml(title)}</title>`,
     `<style>${styles}</style>`,
     "</head>",
     "<body>",
     '<main id="report">',
+    ...(live ? [`<div id="live-status" class="live-status">${live.status}</div>`] : []),
     // What happened when comes right under the headline (run, phases, warnings); the whole-run tables follow.
-    `<div id="summary" data-state="${pageState(merged)}">`,
-    headline.trim(),
+    `<div id="summary" data-state="${state}">`,
+    summary,
     "</div>",
     '<section id="over-time">',
     "<h2>Over time</h2>",
@@ -126,7 +141,7 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     '<div id="charts"></div>',
     "</section>",
     '<div id="tables">',
-    rest.trim(),
+    tables,
     "</div>",
     "</main>",
     `<script>${uplot}</script>`,
@@ -134,10 +149,26 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
     // The page's script reads its data from the element right before it (report-page.js).
     `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
     `<script>${pageScript}</script>`,
+    ...(live ? [`<script>${liveScript}</script>`] : []),
     "</body>",
     "</html>",
     "",
   ].join("\n");
+}
+
+/** No request of any kind, only the page's own scripts and style sheet by hash; the live page may also read its event stream. */
+export function pageCsp(scripts: string[], styles: string, live: boolean): string {
+  const hash = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+  return [
+    "default-src 'none'",
+    `script-src ${scripts.map(hash).join(" ")}`,
+    // The page's own style sheet only (uPlot styles its elements through the CSSOM, which CSP allows).
+    `style-src ${hash(styles)}`,
+    "img-src data:",
+    ...(live ? ["connect-src 'self'"] : []),
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join("; ");
 }
 
 /** assets/ sits beside src/ and dist/. */
@@ -334,6 +365,11 @@ const PAGE_MARKDOWN_MAX_BYTES = 8_000_000;
  * start section).
  */
 export function renderReportPage(merged: MergedResults, options: RenderOptions, extraMarkdown = ""): string {
+  return pageHtml(reportPageParts(merged, options, extraMarkdown));
+}
+
+/** report.html's parts, for the live page's updates (the same tables and data as the page). */
+export function reportPageParts(merged: MergedResults, options: RenderOptions, extraMarkdown = ""): PageParts {
   const markdown = renderMarkdown(merged, { ...options, charts: false, maxBytes: PAGE_MARKDOWN_MAX_BYTES });
-  return renderHtml(merged, { title: options.title, markdown: `${markdown.replace(/\n*$/, "\n")}${extraMarkdown}` });
+  return pageParts(merged, { title: options.title, markdown: `${markdown.replace(/\n*$/, "\n")}${extraMarkdown}` });
 }

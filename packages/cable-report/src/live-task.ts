@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { DDSketch } from "@artilleryio/sketches-js";
 import { summarizeSketch, mergeSketches } from "./merge.js";
-import { PERIOD_MS, periodRecordSchema, periodSketchesStrict, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
+import { PERIOD_MS, periodRecordSchema, periodSketches, periodSketchesStrict, phaseStartSchema, type PeriodRecord, type PhaseStart } from "./period.js";
 import type { TaskResult } from "./task.js";
 import { byName, listOf } from "./task-file.js";
 
@@ -40,12 +40,21 @@ export function loadLiveTask(taskDir: string, label: string): TaskResult | null 
     }
   }
   if (periods.length === 0) return null;
-  periods.sort((a, b) => a.period - b.period);
+  return taskFromPeriods(periods, readPhases(taskDir), label);
+}
+
+/**
+ * A task's figures from its periods alone: counters added, sketches merged, the whole run's
+ * summaries from the merged sketches. Also the live page's one task per region (live.ts), whose
+ * periods are the region's merged ones.
+ */
+export function taskFromPeriods(records: PeriodRecord[], phaseStarts: PhaseStart[], label: string): TaskResult {
+  const periods = [...records].sort((a, b) => a.period - b.period);
   const counters = byName<number>();
   const byMetric = new Map<string, DDSketch[]>();
   for (const period of periods) {
     for (const [name, n] of Object.entries(period.counters)) counters[name] = (counters[name] ?? 0) + n;
-    for (const [name, sketch] of Object.entries(periodSketchesStrict(period))) {
+    for (const [name, sketch] of Object.entries(periodSketches(period))) {
       const list = byMetric.get(name);
       if (list) list.push(sketch);
       else byMetric.set(name, [sketch]);
@@ -62,9 +71,9 @@ export function loadLiveTask(taskDir: string, label: string): TaskResult | null 
     })),
     sketches,
     periods,
-    phaseStarts: readPhases(taskDir),
-    firstMetricAt: periods[0].period,
-    lastMetricAt: periods[periods.length - 1].period + PERIOD_MS,
+    phaseStarts,
+    firstMetricAt: periods[0]?.period,
+    lastMetricAt: periods.length > 0 ? periods[periods.length - 1].period + PERIOD_MS : undefined,
     scenariosRun: Object.keys(counters)
       .filter((name) => name.startsWith("vusers.created_by_name."))
       .map((name) => name.slice("vusers.created_by_name.".length))

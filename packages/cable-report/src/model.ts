@@ -274,6 +274,8 @@ export const mergedSchema = z.object({
   clockBoundMs: z.number().nullable().optional(),
   /** The server's own words for refusals, a few per error key and cause, from every task (absent: none logged). */
   serverWords: z.array(z.object({ error: z.string(), cause: z.string(), text: z.string() })).optional(),
+  /** A run still going, drawn by the live page from the periods merged so far (live.ts); absent once it ended. */
+  live: z.object({ asOf: z.number() }).optional(),
 });
 
 export type Distribution = z.infer<typeof distributionSchema>;

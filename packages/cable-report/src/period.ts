@@ -77,6 +77,18 @@ export function periodSketchesStrict(period: PeriodRecord): Record<string, DDSke
   return decodePeriod(period, true);
 }
 
+/**
+ * A period record whose sketches are already in memory (the live feed's merged periods): its
+ * histograms name the metrics only, and periodSketches hands back the sketches themselves, so a
+ * live page rebuilt every period encodes and decodes nothing. Never written anywhere.
+ */
+export function periodOfSketches(period: number, counters: Record<string, number>, sketches: Record<string, DDSketch>, cpuPercent: number | null): PeriodRecord {
+  const record: PeriodRecord = { period, counters, rates: {}, histograms: Object.fromEntries(Object.keys(sketches).map((name) => [name, ""])) };
+  if (cpuPercent !== null) record.cpuPercent = cpuPercent;
+  decoded.set(record, sketches);
+  return record;
+}
+
 function decodePeriod(period: PeriodRecord, strict: boolean): Record<string, DDSketch> {
   const cached = decoded.get(period);
   if (cached) return cached;

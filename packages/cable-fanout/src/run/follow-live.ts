@@ -1,12 +1,15 @@
 // The run's live side: the tasks' live files read every LIVE_POLL_MS into lines per region and
-// period, --abort-on judged on them, and the feed handed to whoever judges more (a capacity search).
+// period, --abort-on judged on them, the live page drawn from them (--live), and the feed handed to
+// whoever judges more (a capacity search).
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import type { RunnerStop } from "cable-worker/contract";
 import { LiveFeed } from "../live/feed.js";
 import { judgeAbort, type AbortCondition } from "../live/abort.js";
 import { formatFinal, LiveView } from "../live/view.js";
 import type { Region } from "../backend.js";
 import type { Progress } from "../progress.js";
-import type { LivePageAddress } from "../live/page.js";
+import { isLoopback, LivePage, type LivePageAddress } from "../live/page.js";
 import type { RunRecord } from "./record.js";
 import type { RunDeps } from "./run-options.js";
 
@@ -18,7 +21,8 @@ export interface FollowedRun {
   readonly runId: string;
   readonly regions: Region[];
   readonly record: RunRecord;
-  readonly scenario: { phaseCount?: number };
+  /** What the live page shows of the scenario: all but phaseCount unknown to a runner that attached without it. */
+  readonly scenario: { phaseCount?: number; durationMs?: number; file?: string; config?: Record<string, unknown>; scenarios?: unknown[] };
   readonly stopped: boolean;
   stop(reason: string, why: RunnerStop): void;
   save(): void;
@@ -58,8 +62,10 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
   ).start();
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(expected);
+  const page = options.live ? openPage(run, options.live, expected, deps.now, progress) : undefined;
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
+    page?.current?.show(snapshot);
     for (const line of view?.lines(snapshot, now) ?? []) progress.event(line);
     if (!options.abortOn?.length || run.record.aborted || run.stopped) return;
     const firstPeriod = Math.min(...[...snapshot.values()].map((region) => region.periods()[0]?.period ?? Infinity));
@@ -72,15 +78,78 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
     run.stop(reason, { by: "abort" });
   });
   return {
-    progress,
-    async final() {},
+    progress: page ? teeCounts(progress, page) : progress,
+    async final(htmlFile) {
+      const live = await page?.opened;
+      if (!live) return;
+      let html: string | undefined;
+      try {
+        html = htmlFile ? await readFile(htmlFile, "utf8") : undefined;
+      } catch {
+        html = undefined;
+      }
+      await live.final(html);
+      progress.event(`live page: now the report (${describeTransfer(live)})`);
+    },
     async stop() {
       offFeed();
       const last = await feed.finish();
+      (await page?.opened)?.show(last);
       if (!view) return;
       // Every task has stopped: no period it has not sent is coming.
       for (const line of view.lines(last, Infinity)) progress.event(line);
       for (const region of last.values()) if (region.tasks.size > 0) progress.event(formatFinal(region));
     },
   };
+}
+
+interface OpeningPage {
+  opened: Promise<LivePage | undefined>;
+  /** Set once listening: the feed's updates before then are drawn from the first one after. */
+  current?: LivePage;
+}
+
+/** Starts the live page's server; a port that cannot be had is said, and the run goes on without it. */
+function openPage(run: FollowedRun, address: LivePageAddress, expected: (region: string) => number, now: () => number, progress: Progress): OpeningPage {
+  const opening: OpeningPage = { opened: Promise.resolve(undefined) };
+  const facts = {
+    title: run.scenario.file ? path.basename(run.scenario.file) : run.runId,
+    config: run.scenario.config ?? {},
+    scenarios: run.scenario.scenarios ?? [],
+    plannedMs: run.scenario.durationMs,
+    startAt: () => run.record.startAt,
+    expected,
+    estimate: run.record.estimate,
+    aborted: () => run.record.aborted,
+  };
+  opening.opened = LivePage.open(address, facts, now).then(
+    (page) => {
+      opening.current = page;
+      progress.event(`live page: ${page.url}`);
+      if (!isLoopback(address.host)) progress.event(`live page: ⚠️ listening on ${address.host}: anyone who can reach it and has this URL (its token) sees the run`);
+      return page;
+    },
+    (err: Error) => {
+      progress.event(`live page: cannot listen on ${address.host}:${address.port} (${(err as NodeJS.ErrnoException).code ?? err.name}); the run goes on without it`);
+      return undefined;
+    },
+  );
+  return opening;
+}
+
+/** The progress line, and the page's line of each region's tasks. */
+function teeCounts(progress: Progress, page: OpeningPage): Progress {
+  return {
+    update(region, counts) {
+      page.current?.tasks(region, counts);
+      progress.update(region, counts);
+    },
+    event: (line) => progress.event(line),
+    stop: () => progress.stop(),
+  };
+}
+
+function describeTransfer(page: LivePage): string {
+  const t = page.transfer;
+  return `${t.updates} updates, ${Math.round(t.eventBytes / 1024)} KiB streamed, ${t.pagesServed} page loads`;
 }
