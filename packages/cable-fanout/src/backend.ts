@@ -43,6 +43,20 @@ export interface StartOptions {
    */
   slices?: { first: number; total: number };
   abort: AbortSignal;
+  /**
+   * --detach: the tasks must outlive this runner. Fargate tasks do anyway; local workers are started
+   * in a session of their own (a Ctrl-C or a closed terminal does not reach them) and do not keep
+   * the runner's process alive.
+   */
+  detached?: boolean;
+}
+
+/** A run with tasks still running in a region, as `status` lists it. */
+export interface RunningRun {
+  runId: string;
+  running: number;
+  /** When its first running task was created (epoch ms), if the backend says. */
+  since?: number;
 }
 
 /** The slice of the region's task number `slot` (0-based, in the order of starting). */
@@ -133,6 +147,8 @@ export interface Region {
   stopTasks(refs: string[], reason: string): Promise<void>;
   /** Tasks of the run that have not stopped, found without the run's own bookkeeping (for `stop <runId>`). */
   findRunningTasks(runId: string): Promise<string[]>;
+  /** Every run with tasks still running here (for `status`); absent where the backend cannot list them. */
+  runsInProgress?(): Promise<RunningRun[]>;
 }
 
 export interface Timing {

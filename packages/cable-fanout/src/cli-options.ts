@@ -18,6 +18,7 @@ import {
   parseDuration,
   parseHttpUrl,
   parseJsonObject,
+  parseLive,
   parseMaxCost,
   parseMinReady,
   parsePercent,
@@ -27,6 +28,7 @@ import {
   parseSecrets,
   parseTaskSize,
 } from "./options.js";
+import { DEFAULT_LIVE_HOST } from "./live/page.js";
 import type { BackendKind } from "./region-names.js";
 import { parseSlo } from "./slo.js";
 import { parseTaskEnv, refuseEnvAndSecret } from "./task-env.js";
@@ -145,6 +147,28 @@ export const runFlags = z
 
 export const planFlags = z.object({ target: text });
 
+/**
+ * --live[=PORT] and --live-host: the live page's address (RunOptions.live); `warning` when the host
+ * is not loopback, for the command to print before anything starts.
+ */
+export const liveFlags = z
+  .object({ live: z.union([z.boolean(), z.string()]).optional(), liveHost: text })
+  .transform((o) => parseLive(o.live, o.liveHost, DEFAULT_LIVE_HOST));
+
+/**
+ * --detach: the runner returns once the go is given. What needs a runner watching to the end is
+ * refused beside it, naming both flags: a detached run has nobody to judge --abort-on, scrape
+ * --server-metrics, serve --live or write the report (attach and collect take the report's flags).
+ */
+function checkDetach(detach: boolean, given: { abortOn: unknown[]; serverMetricsUrl?: string; live?: unknown; baseline?: string; regressionThreshold?: number; title?: string }): void {
+  if (!detach) return;
+  if (given.abortOn.length > 0) throw new FanoutInputError("--detach with --abort-on: --abort-on needs a runner that watches the run to its end; drop one of them");
+  if (given.serverMetricsUrl !== undefined) throw new FanoutInputError("--detach with --server-metrics: the server is scraped by the runner, which a detached run leaves; drop one of them");
+  if (given.live !== undefined) throw new FanoutInputError("--detach with --live: the live page is served by the runner, which a detached run leaves; watch it with `cable-fanout attach <runId> --live`");
+  const report = given.baseline !== undefined ? "--baseline" : given.regressionThreshold !== undefined ? "--fail-on-regression" : given.title !== undefined ? "--title" : undefined;
+  if (report) throw new FanoutInputError(`--detach with ${report}: a detached run writes no report; give ${report} to \`cable-fanout attach\` or \`cable-fanout collect\``);
+}
+
 /** `compare`'s servers: --target, --server-metrics and --server-pid, each NAME=… and repeatable, read together since the last two name a --target. */
 export const compareTargetFlags = z
   .object({ target: repeated, serverMetrics: repeated, serverPid: repeated })
@@ -213,13 +237,21 @@ function scenarioRunWithEnv(raw: unknown, kind: BackendKind) {
 export function runOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
   const scenarioRun = scenarioRunWithEnv(raw, backend.kind);
+  const run = runFlags.parse(raw);
+  const report = reportFlags.parse(raw);
+  const { live, warning } = liveFlags.parse(raw);
+  const { detach } = detachFlags.parse(raw);
+  checkDetach(detach, { ...run, ...report, live });
   return {
     backend: { ...backend, taskEnv: scenarioRun.taskEnv },
     scenarioRun,
-    run: runFlags.parse(raw),
-    report: reportFlags.parse(raw),
+    run: { ...run, ...(live ? { live } : {}), ...(detach ? { detach } : {}) },
+    report,
+    warnings: warning ? [warning] : [],
   };
 }
+
+const detachFlags = z.object({ detach: bare });
 
 export function compareOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
@@ -228,7 +260,11 @@ export function compareOptions(raw: unknown) {
   const targets = compareTargetFlags.parse(raw);
   const run = scenarioRunFlags(backend.kind).parse(raw);
   checkTaskEnv(taskEnv, secrets, run);
-  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run }, targets, compare: compareFlags.parse(raw) };
+  if (detachFlags.parse(raw).detach) {
+    throw new FanoutInputError("--detach does not apply to compare: it runs one server after another, and its runner must stay to start the next; start each server with `cable-fanout run --detach` instead");
+  }
+  const { live, warning } = liveFlags.parse(raw);
+  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run, ...(live ? { live } : {}) }, targets, compare: compareFlags.parse(raw), warnings: warning ? [warning] : [] };
 }
 
 export function planOptions(raw: unknown) {
@@ -240,6 +276,23 @@ export function planOptions(raw: unknown) {
 export function collectOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
   return { backend, lookup: collectFlags(backend.kind).parse(raw), report: reportFlags.parse(raw) };
+}
+
+/** `attach <runId>`: where to find the run (as `collect`), the report's flags, and the live page. */
+export function attachOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  const lookup = stopFlags(backend.kind).parse(raw);
+  const report = reportFlags.parse(raw);
+  const { live, warning } = liveFlags.parse(raw);
+  return { backend, lookup, report, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
+}
+
+/** `status`: the regions to look in (AWS: needed; --local: those the store holds, by default). */
+export function statusOptions(raw: unknown) {
+  const backend = backendFlags.parse(raw);
+  const { regions } = stopFlags(backend.kind).parse(raw);
+  if (!regions && backend.kind === "aws") throw new FanoutInputError("status needs --regions on AWS: the regions whose runs to list (e.g. --regions eu-west-2,us-east-1)");
+  return { backend, regions };
 }
 
 export function stopOptions(raw: unknown) {

@@ -13,7 +13,10 @@ import { ALL_READY_MAX_TASKS, LARGE_FLEET_MIN_READY_PCT } from "./run/barrier.js
 import { BUNDLE_ROOT_HELP } from "./run/bundle-root.js";
 import { FanoutInputError } from "./errors.js";
 import { LocalBackend } from "./local/local-backend.js";
-import { type BackendFlags, collectOptions, compareOptions, planOptions, runOptions, stopOptions } from "./cli-options.js";
+import { attachOptions, type BackendFlags, collectOptions, compareOptions, planOptions, runOptions, statusOptions, stopOptions } from "./cli-options.js";
+import { attachRun, detachedSignalLine } from "./detach/attach.js";
+import { formatStatus, runsInProgress } from "./detach/status.js";
+import type { RunRecord } from "./run/record.js";
 import { LineProgress, TerminalProgress } from "./progress.js";
 import { runFanout } from "./run/runner.js";
 import type { RunDeps } from "./run/run-options.js";
@@ -130,6 +133,14 @@ function program(exit: (code: number) => void): Command {
       .option("--baseline-any", "compare with a baseline of another scenario or target anyway (report.md says it compared across them)")
       .option("--title <text>", "heading of report.md");
 
+  /** --live[=PORT] and --live-host, for run, compare and attach. */
+  const liveOptions = (c: Command) =>
+    c
+      .option("--live [port]", "serve the run's live page (the figures as they come, then report.html) on this port, as --live=8080; --live alone: any free port. The URL, with its access token, is printed")
+      .option("--live-host <host>", "where the live page listens (default 127.0.0.1); any other address makes it reachable by whoever can reach that host and port and has the printed URL");
+  const detachOption = (c: Command) =>
+    c.option("--detach", "return once the go is given, leaving the tasks to run to their end without this runner (no heartbeat; --max-duration bounds them); then `cable-fanout attach|collect|stop|status`");
+
   // The options of a run of the scenario, shared by `run` and `compare`.
   const scenarioRunOptions = (c: Command) =>
     c
@@ -162,11 +173,15 @@ function program(exit: (code: number) => void): Command {
 
   reportOptions(
     backendOptions(
-      scenarioRunOptions(
-        cmd
-          .command("run <scenario>")
-          .description("bundle the scenario, start --count tasks in every region at once, wait, collect and report"),
-      ).option("--target <url>", "the server to load (Artillery's --target)"),
+      detachOption(
+        liveOptions(
+          scenarioRunOptions(
+            cmd
+              .command("run <scenario>")
+              .description("bundle the scenario, start --count tasks in every region at once, wait, collect and report"),
+          ).option("--target <url>", "the server to load (Artillery's --target)"),
+        ),
+      ),
     ),
   )
     .option("--run-id <id>", "use this run id (e.g. from CI, so a cancelled job can `cable-fanout stop` it) instead of a generated one")
@@ -175,20 +190,27 @@ function program(exit: (code: number) => void): Command {
     .addHelpText("after", ABORT_HELP)
     .action(async (scenario: string, raw: unknown) => {
       const o = runOptions(raw);
+      for (const line of o.warnings) log(line);
       const progress: RunDeps["progress"] = (clock) =>
         process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now });
       await startingTasks(o.backend, progress, async (deps) => {
         const result = await runFanout({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, ...o.run, ...o.report }, deps);
-        printOutcome(result, o.backend.out);
+        // stdout: the run id of a detached run (`id=$(cable-fanout run --detach …)`), else the report's path.
+        if (result.detached) process.stdout.write(`${result.runId}\n`);
+        else printOutcome(result, o.backend.out);
         exit(result.exitCode);
       });
     });
 
   backendOptions(
-    scenarioRunOptions(
-      cmd
-        .command("compare <scenario>")
-        .description("run the scenario against each --target in turn (same regions and tasks, a pause between), and write one report with a column per server"),
+    detachOption(
+      liveOptions(
+        scenarioRunOptions(
+          cmd
+            .command("compare <scenario>")
+            .description("run the scenario against each --target in turn (same regions and tasks, a pause between), and write one report with a column per server"),
+        ),
+      ),
     ),
   )
     .addOption(new Option("--target <NAME=URL>", "a server to compare, by the name of its column (two or more; repeatable)").argParser((v: string, prev: string[] = []) => [...prev, v]))
@@ -201,6 +223,7 @@ function program(exit: (code: number) => void): Command {
     .addHelpText("after", COMPARE_HELP)
     .action(async (scenario: string, raw: unknown) => {
       const o = compareOptions(raw);
+      for (const line of o.warnings) log(line);
       await startingTasks(o.backend, (clock) => new LineProgress(log, { ...clock, now: Date.now }), async (deps) => {
         const result = await runCompare({ scenarioFile: scenario, ...runFiles(o.backend), ...o.scenarioRun, targets: o.targets, ...o.compare }, deps);
         log(`compare ${result.compareId}: ${result.servers.map((s) => `${s.name} ${s.error ? "failed" : `exit ${s.exitCode}`}`).join(", ")}`);
@@ -231,7 +254,7 @@ function program(exit: (code: number) => void): Command {
       cmd
         .command("collect <runId>")
         .description("download a run's results again, merge them and rewrite report.md and merged.json")
-        .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json)")
+        .option("--regions <list>", "regions (default: those in <out>/<runId>/fanout.json, or in the record a detached run left in the store)")
         .option("--count <n>", "tasks per region expected (default: the run's)"),
     ),
   ).action(async (runId: string, raw: unknown) => {
@@ -239,6 +262,55 @@ function program(exit: (code: number) => void): Command {
     const result = await collectCommand({ runId, outDir: o.backend.out, ...o.lookup }, makeBackend(o.backend), o.report, log);
     printOutcome(result, o.backend.out);
     exit(result.exitCode);
+  });
+
+  reportOptions(
+    backendOptions(
+      liveOptions(
+        cmd
+          .command("attach <runId>")
+          .description("follow a run started with --detach (its record is in the store: any machine with access, or with --local another terminal), wait for its end and write the report as `run` does")
+          .option("--regions <list>", "regions to find the run's record in (AWS, on a machine that did not start it: one is enough)"),
+      ),
+    ),
+  ).action(async (runId: string, raw: unknown) => {
+    const o = attachOptions(raw);
+    for (const line of o.warnings) log(line);
+    // Attached, a signal leaves the run going: the tasks are stopped by `stop`, never by this runner's end.
+    let record: RunRecord | undefined;
+    const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+    const leave = (signal: NodeJS.Signals) => {
+      log(record ? detachedSignalLine(signal, record) : `${signal}: leaving run ${runId}, which goes on; \`cable-fanout stop ${runId}\` stops it`);
+      process.exit(128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 1));
+    };
+    for (const sig of signals) process.on(sig, leave);
+    try {
+      const progress: RunDeps["progress"] = (clock) =>
+        process.stderr.isTTY ? TerminalProgress.start(process.stderr, { ...clock, now: Date.now }) : new LineProgress(log, { ...clock, now: Date.now });
+      const result = await attachRun(
+        { runId, outDir: o.backend.out, ...o.lookup },
+        { ...o.report, ...(o.live ? { live: o.live } : {}) },
+        { backend: makeBackend(o.backend), now: Date.now, sleep, log, abort: new AbortController(), progress, onRecord: (r) => (record = r) },
+      );
+      printOutcome(result, o.backend.out);
+      exit(result.exitCode);
+    } finally {
+      for (const sig of signals) process.off(sig, leave);
+    }
+  });
+
+  backendOptions(
+    cmd
+      .command("status")
+      .description("list the runs with tasks still running, per region: age, tasks running and stopped, detached or watched")
+      .option("--regions <list>", "regions to look in (needed on AWS; --local: every region of the store)"),
+  ).action(async (raw: unknown) => {
+    const o = statusOptions(raw);
+    const backend = makeBackend(o.backend);
+    const regions = o.regions ?? (backend instanceof LocalBackend ? backend.knownRegions() : []);
+    const rows = regions.length === 0 ? [] : await runsInProgress(backend, regions, { now: Date.now, outDir: o.backend.out, warn: log });
+    for (const line of formatStatus(rows)) process.stdout.write(`${line}\n`);
+    exit(EXIT.ok);
   });
 
   backendOptions(

@@ -7,6 +7,7 @@ import { readRecord, type RunRecord } from "./run/record.js";
 import { announce } from "./run/barrier.js";
 import { openRegions } from "./run/runner.js";
 import { backoffDelay, RESTOP_BACKOFF } from "./schedule.js";
+import { findStoredRecord } from "./detach/store-record.js";
 
 /** The report's flags of `run` and `collect`. */
 export interface ReportFlags {
@@ -25,12 +26,16 @@ export interface RunLookup {
   count?: number;
 }
 
-/** The record of a run, or one built from flags when this machine did not start it. */
-export function lookupRun(lookup: RunLookup, backend: Backend): { runDir: string; record: RunRecord } {
+/**
+ * The record of a run: this machine's (results/<runId>/fanout.json), else the one a detached run
+ * left in the stores (with --local the store directory; on AWS the regions given), else one built
+ * from flags when this machine did not start it.
+ */
+export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ runDir: string; record: RunRecord }> {
   const runDir = path.resolve(lookup.outDir, lookup.runId);
-  const saved = readRecord(runDir);
+  const saved = readRecord(runDir) ?? (await findStoredRecord(backend, lookup.runId, lookup.regions));
   const regions = lookup.regions ?? saved?.regions;
-  if (!regions || regions.length === 0) throw new FanoutInputError(`no ${path.join(runDir, "fanout.json")} for run ${lookup.runId}: say which regions with --regions`);
+  if (!regions || regions.length === 0) throw new FanoutInputError(`no ${path.join(runDir, "fanout.json")} for run ${lookup.runId}, and no record of it in the store: say which regions with --regions`);
   if (saved && saved.backend !== backend.kind) throw new FanoutInputError(`run ${lookup.runId} ran on the ${saved.backend} backend (${path.join(runDir, "fanout.json")}); ${saved.backend === "local" ? "add --local" : "drop --local"}`);
   const record: RunRecord = saved
     ? { ...saved, regions, count: lookup.count ?? saved.count }
@@ -44,8 +49,13 @@ export async function collectCommand(
   report: ReportFlags,
   log: (line: string) => void,
 ): Promise<CollectResult & { runDir: string }> {
-  const { runDir, record } = lookupRun(lookup, backend);
+  const { runDir, record } = await lookupRun(lookup, backend);
   const regions = await openRegions(backend, record.regions);
+  if (record.detached) {
+    // A detached run may still be going: what is collected now is what its tasks have written so far.
+    const running = (await Promise.all(regions.map((r) => r.findRunningTasks(record.runId).catch(() => [] as string[])))).flat().length;
+    if (running > 0) log(`run ${record.runId} still has ${running} running task(s): the report holds what they have written so far (\`cable-fanout attach ${record.runId}\` waits for their end)`);
+  }
   const result = await collectRun({ runDir, record, regions, snapshots: new Map(), regionFailures: new Map(), ...report, log });
   return { ...result, runDir };
 }
@@ -61,7 +71,7 @@ export async function stopCommand(
   log: (line: string) => void,
   deps: { now: () => number; sleep: (ms: number) => Promise<void>; waitMs?: number } = { now: Date.now, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
 ): Promise<number> {
-  const { record } = lookupRun(lookup, backend);
+  const { record } = await lookupRun(lookup, backend);
   const regions = await openRegions(backend, record.regions);
   for (const line of await announce(regions, record.runId, { cancelled: `cable-fanout stop ${record.runId}` })) log(line);
   const deadline = deps.now() + (deps.waitMs ?? 180_000);

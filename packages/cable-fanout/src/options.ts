@@ -140,3 +140,32 @@ export function parseHttpUrl(flag: string, text: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new FanoutInputError(`${flag} wants an http(s) URL, not "${text}"`);
   return url.toString();
 }
+
+/** Hosts that only this machine can reach: a page on them needs no warning. */
+function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * `--live[=PORT]` and `--live-host <host>`: commander gives `true` for a bare --live (port 0: any
+ * free port) and the string for --live=PORT. A host other than loopback gets a warning: the page is
+ * then open to anyone who can reach it and has the printed URL (its token is in it).
+ */
+export function parseLive(live: boolean | string | undefined, host: string | undefined, defaultHost: string): { live?: { port: number; host: string }; warning?: string } {
+  if (live === undefined || live === false) {
+    if (host !== undefined) throw new FanoutInputError("--live-host needs --live: it says where the live page listens");
+    return {};
+  }
+  let port = 0;
+  if (live !== true) {
+    if (!/^\d{1,5}$/.test(live.trim()) || Number(live) > 65_535) throw new FanoutInputError(`--live wants a port number from 0 to 65535 (0 or none: any free port), as --live=8080, not "${live}"`);
+    port = Number(live);
+  }
+  if (host !== undefined && (host.trim() === "" || /[\s/?#@]/.test(host))) throw new FanoutInputError(`--live-host wants a host name or an address such as 127.0.0.1 or 0.0.0.0, not "${host}"`);
+  const chosen = host?.trim() ?? defaultHost;
+  const warning = isLoopback(chosen)
+    ? undefined
+    : `warning: --live-host ${chosen} is not a loopback address: the live page is then reachable by anyone who can reach ${chosen} on that port and has the printed URL (the token is in it)`;
+  return { live: { port, host: chosen }, ...(warning ? { warning } : {}) };
+}

@@ -9,7 +9,7 @@ import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { formatSlice, RUNS_PREFIX } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
-import { type Backend, type Preflight, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, type PreflightResult, type Region, type RunningRun, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
 import pLimit from "p-limit";
 import { checkedRegionName } from "../region-names.js";
@@ -37,6 +37,9 @@ export const AWS_TIMING: Timing = {
 };
 
 type Capacity = "FARGATE" | "FARGATE_SPOT";
+
+/** The most running tasks `status` describes in a region (ListTasks pages of 100). */
+const STATUS_MAX_TASKS = 5_000;
 
 /** DescribeTasks takes at most 100 tasks per call. */
 const DESCRIBE_MAX = 100;
@@ -280,6 +283,33 @@ export class AwsRegion implements Region {
     return arns;
   }
 
+
+  /**
+   * The cluster's tasks whose desired status is RUNNING (ListTasks' default), grouped by the run id
+   * RunTask gave them as `startedBy`. At most STATUS_MAX_TASKS are described: a cluster busier than
+   * that is more than a status line can say, and it is said.
+   */
+  async runsInProgress(): Promise<RunningRun[]> {
+    const arns: string[] = [];
+    for await (const page of paginateListTasks({ client: this.clients.ecs }, { cluster: this.stack.clusterArn })) {
+      arns.push(...(page.taskArns ?? []));
+      if (arns.length >= STATUS_MAX_TASKS) break;
+    }
+    const runs = new Map<string, RunningRun>();
+    for (let i = 0; i < Math.min(arns.length, STATUS_MAX_TASKS); i += DESCRIBE_MAX) {
+      const res = await this.clients.ecs.send(new DescribeTasksCommand({ cluster: this.stack.clusterArn, tasks: arns.slice(i, i + DESCRIBE_MAX) }));
+      for (const task of res.tasks ?? []) {
+        if (!task.startedBy || task.lastStatus === "STOPPED" || task.lastStatus === "DELETED") continue;
+        const run = runs.get(task.startedBy) ?? { runId: task.startedBy, running: 0 };
+        run.running++;
+        const created = task.createdAt?.getTime();
+        if (created !== undefined) run.since = Math.min(run.since ?? created, created);
+        runs.set(task.startedBy, run);
+      }
+    }
+    if (arns.length >= STATUS_MAX_TASKS) this.retry.log(`${this.name}: more than ${STATUS_MAX_TASKS} running tasks in the cluster; status counts the first ${STATUS_MAX_TASKS}`);
+    return [...runs.values()];
+  }
 
   private snapshot(task: Task): TaskSnapshot {
     const ref = task.taskArn ?? "";

@@ -1,11 +1,11 @@
 // The embedded default: each task is the worker's entrypoint (cable-worker's dist/main.js) as
 // a child process of this machine, and a directory stands in for each region's bucket.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { formatSlice, SECRET_ENV, SLICE_ENV } from "cable-worker/contract";
 import { LocalStore } from "cable-worker/local-store";
-import { type Backend, type Preflight, LOCAL_PREFLIGHT, type PreflightResult, type Region, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, LOCAL_PREFLIGHT, type PreflightResult, type Region, type RunningRun, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
 import { FanoutInputError } from "../errors.js";
 import { checkedRegionName } from "../region-names.js";
@@ -51,7 +51,28 @@ export class LocalBackend implements Backend {
     if (!existsSync(worker)) throw new FanoutInputError(`${worker} is missing: build the worker first (npm run build -w cable-worker)`);
     return new LocalRegion(name, path.resolve(this.options.storeDir), worker, this.options.env ?? process.env, this.options.taskEnv ?? {});
   }
+
+  /** The regions any run in this store has started tasks in (`pids/<runId>/<region>/`), for `status`. */
+  knownRegions(): string[] {
+    const pids = path.join(path.resolve(this.options.storeDir), "pids");
+    if (!existsSync(pids)) return [];
+    const regions = new Set<string>();
+    for (const runId of newestRuns(pids)) for (const region of readdirSync(path.join(pids, runId))) regions.add(region);
+    return [...regions].sort();
+  }
 }
+
+/**
+ * The runs a store's pids/ holds, newest first (generated run ids sort by time; a folder's mtime
+ * orders the others), at most MAX_RUNS_LISTED: an old store's history is not worth a /proc read each.
+ */
+function newestRuns(pidsDir: string): string[] {
+  const runs = readdirSync(pidsDir).map((runId) => ({ runId, at: statSync(path.join(pidsDir, runId)).mtimeMs }));
+  return runs.sort((a, b) => b.at - a.at).slice(0, MAX_RUNS_LISTED).map((r) => r.runId);
+}
+
+/** The most runs of a local store `status` looks at. */
+const MAX_RUNS_LISTED = 200;
 
 interface LocalTask {
   child: ChildProcess;
@@ -123,8 +144,12 @@ class LocalRegion implements Region {
           ...(options.slices ? { [SLICE_ENV]: formatSlice(taskSlice(options.slices, n - 1)) } : {}),
         },
         stdio: ["ignore", out, out],
+        // A detached run's workers outlive this runner: their own session (no Ctrl-C or SIGHUP of
+        // this terminal reaches them), and no hold on this process's exit.
+        ...(options.detached ? { detached: true } : {}),
       });
       closeSync(out);
+      if (options.detached) child.unref();
       const snapshot: TaskSnapshot = { ref, taskId, phase: "running", log: logFile };
       child.once("error", (err) => Object.assign(snapshot, { phase: "stopped", exitCode: null, stoppedReason: `could not start: ${err.message}` }));
       child.once("exit", (code, signal) =>
@@ -170,6 +195,20 @@ class LocalRegion implements Region {
       .map((taskId) => `${runId}/${taskId}`);
   }
 
+
+  async runsInProgress(): Promise<RunningRun[]> {
+    const pids = path.join(this.storeDir, "pids");
+    if (!existsSync(pids)) return [];
+    const runs: RunningRun[] = [];
+    for (const runId of newestRuns(pids)) {
+      const dir = this.pidDir(runId);
+      if (!existsSync(dir)) continue;
+      const live = readdirSync(dir).filter((f) => f.endsWith(".pid") && this.liveWorkerPid(runId, f.slice(0, -".pid".length)) !== undefined);
+      if (live.length === 0) continue;
+      runs.push({ runId, running: live.length, since: Math.min(...live.map((f) => statSync(path.join(dir, f)).mtimeMs)) });
+    }
+    return runs;
+  }
 
   private pidDir(runId: string): string {
     return path.join(this.storeDir, "pids", runId, this.name);

@@ -57,6 +57,25 @@ export const recordSchema = z.object({
   count: z.number().int().positive(),
   /** The names of the run's secrets (never a value): the merge redacts the values this machine holds under them (collect.ts). */
   secrets: z.array(z.string()).default([]),
+  /** When the runner made this record (this machine's clock): `status` shows a run's age from it. */
+  createdAt: z.number().optional(),
+  /**
+   * --detach: the runner left the run once the go was given; each region's store holds this record
+   * (detach/store-record.ts) for `attach`, `collect`, `stop` and `status` on any machine.
+   */
+  detached: z
+    .object({
+      /** When the runner left (epoch ms). */
+      at: z.number(),
+      /** The tasks stop themselves this long after they start (they watch no heartbeat). */
+      maxDurationMs: z.number().int().positive(),
+      /** The phases' length, when known (progress), and the most phases a task runs (the live feed). */
+      phasesMs: z.number().nonnegative().optional(),
+      phaseCount: z.number().int().nonnegative().optional(),
+      /** Per region, where its tasks write their live files (for people: attach finds the stores itself). */
+      live: z.record(z.string(), z.string()).default({}),
+    })
+    .optional(),
   /** The common start from the go marker (the store's clock); null until the barrier let the run go. */
   startAt: z.number().nullable(),
   /** How the ready barrier went. */

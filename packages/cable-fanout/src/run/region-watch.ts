@@ -32,6 +32,8 @@ export interface WatchInput {
   onStarted: (refs: string[]) => void;
   /** Called once RunTask has returned (also when it failed), for the ready barrier. */
   onControl?: (control: RegionControl) => void;
+  /** --detach: aborted once the go is given; the watch then ends and leaves the tasks running. */
+  release?: AbortSignal;
 }
 
 export interface RegionOutcome {
@@ -115,7 +117,10 @@ class RegionWatch {
   async untilStopped(): Promise<void> {
     const { deps, progress } = this.input;
     progress.update(this.region.name, this.counts());
+    const release = this.input.release;
     while (this.running().length > 0) {
+      // Tasks already asked to stop (those that missed the barrier) are StopTask's to end, not the watch's.
+      if (release?.aborted && !deps.abort.signal.aborted) return;
       if (deps.abort.signal.aborted) await this.requestStop(this.tasks, this.input.abortReason(), this.input.abortedBy?.() ?? { by: "interrupt" });
       await this.restop();
       if (this.pastStopGrace()) break;
@@ -124,7 +129,8 @@ class RegionWatch {
       progress.update(this.region.name, this.counts());
       await this.stopUnstarted();
       if (this.running().length === 0) break;
-      await deps.sleep(delay, this.stopDeadline === undefined ? deps.abort.signal : undefined);
+      const wake = this.stopDeadline === undefined ? (release ? AbortSignal.any([deps.abort.signal, release]) : deps.abort.signal) : undefined;
+      await deps.sleep(delay, wake);
     }
   }
 

@@ -55,6 +55,11 @@ export interface RunOptions extends Pick<StartOptions, "spot" | "spotOnly" | "cp
   liveLines?: boolean;
   /** --live[=PORT] and --live-host: the live page's address (follow-live.ts); absent: no page. */
   live?: LivePageAddress;
+  /**
+   * --detach: return once the go is given, leaving the tasks to run to their end bounded by
+   * --max-duration alone (their manifest has no heartbeat to watch); `attach` and `collect` take it up.
+   */
+  detach?: boolean;
   /** --max-cost: refuse a run whose estimate is higher (dollars). */
   maxCostUsd?: number;
   /** --yes: start a run above the asking threshold without asking. */
@@ -89,6 +94,8 @@ export interface RunDeps {
 export interface RunResult extends CollectResult {
   runId: string;
   runDir: string;
+  /** --detach: the go was given and the runner left the run; nothing was collected. */
+  detached?: boolean;
 }
 
 /** `--target` and `-v` become overrides, as Artillery's own flags would set them. */

@@ -4,7 +4,8 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { shownPath } from "../shown-path.js";
-import { type RunnerStop, runnerStopSchema } from "cable-worker/contract";
+import { liveRegionPrefix, type RunnerStop, runnerStopSchema } from "cable-worker/contract";
+import { storeRecord } from "../detach/store-record.js";
 import { describeVerdicts, judgeBaseline, loadBaseline, redactTarget, writeFileAtomic } from "artillery-plugin-cable-report";
 import type { Backend, Region, TaskSnapshot } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
@@ -45,11 +46,11 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   const run = await prepareRun(options, deps);
   const { regions, timing } = run;
   const { maxDurationMs } = timing;
-  // Written before any task starts, so a task never sees a run without one.
-  const heartbeat = await startHeartbeat(regions, run.runId, timing.beatEveryMs, deps);
+  // Written before any task starts, so a task never sees a run without one; a detached run's tasks watch none.
+  const heartbeat = options.detach ? undefined : await startHeartbeat(regions, run.runId, timing.beatEveryMs, deps);
   const maxTimer = setTimeout(() => run.stop(`--max-duration ${Math.round(maxDurationMs / 1000)} s reached`, { by: "max-duration", limitMs: maxDurationMs }), maxDurationMs);
-  const progress = await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs });
-  const live = followLive(run, options, deps, progress);
+  const live = followLive(run, options, deps, await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs }));
+  const progress = live.progress;
   const scraping = new AbortController();
   const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
     ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) })
@@ -59,28 +60,56 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     tasks = await runTasks(run, options, deps, progress);
   } finally {
     clearTimeout(maxTimer);
-    heartbeat.stop();
+    heartbeat?.stop();
     scraping.abort();
     await live.stop();
     progress.stop();
   }
+  if (run.record.detached) {
+    await live.final(undefined);
+    return leaveRun(run, options, deps);
+  }
 
   deps.log(`collecting results into ${shownPath(run.runDir, options.outDir)}`);
-  const collected = await collectRun({
-    runDir: run.runDir,
-    record: run.record,
-    regions,
-    ...tasks,
-    serverSamples: await serverSamples,
-    baseline: options.baseline,
-    regressionThreshold: options.regressionThreshold,
-    baselineAny: options.baselineAny,
-    title: options.title,
-    log: deps.log,
-  });
+  let collected: Awaited<ReturnType<typeof collectRun>> | undefined;
+  try {
+    collected = await collectRun({
+      runDir: run.runDir,
+      record: run.record,
+      regions,
+      ...tasks,
+      serverSamples: await serverSamples,
+      baseline: options.baseline,
+      regressionThreshold: options.regressionThreshold,
+      baselineAny: options.baselineAny,
+      title: options.title,
+      log: deps.log,
+    });
+  } finally {
+    // The live page becomes the report (or closes without one when collecting failed).
+    await live.final(collected?.htmlFile);
+  }
   // The answers that need time, on the console too.
   for (const line of collected.merged ? describeVerdicts(collected.merged) : []) deps.log(line);
   return { ...collected, runId: run.runId, runDir: run.runDir };
+}
+
+/** The flags another command needs to find this run from anywhere: the store directory, or the regions. */
+export function runLocator(record: Pick<RunRecord, "backend" | "store" | "regions">): string {
+  return record.backend === "local" ? `--local${record.store ? ` --store ${record.store}` : ""}` : `--regions ${record.regions.join(",")}`;
+}
+
+/** --detach, the go given: the runner leaves; what to do next is said. */
+function leaveRun(run: RunInProgress, options: RunOptions, deps: RunDeps): RunResult {
+  const { runId, record } = run;
+  const where = runLocator(record);
+  const out = path.resolve(options.outDir) === path.resolve("results") ? "" : ` --out ${options.outDir}`;
+  deps.log(`run ${runId} goes on without this runner: no heartbeat; every task stops by itself ${Math.round(run.timing.maxDurationMs / 1000)} s after it started at the latest (--max-duration)`);
+  deps.log(`  cable-fanout attach ${runId} ${where}${out}    follow it live and write the report at its end (from any machine with access)`);
+  deps.log(`  cable-fanout collect ${runId} ${where}${out}   the report, once it has ended`);
+  deps.log(`  cable-fanout stop ${runId} ${where}${out}      stop it now`);
+  deps.log(`  cable-fanout status ${where}    the runs in progress`);
+  return { runId, runDir: run.runDir, detached: true, exitCode: 0, tasks: [], failedRegions: [], regressions: [] };
 }
 
 /** A run under way: its record on disk, its regions and limits, and why it was stopped early, if it was. */
@@ -180,6 +209,8 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     environment: options.environment,
     sequencePayloads: payloads.sliced,
     ...timing.task,
+    // A detached run's tasks watch no heartbeat: nobody beats once the runner has left; --max-duration bounds them.
+    ...(options.detach ? { heartbeat: undefined } : {}),
   });
   deps.log(`run ${runId}: ${path.relative(process.cwd(), scenario.file)} × ${options.count} task(s) in ${options.regions.join(", ")} (${backend.kind})`);
   deps.log(bundledLine(scenario, bundle));
@@ -191,6 +222,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     version: 1,
     runId,
     backend: backend.kind,
+    createdAt: deps.now(),
     ...(options.store ? { store: path.resolve(options.store) } : {}),
     scenario: path.relative(process.cwd(), scenario.file),
     target,
@@ -238,13 +270,16 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
   const fail = (region: string, failures: string[]) => regionFailures.set(region, [...(regionFailures.get(region) ?? []), ...failures]);
   const controls = new Map<string, RegionControl>();
   const abortReason = () => run.abortReason;
+  // --detach: aborted at the go, which ends every region's watch and leaves the tasks running.
+  const release = new AbortController();
   const watches = regions.map(async (region, r) => {
     // Slices are numbered region by region, in the order given, then task by task within each.
     const slices = run.sliced ? { slices: { first: r * options.count, total: options.count * regions.length } } : {};
     const watched = await watchRegion(region, {
       runId: run.runId,
       count: options.count,
-      startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, ...slices, abort: run.signal },
+      startOptions: { spot: options.spot, spotOnly: options.spotOnly, cpu: options.cpu, memory: options.memory, secretRefs: options.secretRefs, secretValues: options.secretValues, ...slices, abort: run.signal, ...(options.detach ? { detached: true } : {}) },
+      release: release.signal,
       timing,
       deps,
       progress,
@@ -278,9 +313,23 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
       record.startAt = startAt;
       run.save();
     },
-  }).then((outcome) => {
+  }).then(async (outcome) => {
     record.barrier = outcome;
     run.save();
+    if (outcome.outcome === "go" && options.detach && !run.stopped) {
+      record.detached = {
+        at: deps.now(),
+        maxDurationMs: timing.maxDurationMs,
+        ...(run.scenario.durationMs !== undefined ? { phasesMs: run.scenario.durationMs } : {}),
+        ...(run.scenario.phaseCount !== undefined ? { phaseCount: run.scenario.phaseCount } : {}),
+        live: Object.fromEntries(regions.map((r) => [r.name, `${r.location} ${liveRegionPrefix(run.runId, r.name)}`])),
+      };
+      run.save();
+      const failed = await storeRecord(regions, record);
+      for (const line of failed) progress.event(line);
+      if (failed.length === regions.length) progress.event(`the run record is in ${path.join(run.runDir, RECORD_FILE)} only: attach and collect from this machine`);
+      release.abort();
+    }
     if (outcome.outcome === "failed") {
       for (const region of regions) fail(region.name, [`the run did not start: ${outcome.reason}`]);
       run.stop(`ready barrier: ${outcome.reason}`, { by: "barrier-failed" });
