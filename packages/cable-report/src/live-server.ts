@@ -72,7 +72,7 @@ export class LivePageServer {
   static async start(options: LiveServerOptions): Promise<LivePageServer> {
     const token = randomBytes(16).toString("base64url");
     let page: LivePageServer | undefined;
-    const server = createServer((req, res) => page?.handle(req, res) ?? notFound(res));
+    const server = createServer((req, res) => (page ? page.handle(req, res) : notFound(res)));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(options.port, options.host, () => {
