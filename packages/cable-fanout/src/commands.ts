@@ -33,8 +33,11 @@ export interface RunLookup {
  */
 export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ runDir: string; record: RunRecord }> {
   const runDir = path.resolve(lookup.outDir, lookup.runId);
-  const saved = readRecord(runDir) ?? (await findStoredRecord(backend, lookup.runId, lookup.regions));
-  const regions = lookup.regions ?? saved?.regions;
+  const local = readRecord(runDir);
+  const stored = local ? undefined : await findStoredRecord(backend, lookup.runId, lookup.regions);
+  const saved = local ?? stored;
+  // --regions found a stored record (one region's store holds the whole run): the record's regions count.
+  const regions = stored ? stored.regions : (lookup.regions ?? saved?.regions);
   if (!regions || regions.length === 0) throw new FanoutInputError(`no ${path.join(runDir, "fanout.json")} for run ${lookup.runId}, and no record of it in the store: say which regions with --regions`);
   if (saved && saved.backend !== backend.kind) throw new FanoutInputError(`run ${lookup.runId} ran on the ${saved.backend} backend (${path.join(runDir, "fanout.json")}); ${saved.backend === "local" ? "add --local" : "drop --local"}`);
   const record: RunRecord = saved
