@@ -13,7 +13,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { pageHtml, type PageParts } from "./html.js";
+import { jsonForScript, pageHtml, type PageParts } from "./html.js";
 
 export interface LiveServerOptions {
   host: string;
@@ -91,7 +91,8 @@ export class LivePageServer {
   update(parts: PageParts): void {
     if (this.finalHtml !== undefined) return;
     this.parts = parts;
-    const event = `event: update\ndata: ${JSON.stringify(parts)}\n\n`;
+    // The figures as report.html's own data has them (to 0.1): the page at the end draws the same.
+    const event = `event: update\ndata: ${jsonForScript(parts)}\n\n`;
     if (event === this.lastEvent) return;
     this.lastEvent = event;
     if (this.streams.size > 0) this.transfer.updates++;

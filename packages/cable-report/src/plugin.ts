@@ -9,6 +9,7 @@ import { isMainThread } from "node:worker_threads";
 import { JUDGED_BY_RUNNER_ENV, judgeFailedUsers, overLineMessage, readMaxFailedUsers, type FailedUsersVerdict, type MaxFailedUsers } from "artillery-engine-cable/failed-users";
 import { writeFileAtomic } from "./atomic-write.js";
 import { notEvaluated } from "./unevaluated.js";
+import { PluginLivePage, readLiveSetting } from "./plugin-live.js";
 import { parseSoakMinimum, pluginOptionsSchema, verdictCheckProblems } from "./verdict-checks.js";
 import { CpuMeter, recordPeriod, type ArtilleryPeriodStats, type PhaseStart } from "./period.js";
 import { redactTarget, serverFromCounters } from "./target.js";
@@ -88,6 +89,19 @@ export class Plugin {
     });
     // Judged with or without --output: a run in which users failed never exits 0 unnoticed.
     this.judgeUsers(artillery, events, readMaxFailedUsers(script.config?.cable?.maxFailedUsers));
+    const live = this.startLive(script, events, artillery);
+
+    // Serialize each period as it arrives: Artillery later deletes the
+    // histograms from these same objects when it writes the report.
+    events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
+      this.cpu.begin();
+      this.phaseStarts.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
+    });
+    events.on("stats", (stats: ArtilleryPeriodStats) => {
+      const record = recordPeriod(stats, this.cpu.mark());
+      this.periods.push(record);
+      live?.period(record);
+    });
 
     const output = artillery.testInfo?.flags?.output;
     if (!output) {
@@ -105,13 +119,6 @@ export class Plugin {
     // The merger judges them; a typo is said now, before the load (and fails its check in the report).
     for (const problem of verdictCheckProblems(script.config?.plugins?.["cable-report"])) artillery.log(`cable-report: ${problem}`);
 
-    // Serialize each period as it arrives: Artillery later deletes the
-    // histograms from these same objects when it writes the report.
-    events.on("phaseStarted", (phase: { index: number; name?: string; startTime?: number }) => {
-      this.cpu.begin();
-      this.phaseStarts.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
-    });
-    events.on("stats", (stats: ArtilleryPeriodStats) => this.periods.push(recordPeriod(stats, this.cpu.mark())));
     // The engine logs the server's words for refusals (a few per cause and worker); keep a sample.
     artillery.globalEvents.on("log", (opts: { cableServerWords?: unknown } | undefined) => this.serverWords.offer(opts?.cableServerWords));
 
@@ -122,14 +129,7 @@ export class Plugin {
         version: SIDECAR_VERSION,
         artilleryVersion: artillery.version,
         testRunId: artillery.testRunId ?? "",
-        test: {
-          name: artillery.testInfo?.tags?.find((t) => t.name === "name")?.value ?? "",
-          scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
-          phases: script.config?.phases ?? [],
-          ...pluginSettings(script),
-          maxFailedUsers: readMaxFailedUsers(script.config?.cable?.maxFailedUsers),
-          timeoutMs: timeoutMs(script.config?.cable?.timeout),
-        },
+        test: testFacts(script, artillery),
         relativeAccuracy: RELATIVE_ACCURACY,
         aggregate: {
           counters: { ...stats.counters },
@@ -159,6 +159,24 @@ export class Plugin {
         }
       },
     });
+  }
+
+  /**
+   * The live page (`live: true` or CABLE_LIVE=1), from the periods as they come; at the end, after
+   * the checks, the page becomes the run's report. Null when not asked for.
+   */
+  private startLive(script: PluginScript, events: EventEmitter, artillery: ArtilleryGlobal): PluginLivePage | null {
+    const setting = readLiveSetting((script.config?.plugins?.["cable-report"] ?? {}) as Record<string, unknown>, process.env);
+    if (!setting) return null;
+    if ("problem" in setting) {
+      artillery.log(`cable-report: ${setting.problem}`);
+      return null;
+    }
+    const page = new PluginLivePage(setting, { log: (line) => artillery.log(line), test: testFacts(script, artillery), plannedMs: plannedMs(script.config?.phases ?? []) });
+    void page.start(events);
+    // After ensure's beforeExit hook, which hands over the checks.
+    artillery.ext({ ext: "onShutdown", method: () => page.final(this.checks) });
+    return page;
   }
 
   /**
@@ -204,6 +222,29 @@ export class Plugin {
       global.artillery?.log(`cable-report: could not write ${path}: ${(err as Error).message}`);
     }
   }
+}
+
+/** What the sidecar (and the live page) says of the test. */
+function testFacts(script: PluginScript, artillery: ArtilleryGlobal): Sidecar["test"] {
+  return {
+    name: artillery.testInfo?.tags?.find((t) => t.name === "name")?.value ?? "",
+    scenarios: (script.scenarios ?? []).map((s, i) => s.name ?? String(i)),
+    phases: script.config?.phases ?? [],
+    ...pluginSettings(script),
+    maxFailedUsers: readMaxFailedUsers(script.config?.cable?.maxFailedUsers),
+    timeoutMs: timeoutMs(script.config?.cable?.timeout),
+  };
+}
+
+/** The phases' planned length when every duration and pause is a number of seconds; undefined otherwise. */
+function plannedMs(phases: Phase[]): number | undefined {
+  let total = 0;
+  for (const phase of phases as Array<{ duration?: unknown; pause?: unknown }>) {
+    const seconds = phase.duration ?? phase.pause;
+    if (typeof seconds !== "number" || !Number.isFinite(seconds)) return undefined;
+    total += seconds * 1000;
+  }
+  return total;
 }
 
 /** `config.cable.timeout` (s) in ms, the engine's default when unset or unreadable. */
