@@ -9,8 +9,8 @@
   if (!summary || !tables || typeof EventSource === "undefined" || !window.CableReportPage) return;
   var STATES = { ok: true, warning: true, failed: true };
   var stream = new EventSource("events");
-  /** The last update shown, for the tests and the browser's console: {receivedAt, period}. */
-  window.cableLive = { updates: 0, lastAt: null };
+  /** Each update drawn, for the tests and the browser's console: when its figures were read, when drawn, how many periods. */
+  window.cableLive = { updates: 0, lastAt: null, drawn: [] };
 
   stream.addEventListener("update", function (event) {
     var parts;
@@ -27,6 +27,7 @@
     window.CableReportPage.render(parts.data);
     window.cableLive.updates++;
     window.cableLive.lastAt = Date.now();
+    if (window.cableLive.drawn.length < 10000) window.cableLive.drawn.push({ readAt: parts.readAt, drawnAt: window.cableLive.lastAt, periods: parts.data.x.length });
   });
 
   stream.addEventListener("status", function (event) {

@@ -53,6 +53,7 @@ export class LivePageServer {
   private parts: PageParts | undefined;
   private statusHtml = "";
   private lastEvent = "";
+  private lastParts = "";
   private lastStatus = "";
   private finalHtml: string | undefined;
   private readonly streams = new Set<ServerResponse>();
@@ -87,13 +88,18 @@ export class LivePageServer {
     return page;
   }
 
-  /** The page's parts now; sent to every open page when they differ from the last sent. */
-  update(parts: PageParts): void {
+  /**
+   * The page's parts now; sent to every open page when they differ from the last sent. `readAt`:
+   * when the figures were read (the feed's poll), which the page keeps beside when it drew them.
+   */
+  update(parts: PageParts, readAt?: number): void {
     if (this.finalHtml !== undefined) return;
     this.parts = parts;
     // The figures as report.html's own data has them (to 0.1): the page at the end draws the same.
-    const event = `event: update\ndata: ${jsonForScript(parts)}\n\n`;
-    if (event === this.lastEvent) return;
+    const data = jsonForScript(parts);
+    if (data === this.lastParts) return;
+    this.lastParts = data;
+    const event = `event: update\ndata: ${readAt === undefined ? data : `${data.slice(0, -1)},"readAt":${Math.round(readAt)}}`}\n\n`;
     this.lastEvent = event;
     if (this.streams.size > 0) this.transfer.updates++;
     this.write(event);

@@ -85,7 +85,7 @@ export class LivePage {
     if (signature !== this.signature) {
       this.signature = signature;
       const merged = this.merged(snapshot, now);
-      this.server.update(reportPageParts(merged, { title: `${this.facts.title}: live` }));
+      this.server.update(reportPageParts(merged, { title: `${this.facts.title}: live` }), now);
     }
     this.server.status(markdownToHtml(this.statusMarkdown(snapshot, now)));
   }
