@@ -38,7 +38,10 @@ export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ 
   const saved = local ?? stored;
   // --regions found a stored record (one region's store holds the whole run): the record's regions count.
   const regions = stored ? stored.regions : (lookup.regions ?? saved?.regions);
-  if (!regions || regions.length === 0) throw new FanoutInputError(`no ${path.join(runDir, "fanout.json")} for run ${lookup.runId}, and no record of it in the store: say which regions with --regions`);
+  if (!regions || regions.length === 0) {
+    const where = backend.kind === "local" ? "the store directory (a detached run's record is in the --store it was started with; by default <out>/.local-store of its --out)" : "the store";
+    throw new FanoutInputError(`no ${path.join(runDir, "fanout.json")} for run ${lookup.runId}, and no record of it in ${where}: say which regions with --regions`);
+  }
   if (saved && saved.backend !== backend.kind) throw new FanoutInputError(`run ${lookup.runId} ran on the ${saved.backend} backend (${path.join(runDir, "fanout.json")}); ${saved.backend === "local" ? "add --local" : "drop --local"}`);
   const record: RunRecord = saved
     ? { ...saved, regions, count: lookup.count ?? saved.count }
