@@ -5,13 +5,16 @@
 // loaded from source by vite-node, as the tests load it), so this measures whatever is on main:
 //
 //   node bench/sim-fleet.mjs [--regions 3] [--tasks 500] [--minutes 3] [--period-ms 10000]
-//                            [--latency-ms 50] [--abort] [--keep]
+//                            [--latency-ms 50] [--abort] [--live] [--keep]
 //
 // It prints how late each live line came after its period's end, how long --abort-on took to stop
 // the run (with --abort: every task's users start failing two thirds into the load), the runner
 // process's peak RSS, its event-loop delay, collect's time and the store calls. --period-ms 1000
 // compresses time tenfold (period timestamps stay on the 10 s grid). The simulated tasks live in the
 // runner's process: the RSS and the event-loop delay are the runner's and the fleet's together.
+// --live serves the live page and keeps it open in another process (curl reading its event stream,
+// as a browser tab does), and prints what the page cost: updates, bytes streamed, bytes per period.
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
@@ -31,6 +34,7 @@ const { values: flags } = parseArgs({
     "period-ms": { type: "string", default: "10000" },
     "latency-ms": { type: "string", default: "50" },
     abort: { type: "boolean", default: false },
+    live: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
   },
 });
@@ -78,6 +82,7 @@ const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().r
 const loopDelay = monitorEventLoopDelay({ resolution: 20 });
 loopDelay.enable();
 const began = performance.now();
+const watchers = [];
 const run = await sources.runOnFleet(fleet, clock, {
   regions: REGIONS,
   count: TASKS,
@@ -85,8 +90,15 @@ const run = await sources.runOnFleet(fleet, clock, {
   loadMs: LOAD_MS,
   // 5 failed users in each task's period: a tenth of the tasks failing trips it.
   abortOn: flags.abort ? [`vusers.failed>${Math.ceil((REGIONS.length * TASKS * 5) / 10)}`] : [],
-  echo: (line) => console.log(`  ${new Date(clock.now()).toISOString().slice(11, 19)} ${line}`),
+  ...(flags.live ? { live: { port: 0, host: "127.0.0.1" } } : {}),
+  echo: (line) => {
+    console.log(`  ${new Date(clock.now()).toISOString().slice(11, 19)} ${line}`);
+    const url = /^live page: (http:\S+)$/.exec(line)?.[1];
+    // The page open in another process for the whole run: its stream is what a tab costs the runner.
+    if (url) watchers.push(spawn("curl", ["-sN", "--max-time", "3600", `${url}events`], { stdio: ["ignore", "ignore", "ignore"] }));
+  },
 });
+for (const watcher of watchers) watcher.kill();
 await fleet.settled();
 loopDelay.disable();
 clearInterval(sampler);
@@ -110,6 +122,12 @@ if (record.aborted) {
 }
 console.log(`collect: ${s(run.collectMs)} (real)`);
 console.log(`runner process (with the simulated fleet in it): peak RSS ${mib(peak)} sampled (${mib(baseline)} before the run), VmHWM ${mib(vmHwm())}; event-loop delay p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms, max ${(loopDelay.max / 1e6).toFixed(0)} ms`);
+const pageLine = run.lines.find((l) => l.line.startsWith("live page: now the report"));
+if (pageLine) {
+  const periods = new Set(run.live.map((l) => l.period)).size;
+  const kib = Number(/(\d+) KiB streamed/.exec(pageLine.line)?.[1] ?? NaN);
+  console.log(`live page: ${pageLine.line.slice("live page: now the report ".length)}; ${(kib / Math.max(1, periods)).toFixed(1)} KiB per period over ${periods} period(s)`);
+}
 console.log(`store calls: the runner ${calls.runner.toLocaleString("en-US")}, the tasks ${calls.tasks.toLocaleString("en-US")}`);
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "unknown CPU"}, Node ${process.version}`);
 await sources.close();

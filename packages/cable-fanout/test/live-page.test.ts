@@ -77,7 +77,7 @@ describe("cable-fanout run --live (--local, two regions) in headless Chromium", 
     await page.waitForFunction(() => ((window as unknown as { reportCharts?: Array<{ data: number[][] }> }).reportCharts?.[0]?.data[0].length ?? 0) >= 4, undefined, { timeout: 60_000, polling: 250 });
     const live = await chartsByTitle(page);
     // docs/report-render/live-page.png is this, taken with LIVE_PAGE_SCREENSHOT set to that path.
-    await page.screenshot({ path: process.env.LIVE_PAGE_SCREENSHOT ?? path.join(work, "live-page.png"), fullPage: true });
+    await page.screenshot({ path: process.env.LIVE_PAGE_SCREENSHOT ?? path.join(work, "live-page.png"), fullPage: false });
     const drawn = [...before, ...(await drawnUpdates(page))];
 
     const result = await run;

@@ -7,7 +7,7 @@
   var summary = document.getElementById("summary");
   var tables = document.getElementById("tables");
   if (!summary || !tables || typeof EventSource === "undefined" || !window.CableReportPage) return;
-  var STATES = { ok: true, warning: true, failed: true };
+  var STATES = { ok: true, warning: true, failed: true, running: true };
   var stream = new EventSource("events");
   /** Each update drawn, for the tests and the browser's console: when its figures were read, when drawn, how many periods. */
   window.cableLive = { updates: 0, lastAt: null, drawn: [] };

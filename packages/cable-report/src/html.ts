@@ -86,7 +86,7 @@ export interface PageParts {
   summary: string;
   /** The tables' HTML. */
   tables: string;
-  state: "ok" | "warning" | "failed";
+  state: "ok" | "warning" | "failed" | "running";
   data: PageData;
 }
 
@@ -190,10 +190,10 @@ const OWN_HTML = /^(<details>|<details><summary>[^<>&"]*<\/summary>|<\/details>)
  * links and images are shown as their text (report.md has none of its own; the page must not
  * navigate or fetch). A second wall behind report.md's escaping.
  */
-/** The headline's colour: the same reading as its first words (headline.ts). */
-function pageState(merged: MergedResults): "ok" | "warning" | "failed" {
+/** The headline's colour: the same reading as its first words (headline.ts); a run still going, blue unless users failed over the line. */
+function pageState(merged: MergedResults): PageParts["state"] {
   const { mark } = stateWords(runState(merged));
-  return mark === "✅" ? "ok" : mark === "❌" ? "failed" : "warning";
+  return mark === "✅" ? "ok" : mark === "❌" ? "failed" : mark === "⏳" ? "running" : "warning";
 }
 
 export function markdownToHtml(markdown: string): string {

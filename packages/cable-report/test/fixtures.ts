@@ -3,11 +3,12 @@
 // output by the end-to-end test).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { DDSketch } from "@artilleryio/sketches-js";
+import { DDSketch } from "@artilleryio/sketches-js";
 import { sketchOf } from "cable-test-servers";
 import { summarizeSketch } from "../src/merge.js";
 import { encodeSketch, RELATIVE_ACCURACY, SIDECAR_FORMAT, SIDECAR_VERSION, sidecarPathFor, type Sidecar } from "../src/sidecar.js";
-import type { PhaseStart } from "../src/period.js";
+import { periodSketches, type PhaseStart } from "../src/period.js";
+import type { LiveRegion } from "../src/live.js";
 import type { HistogramSummary, TaskPeriod, TaskResult } from "../src/task.js";
 
 /** A period of a constructed task: its counters, and raw samples per histogram (encoded as the plugin does). */
@@ -145,4 +146,19 @@ export function writeTask(file: string, spec: TaskSpec): void {
     ...(spec.target ? { target: spec.target } : {}),
   };
   writeFileSync(sidecarPathFor(file), JSON.stringify(sidecar));
+}
+
+/** What the runner's live feed keeps of a region: one record per period, its tasks' counters added and sketches merged. */
+export function liveRegionOf(name: string, tasks: TaskResult[], expectedTasks = tasks.length): LiveRegion {
+  const folds = new Map<number, LiveRegion["periods"][number]>();
+  for (const task of tasks) {
+    for (const p of task.periods) {
+      const fold = folds.get(p.period) ?? { period: p.period, counters: {}, sketches: {}, cpuPercent: null };
+      for (const [k, v] of Object.entries(p.counters)) fold.counters[k] = (fold.counters[k] ?? 0) + v;
+      for (const [k, s] of Object.entries(periodSketches(p))) (fold.sketches[k] ??= new DDSketch({ relativeAccuracy: 0.01 })).merge(s);
+      if (p.cpuPercent !== undefined) fold.cpuPercent = Math.max(fold.cpuPercent ?? 0, p.cpuPercent);
+      folds.set(p.period, fold);
+    }
+  }
+  return { name, periods: [...folds.values()].sort((a, b) => a.period - b.period), tasks: tasks.length, expectedTasks, phaseStarts: tasks[0]?.phaseStarts ?? [] };
 }

@@ -16,6 +16,12 @@ import type { MergedResults } from "../src/model.js";
 import { code, LIMITS } from "../src/text.js";
 import { chartData, launchChromium, openFile, tablesShown, type Browser } from "./chromium.js";
 import { liveMarkup, renderedTags } from "./hostile-text.js";
+import { liveRegionOf } from "./fixtures.js";
+import { markdownToHtml, reportPageParts } from "../src/html.js";
+import { liveResults } from "../src/live.js";
+import { LivePageServer } from "../src/live-server.js";
+import { loadResultsDir } from "../src/results.js";
+import { inline } from "../src/text.js";
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, "../../..");
@@ -152,5 +158,50 @@ describe("a hostile server's words, and hostile names, in the reports of a real 
     const active = charts.find((c) => c.length === merged.regions.length + 2 && c[c.length - 1].every((v, i) => v === merged.all.series!.users.active[i]));
     expect(active, "a chart holds the merged active users").toBeDefined();
     await page.close();
+  }, 60_000);
+
+  it("the live page in Chromium, then the report it becomes: the same names and words as text, no request but its own", async () => {
+    const { regions } = loadResultsDir(join(dir, "results"));
+    const live = liveResults({ regions: regions.map((r) => liveRegionOf(r.name, r.tasks)), test: regions[0].tasks[0].test!, asOf: Date.now() });
+    const server = await LivePageServer.start({ host: "127.0.0.1", port: 0 });
+    try {
+      server.update(reportPageParts(live, { title: TITLE }));
+      server.status(markdownToHtml(`**⏳ Live** · Tasks: ${regions.map((r) => `${inline(r.name, 40)}: 1 running`).join(" · ")}`));
+      const page = await browser!.context.newPage();
+      const elsewhere: string[] = [];
+      const dialogs: string[] = [];
+      const navigations: string[] = [];
+      await page.route("**/*", (route) => (route.request().url().startsWith(server.url) ? route.continue() : (elsewhere.push(route.request().url()), route.abort())));
+      page.on("dialog", (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await page.goto(server.url, { waitUntil: "load" });
+      page.on("framenavigated", (frame) => frame === page.mainFrame() && navigations.push(frame.url()));
+      const injected = async () => {
+        for (const selector of ["h1", "body meta", "details[open]", "body style", "img", "a[href]"]) expect(await page.locator(selector).count(), selector).toBe(0);
+      };
+      await injected();
+      // The region's name as written (GitHub's links broken by invisible word joiners), cut to its cap.
+      expect((await page.locator("#live-status").innerText()).replace(/\u2060/g, "")).toContain(REGIONS.pusher.slice(0, 16));
+      const tables = await tablesShown(page);
+      expect(tables.length).toBeGreaterThan(0);
+      expect(tables.every((t) => t.visible)).toBe(true);
+      // An update through the stream: the same rule.
+      server.update(reportPageParts({ ...live, live: { asOf: Date.now() + 1 } }, { title: `${TITLE} 2` }));
+      await page.waitForFunction(() => ((window as unknown as { cableLive?: { updates: number } }).cableLive?.updates ?? 0) >= 1);
+      await injected();
+      // The end: the report with the server's words.
+      await server.final(readFileSync(join(dir, "report.html"), "utf8"));
+      await page.waitForFunction(() => document.getElementById("live-status") === null);
+      await injected();
+      expect((await page.locator("#tables").innerText()).replace(/\u2060/g, "")).toContain(merged.serverWords![0].text.slice(0, 12));
+      expect(elsewhere).toEqual([]);
+      expect(dialogs).toEqual([]);
+      expect(navigations.every((u) => u === server.url)).toBe(true);
+      await page.close();
+    } finally {
+      await server.close();
+    }
   }, 60_000);
 });

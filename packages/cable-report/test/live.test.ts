@@ -3,18 +3,17 @@
 // page draws each update, keeps outside text as text, makes no other request, and becomes the
 // report at the end.
 import { request } from "node:http";
-import { DDSketch } from "@artilleryio/sketches-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderMarkdown } from "../src/markdown.js";
 import { runState } from "../src/headline.js";
 import { reportPageParts, renderReportPage } from "../src/html.js";
-import { liveResults, type LiveRegion } from "../src/live.js";
+import { liveResults } from "../src/live.js";
 import { LivePageServer } from "../src/live-server.js";
-import { periodSketches, PERIOD_MS } from "../src/period.js";
+import { PERIOD_MS } from "../src/period.js";
 import { mergeRegions } from "../src/results.js";
 import type { TaskResult } from "../src/task.js";
 import { launchChromium, type Browser } from "./chromium.js";
-import { around, taskOf, TEST, type PeriodSpec } from "./fixtures.js";
+import { around, liveRegionOf, taskOf, TEST, type PeriodSpec } from "./fixtures.js";
 
 const T0 = Date.UTC(2026, 10, 29, 12, 0, 0);
 const MAIN = "cable.broadcast_latency";
@@ -27,21 +26,6 @@ function periods(count: number, center: number, seed: number, from = 0): PeriodS
     samples: { [MAIN]: around(center + i * 3, 40, seed + i), "cable.handshake": around(20, 10, seed * 7 + i) },
     cpuPercent: 30 + seed,
   }));
-}
-
-/** What the runner's live feed keeps of a region: one record per period, its tasks' counters added and sketches merged. */
-function liveRegionOf(name: string, tasks: TaskResult[], expectedTasks = tasks.length): LiveRegion {
-  const folds = new Map<number, LiveRegion["periods"][number]>();
-  for (const task of tasks) {
-    for (const p of task.periods) {
-      const fold = folds.get(p.period) ?? { period: p.period, counters: {}, sketches: {}, cpuPercent: null };
-      for (const [k, v] of Object.entries(p.counters)) fold.counters[k] = (fold.counters[k] ?? 0) + v;
-      for (const [k, s] of Object.entries(periodSketches(p))) (fold.sketches[k] ??= new DDSketch({ relativeAccuracy: 0.01 })).merge(s);
-      if (p.cpuPercent !== undefined) fold.cpuPercent = Math.max(fold.cpuPercent ?? 0, p.cpuPercent);
-      folds.set(p.period, fold);
-    }
-  }
-  return { name, periods: [...folds.values()].sort((a, b) => a.period - b.period), tasks: tasks.length, expectedTasks, phaseStarts: tasks[0]?.phaseStarts ?? [] };
 }
 
 const phaseStarts = [{ index: 0, name: "steady", startTime: T0 }];

@@ -21,6 +21,8 @@ export interface FleetRunOptions {
   /** The scenario's one phase, simulated ms: as long as the fleet's load. */
   loadMs: number;
   abortOn?: string[];
+  /** --live: the live page's address (bench/sim-fleet.mjs --live). */
+  live?: { port: number; host: string };
   /** Every line the runner prints, as it prints it. */
   echo?: (line: string) => void;
 }
@@ -77,6 +79,7 @@ export async function runOnFleet(fleet: SimFleet, clock: SimClock, options: Flee
       secretRefs: {},
       secretValues: {},
       abortOn: (options.abortOn ?? []).map(parseAbortOn),
+      ...(options.live ? { live: options.live } : {}),
     },
     {
       backend: fleet,
