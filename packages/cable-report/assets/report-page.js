@@ -282,9 +282,11 @@
     function build() {
       ui.metric = select.value;
       ui.percentiles = boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
+      // The chart keeps its place among the others (the tests and the console find it there).
+      var at = current ? charts.indexOf(current) : -1;
       if (current) {
         rememberHidden(current);
-        charts.splice(charts.indexOf(current), 1);
+        charts.splice(at, 1);
         current.destroy();
         current = null;
       }
@@ -304,6 +306,7 @@
         return;
       }
       current = plotOrNote(area, { x: data.x, unit: "ms", series: series }, "No latency samples in any period.");
+      if (current && at !== -1) charts.splice(at, 0, charts.pop());
     }
 
     select.addEventListener("change", build);

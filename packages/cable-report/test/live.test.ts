@@ -193,12 +193,22 @@ describe("the live page in headless Chromium", () => {
       await page.waitForFunction(() => (window as unknown as { cableLive?: unknown }).cableLive !== undefined);
       expect(await points()).toBe(periodsAt(2));
 
+      // The reader hides a line and picks p99 too: an update keeps both.
+      await page.locator(".u-legend tr.u-series").nth(1).click();
+      await page.locator('input[type="checkbox"][value="p99"]').check();
+      const hiddenBefore = await page.evaluate(() => (window as unknown as { reportCharts: Array<{ series: Array<{ label: string; show: boolean }> }> }).reportCharts[0].series.filter((s) => !s.show).map((s) => s.label));
+      expect(hiddenBefore).toHaveLength(1);
+
       for (const n of [3, 4, 5]) {
         const sentAt = Date.now();
         server.update(partsAt(n));
         await page.waitForFunction((want) => ((window as unknown as { reportCharts: Array<{ data: number[][] }> }).reportCharts[0]?.data[0].length ?? 0) === want, periodsAt(n), { timeout: 2_000 });
         expect(Date.now() - sentAt).toBeLessThan(2_000);
       }
+      const shown = await page.evaluate(() => (window as unknown as { reportCharts: Array<{ series: Array<{ label: string; show: boolean }> }> }).reportCharts[0].series.map((s) => [s.label, s.show] as const));
+      expect(shown.filter(([, show]) => !show).map(([label]) => label)).toEqual(hiddenBefore);
+      expect(shown.some(([label]) => label.endsWith(" p99"))).toBe(true);
+      await page.locator('input[type="checkbox"][value="p99"]').uncheck();
       // The latency chart's figures are the merged results' own.
       const drawn = await page.evaluate(() => (window as unknown as { reportCharts: Array<{ data: Array<Array<number | null>> }> }).reportCharts[0].data.slice(1));
       const want = liveResults({ regions: regionsAt(5), test: TEST, asOf: 0 }).all.series!.latency[MAIN].p95;
