@@ -308,5 +308,6 @@ export function capacityOptions(raw: unknown) {
   const taskEnv = taskEnvFlags().parse(raw);
   const task = taskFlags.parse(raw);
   checkTaskEnv(taskEnv, secrets, task);
-  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw) } };
+  const { live, warning } = liveFlags.parse(raw);
+  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw) }, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
 }

@@ -25,6 +25,7 @@ import { planCommand } from "./plan/command.js";
 import { usd } from "./plan/estimate.js";
 import { ASK_ABOVE_USD } from "./plan/launch.js";
 import { registerCapacity } from "./capacity/command.js";
+import { liveOptions } from "./live/live-options.js";
 import { COMPARE_HELP } from "./compare/targets.js";
 import { runCompare } from "./compare/run.js";
 
@@ -133,11 +134,6 @@ function program(exit: (code: number) => void): Command {
       .option("--baseline-any", "compare with a baseline of another scenario or target anyway (report.md says it compared across them)")
       .option("--title <text>", "heading of report.md");
 
-  /** --live[=PORT] and --live-host, for run, compare and attach. */
-  const liveOptions = (c: Command) =>
-    c
-      .option("--live [port]", "serve the run's live page (the figures as they come, then report.html) on this port, as --live=8080; --live alone: any free port. The URL, with its access token, is printed")
-      .option("--live-host <host>", "where the live page listens (default 127.0.0.1); any other address makes it reachable by whoever can reach that host and port and has the printed URL");
   const detachOption = (c: Command) =>
     c.option("--detach", "return once the go is given, leaving the tasks to run to their end without this runner (no heartbeat; --max-duration bounds them); then `cable-fanout attach|collect|stop|status`");
 

@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // `cable-fanout run --live` with two --local regions, the page open in real headless Chromium while
 // the run goes: each period is drawn within 2 s of the live feed reading it (the feed's own time,
 // sent with the figures), a reload mid-run shows every period so far, no request leaves the page,
@@ -10,7 +11,7 @@ import path from "node:path";
 import { startTarget, type LocalTarget } from "cable-local-target";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, type Browser } from "../../cable-report/test/chromium";
+import { launchChromium, type Browser } from "cable-test-servers/chromium";
 import { runCli } from "./cli";
 
 const ROOT = path.resolve(__dirname, "../../..");

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MergedResults } from "../src/model.js";
-import { launchChromium, watchPage, type Browser } from "./chromium.js";
+import { launchChromium, watchPage, type Browser } from "cable-test-servers/chromium";
 
 const ROOT = resolve(__dirname, "../../..");
 const SHOT = join(ROOT, "docs", "report-render", "demo-html.png");

@@ -14,7 +14,7 @@ import { INJECTIONS, runArtillery, startHostileServer, type HostileServer } from
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MergedResults } from "../src/model.js";
 import { code, LIMITS } from "../src/text.js";
-import { chartData, launchChromium, openFile, tablesShown, type Browser } from "./chromium.js";
+import { chartData, launchChromium, openFile, tablesShown, type Browser } from "cable-test-servers/chromium";
 import { liveMarkup, renderedTags } from "./hostile-text.js";
 import { liveRegionOf } from "./fixtures.js";
 import { markdownToHtml, reportPageParts } from "../src/html.js";

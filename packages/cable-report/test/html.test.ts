@@ -14,7 +14,7 @@ import { jsonForScript, markdownToHtml, REGION_PALETTE, renderHtml, withoutChart
 import { renderMarkdown } from "../src/markdown.js";
 import type { MergedResults } from "../src/model.js";
 import { mergeRegions, type RegionTasks } from "../src/results.js";
-import { chartData, launchChromium, openFile, tablesShown, watchPage, type Browser } from "./chromium.js";
+import { chartData, launchChromium, openFile, tablesShown, watchPage, type Browser } from "cable-test-servers/chromium";
 import { around, taskOf, writeTask, type PeriodSpec } from "./fixtures.js";
 
 const ROOT = resolve(__dirname, "../../..");

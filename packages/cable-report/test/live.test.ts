@@ -12,7 +12,7 @@ import { LivePageServer } from "../src/live-server.js";
 import { PERIOD_MS } from "../src/period.js";
 import { mergeRegions } from "../src/results.js";
 import type { TaskResult } from "../src/task.js";
-import { launchChromium, type Browser } from "./chromium.js";
+import { launchChromium, type Browser } from "cable-test-servers/chromium";
 import { around, liveRegionOf, taskOf, TEST, type PeriodSpec } from "./fixtures.js";
 
 const T0 = Date.UTC(2026, 10, 29, 12, 0, 0);

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runArtillery } from "cable-test-servers";
 import { readLiveSetting } from "../src/plugin-live.js";
-import { launchChromium, type Browser } from "./chromium.js";
+import { launchChromium, type Browser } from "cable-test-servers/chromium";
 
 describe("the live setting", () => {
   it("reads live: true, a port, CABLE_LIVE, and names what it cannot read", () => {

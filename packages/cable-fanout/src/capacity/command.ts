@@ -1,5 +1,9 @@
 // `cable-fanout capacity <scenario> --slo … --start N --step N --max N --hold S`: flags → search.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { shownPath } from "../shown-path.js";
+import { LivePage, type LivePageAddress } from "../live/page.js";
+import { liveOptions } from "../live/live-options.js";
 import { type Command, Option } from "commander";
 import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
@@ -64,7 +68,7 @@ interface Hooks {
 }
 
 export function registerCapacity(program: Command, hooks: Hooks): void {
-  program
+  const command = program
     .command("capacity <scenario>")
     .description("find how many concurrent users (or, --vary rate, messages a second) the server holds under the SLO: a stair of levels, each held and judged, from every region at once")
     .addHelpText("after", CAPACITY_HELP)
@@ -98,60 +102,80 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--start-delay <duration>", "how far ahead each run's common start is set")
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
     .option("--max-cost <usd>", "refuse a segment whose cost estimate is higher (the first segment's plan is printed and guarded)")
-    .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`)
-    .action(async (scenario: string, raw: unknown) => {
-      // Every flag is checked before any region is opened: a typo costs no AWS call.
-      const { backend: flags, placement, search, task } = capacityOptions(raw);
-      const { regions, count } = placement;
-      const { users, refine } = search;
-      const backend = hooks.makeBackend(flags);
-      const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
-      // The tasks write their live files into their region's store (its bucket on AWS, from the
-      // stack's outputs; the directory locally), and read the stop marker there.
-      const liveStores = new Map<string, Store>();
-      for (const region of regions) liveStores.set(region, (await backend.openRegion(region)).store);
-      const abort = new AbortController();
-      let interrupts = 0;
-      const onSigint = () => {
-        if (++interrupts > 1) process.exit(130);
-        hooks.log("stopping the search and every task (Ctrl-C again to quit at once)…");
-        abort.abort();
-      };
-      // Any signal that stops the runner stops its tasks (a closed terminal sends SIGHUP).
-      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSigint);
-      try {
-        const result = await runCapacity(
-          {
-            scenarioFile: scenario,
-            regions,
-            count,
-            outDir: flags.out,
-            ...task,
-            ...(storeDir ? { store: storeDir } : {}),
-            slos: search.slos,
-            stair: search.stair,
-            vary: search.vary,
-            ...(users !== undefined ? { users } : {}),
-            ...(refine !== undefined ? { refine } : {}),
-          },
-          {
-            backend,
-            liveStore: (region): Store => liveStores.get(region)!,
-            now: Date.now,
-            sleep: hooks.sleep,
-            log: hooks.log,
-            abort,
-            ...askAtTerminal(),
-            // Plain lines, not a spinner: the search prints its own progress line between the runs' ones.
-            progress: (clock) => new LineProgress(hooks.log, { ...clock, now: Date.now }),
-          },
-        );
-        process.stdout.write(`${shownPath(result.markdownFile, flags.out)}\n`);
-        hooks.exit(result.exitCode);
-      } finally {
-        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSigint);
-      }
-    });
+    .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`);
+  liveOptions(command).action(async (scenario: string, raw: unknown) => {
+    // Every flag is checked before any region is opened: a typo costs no AWS call.
+    const { backend: flags, placement, search, task, live, warnings } = capacityOptions(raw);
+    for (const line of warnings) hooks.log(line);
+    const { regions, count } = placement;
+    const { users, refine } = search;
+    const backend = hooks.makeBackend(flags);
+    const storeDir = backend.kind === "local" ? hooks.localStore(flags) : undefined;
+    // The tasks write their live files into their region's store (its bucket on AWS, from the
+    // stack's outputs; the directory locally), and read the stop marker there.
+    const liveStores = new Map<string, Store>();
+    for (const region of regions) liveStores.set(region, (await backend.openRegion(region)).store);
+    const abort = new AbortController();
+    let interrupts = 0;
+    const onSigint = () => {
+      if (++interrupts > 1) process.exit(130);
+      hooks.log("stopping the search and every task (Ctrl-C again to quit at once)…");
+      abort.abort();
+    };
+    // Any signal that stops the runner stops its tasks (a closed terminal sends SIGHUP).
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSigint);
+    // One page for the whole search: each run of it drawn in turn, the last one's report.html at the end.
+    const page = live ? await openSearchPage(live, hooks.log) : undefined;
+    let lastReport: string | undefined;
+    try {
+      const result = await runCapacity(
+        {
+          scenarioFile: scenario,
+          regions,
+          count,
+          outDir: flags.out,
+          ...task,
+          ...(storeDir ? { store: storeDir } : {}),
+          slos: search.slos,
+          stair: search.stair,
+          vary: search.vary,
+          ...(users !== undefined ? { users } : {}),
+          ...(refine !== undefined ? { refine } : {}),
+        },
+        {
+          backend,
+          liveStore: (region): Store => liveStores.get(region)!,
+          now: Date.now,
+          sleep: hooks.sleep,
+          log: hooks.log,
+          abort,
+          ...askAtTerminal(),
+          // Plain lines, not a spinner: the search prints its own progress line between the runs' ones.
+          progress: (clock) => new LineProgress(hooks.log, { ...clock, now: Date.now }),
+          ...(page ? { livePage: page } : {}),
+        },
+      );
+      const last = result.runs[result.runs.length - 1]?.runId;
+      if (last) lastReport = path.join(result.searchDir, last, "report.html");
+      process.stdout.write(`${shownPath(result.markdownFile, flags.out)}\n`);
+      hooks.exit(result.exitCode);
+    } finally {
+      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSigint);
+      await page?.final(lastReport && existsSync(lastReport) ? readFileSync(lastReport, "utf8") : undefined);
+    }
+  });
+}
+
+/** The search's live page, before its first run: a port that cannot be had is said, and the search goes on without it. */
+async function openSearchPage(address: LivePageAddress, log: (line: string) => void): Promise<LivePage | undefined> {
+  try {
+    const page = await LivePage.open(address, undefined, Date.now);
+    log(`live page: ${page.url}`);
+    return page;
+  } catch (err) {
+    log(`live page: cannot listen on ${address.host}:${address.port} (${(err as NodeJS.ErrnoException).code ?? (err as Error).name}); the search goes on without it`);
+    return undefined;
+  }
 }
 
 export { CAPACITY_EXIT };

@@ -34,6 +34,8 @@ export interface CapacityDeps {
   progress: RunDeps["progress"];
   /** Asks before a costly first segment (RunDeps.ask). */
   ask?: RunDeps["ask"];
+  /** --live: one page for the whole search, each run drawn on it in turn (RunDeps.livePage). */
+  livePage?: RunDeps["livePage"];
 }
 
 export interface CapacityResult {

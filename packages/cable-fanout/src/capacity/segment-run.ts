@@ -55,6 +55,7 @@ export class SegmentRun {
       newRunId: () => (this.runId = newRunId(deps.now())),
       onFeed: (feed) => (this.feed = feed),
       ...(deps.ask ? { ask: deps.ask } : {}),
+      ...(deps.livePage ? { livePage: deps.livePage } : {}),
     });
     this.settled = this.run.then(
       () => (this.finished = true),

@@ -29,11 +29,6 @@ export interface LivePageAddress {
 
 export const DEFAULT_LIVE_HOST = "127.0.0.1";
 
-/** Whether a host the page may bind is this machine's alone (anything else is said aloud as a risk). */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
 /** What of the run the page's status line and figures need, besides the feed. */
 export interface LiveRunFacts {
   /** The scenario's file name, the page's title. */
@@ -57,11 +52,19 @@ export class LivePage {
 
   private constructor(
     private readonly server: LivePageServer,
-    private readonly facts: LiveRunFacts,
+    /** Undefined until a run follows the page (a capacity search opens it before its first run). */
+    private facts: LiveRunFacts | undefined,
     private readonly now: () => number,
   ) {}
 
-  static async open(address: LivePageAddress, facts: LiveRunFacts, now: () => number): Promise<LivePage> {
+  /** The next run on the same page (a capacity search's runs, one after the other): its figures from now on. */
+  follow(facts: LiveRunFacts): void {
+    this.facts = facts;
+    this.counts.clear();
+    this.signature = "";
+  }
+
+  static async open(address: LivePageAddress, facts: LiveRunFacts | undefined, now: () => number): Promise<LivePage> {
     return new LivePage(await LivePageServer.start(address), facts, now);
   }
 
@@ -80,14 +83,16 @@ export class LivePage {
 
   /** After a poll of the feed: the figures when they changed, and the status line. */
   show(snapshot: LiveSnapshot): void {
+    const facts = this.facts;
+    if (!facts) return;
     const now = this.now();
-    const signature = figuresSignature(snapshot, this.facts.aborted());
+    const signature = figuresSignature(snapshot, facts.aborted());
     if (signature !== this.signature) {
       this.signature = signature;
-      const merged = this.merged(snapshot, now);
-      this.server.update(reportPageParts(merged, { title: `${this.facts.title}: live` }), now);
+      const merged = this.merged(facts, snapshot, now);
+      this.server.update(reportPageParts(merged, { title: `${facts.title}: live` }), now);
     }
-    this.server.status(markdownToHtml(this.statusMarkdown(snapshot, now)));
+    this.server.status(markdownToHtml(this.statusMarkdown(facts, snapshot, now)));
   }
 
   /** The report is written (undefined: none could be): open pages reload into it, then the server closes. */
@@ -100,12 +105,12 @@ export class LivePage {
   }
 
   /** The run so far as merged results: one task per region, its periods the feed's merged ones. */
-  merged(snapshot: LiveSnapshot, now: number): MergedResults {
-    const { config, scenarios } = this.facts;
+  merged(facts: LiveRunFacts, snapshot: LiveSnapshot, now: number): MergedResults {
+    const { config, scenarios } = facts;
     const cable = (config.cable ?? {}) as Record<string, unknown>;
     return liveResults({
       asOf: now,
-      regions: [...snapshot.values()].map((region) => liveRegion(region, this.facts.expected(region.region))),
+      regions: [...snapshot.values()].map((region) => liveRegion(region, facts.expected(region.region))),
       test: {
         name: "",
         scenarios: scenarios.map((s, i) => (typeof s === "object" && s !== null && typeof (s as { name?: unknown }).name === "string" ? (s as { name: string }).name : String(i))),
@@ -113,15 +118,15 @@ export class LivePage {
         maxFailedUsers: readMaxFailedUsers(cable.maxFailedUsers),
         ...(typeof cable.timeout === "number" && cable.timeout > 0 ? { timeoutMs: cable.timeout * 1000 } : {}),
       },
-      aborted: this.facts.aborted() ?? null,
+      aborted: facts.aborted() ?? null,
     });
   }
 
   /** Where the run is: its clock, each region's tasks, the cost so far; regions' names as text. */
-  statusMarkdown(snapshot: LiveSnapshot, now: number): string {
-    const startAt = this.facts.startAt();
-    const planned = this.facts.plannedMs;
-    const aborted = this.facts.aborted();
+  statusMarkdown(facts: LiveRunFacts, snapshot: LiveSnapshot, now: number): string {
+    const startAt = facts.startAt();
+    const planned = facts.plannedMs;
+    const aborted = facts.aborted();
     const clock =
       startAt === null || startAt === undefined
         ? "waiting for the tasks to be ready"
@@ -133,15 +138,15 @@ export class LivePage {
       const tasks = c ? `${c.pending} pending, ${c.running} running, ${c.stopped} stopped${c.failed > 0 ? ` (${c.failed} failed)` : ""}` : `${snapshot.get(name)?.tasks.size ?? 0} reporting`;
       return `${inline(name, 40)}: ${tasks}`;
     });
-    const lines = [`**${aborted ? "⛔ Stopping" : "⏳ Live"}** · ${clock}${this.costSoFar(startAt, now)} · updated ${new Date(now).toISOString().slice(11, 19)} UTC`];
+    const lines = [`**${aborted ? "⛔ Stopping" : "⏳ Live"}** · ${clock}${this.costSoFar(facts, startAt, now)} · updated ${new Date(now).toISOString().slice(11, 19)} UTC`];
     if (regions.length > 0) lines.push(`Tasks: ${regions.join(" · ")}`);
     if (aborted) lines.push(`Stopped early by \`--abort-on ${aborted.condition.replace(/`/g, "'")}\``);
     return lines.join("\n\n");
   }
 
   /** What Fargate has billed so far at the plan's price per task-second: tasks running since the start. */
-  private costSoFar(startAt: number | null | undefined, now: number): string {
-    const estimate = this.facts.estimate;
+  private costSoFar(facts: LiveRunFacts, startAt: number | null | undefined, now: number): string {
+    const estimate = facts.estimate;
     if (!estimate || estimate.taskSeconds <= 0 || startAt === null || startAt === undefined || now < startAt) return "";
     const running = [...this.counts.values()].reduce((n, c) => n + c.running + c.stopped, 0);
     const usd = (running * ((now - startAt) / 1000) * estimate.usd) / estimate.taskSeconds;

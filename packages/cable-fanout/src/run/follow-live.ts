@@ -9,7 +9,7 @@ import { judgeAbort, type AbortCondition } from "../live/abort.js";
 import { formatFinal, LiveView } from "../live/view.js";
 import type { Region } from "../backend.js";
 import type { Progress } from "../progress.js";
-import { isLoopback, LivePage, type LivePageAddress } from "../live/page.js";
+import { LivePage, type LivePageAddress, type LiveRunFacts } from "../live/page.js";
 import type { RunRecord } from "./record.js";
 import type { RunDeps } from "./run-options.js";
 
@@ -50,7 +50,7 @@ export interface LiveSide {
  * What the tasks stream while they run: a line per region and period, and --abort-on's verdict on
  * the merged figures. `stop` prints the whole run per region, from the last of the live files.
  */
-export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<RunDeps, "now" | "sleep" | "onFeed">, progress: Progress): LiveSide {
+export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<RunDeps, "now" | "sleep" | "onFeed" | "livePage">, progress: Progress): LiveSide {
   // Once the barrier has gone, only a region's ready tasks send periods: one that missed it, or never
   // started, holds no line back.
   const expected = (region: string) => run.record.barrier?.readyByRegion?.[region] ?? options.count;
@@ -62,7 +62,7 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
   ).start();
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(expected);
-  const page = options.live ? openPage(run, options.live, expected, deps.now, progress) : undefined;
+  const page = deps.livePage ? sharedPage(run, deps.livePage, expected) : options.live ? openPage(run, options.live, expected, deps.now, progress) : undefined;
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     page?.current?.show(snapshot);
@@ -80,7 +80,8 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
   return {
     progress: page ? teeCounts(progress, page) : progress,
     async final(htmlFile) {
-      const live = await page?.opened;
+      // A page the caller keeps across runs is the caller's to end.
+      const live = deps.livePage ? undefined : await page?.opened;
       if (!live) return;
       let html: string | undefined;
       try {
@@ -109,10 +110,9 @@ interface OpeningPage {
   current?: LivePage;
 }
 
-/** Starts the live page's server; a port that cannot be had is said, and the run goes on without it. */
-function openPage(run: FollowedRun, address: LivePageAddress, expected: (region: string) => number, now: () => number, progress: Progress): OpeningPage {
-  const opening: OpeningPage = { opened: Promise.resolve(undefined) };
-  const facts = {
+/** What the page says of this run besides the feed. */
+function runFacts(run: FollowedRun, expected: (region: string) => number): LiveRunFacts {
+  return {
     title: run.scenario.file ? path.basename(run.scenario.file) : run.runId,
     config: run.scenario.config ?? {},
     scenarios: run.scenario.scenarios ?? [],
@@ -122,11 +122,22 @@ function openPage(run: FollowedRun, address: LivePageAddress, expected: (region:
     estimate: run.record.estimate,
     aborted: () => run.record.aborted,
   };
-  opening.opened = LivePage.open(address, facts, now).then(
+}
+
+/** The caller's page (a capacity search's, across its runs), on this run from now on. */
+function sharedPage(run: FollowedRun, page: LivePage, expected: (region: string) => number): OpeningPage {
+  page.follow(runFacts(run, expected));
+  return { opened: Promise.resolve(page), current: page };
+}
+
+/** Starts the live page's server; a port that cannot be had is said, and the run goes on without it. */
+function openPage(run: FollowedRun, address: LivePageAddress, expected: (region: string) => number, now: () => number, progress: Progress): OpeningPage {
+  const opening: OpeningPage = { opened: Promise.resolve(undefined) };
+  // A host other than loopback was said aloud by the command, before anything started.
+  opening.opened = LivePage.open(address, runFacts(run, expected), now).then(
     (page) => {
       opening.current = page;
       progress.event(`live page: ${page.url}`);
-      if (!isLoopback(address.host)) progress.event(`live page: ⚠️ listening on ${address.host}: anyone who can reach it and has this URL (its token) sees the run`);
       return page;
     },
     (err: Error) => {

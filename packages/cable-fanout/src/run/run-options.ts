@@ -1,6 +1,6 @@
 // What a run is asked (RunOptions, as the CLI and the capacity search build it), what it is given
 // (RunDeps), what it answers (RunResult), and the overrides its tasks get.
-import type { LivePageAddress } from "../live/page.js";
+import type { LivePage, LivePageAddress } from "../live/page.js";
 import type { Backend, StartOptions } from "../backend.js";
 import type { AbortCondition } from "../live/abort.js";
 import type { LiveFeed } from "../live/feed.js";
@@ -85,6 +85,8 @@ export interface RunDeps {
   /** Aborted by Ctrl-C; --max-duration aborts it too. */
   abort: AbortController;
   newRunId?: () => string;
+  /** A live page the caller keeps across its runs (a capacity search's): this run draws on it and leaves it open. */
+  livePage?: LivePage;
   /** Handed the run's live feed once the run has an id (the capacity search judges its steps from it). */
   onFeed?: (feed: LiveFeed) => void;
   /** Asks the person at the terminal a yes/no question; absent when nobody can answer (CI, no TTY). */

@@ -1,6 +1,7 @@
-// Test support: report.html opened in Debian's headless `chromium` (as render.test.ts drives it for
-// the golden PNGs), from a file as a user opens it, every request but the file itself refused and
-// counted, and what the page did: navigations, console errors, dialogs.
+// Test support: report.html and the live page opened in Debian's headless `chromium` (as
+// cable-report's render.test.ts drives it for the golden PNGs), from a file as a user opens it,
+// every request but the file itself refused and counted, and what the page did: navigations,
+// console errors, dialogs.
 /// <reference lib="dom" />
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
