@@ -132,7 +132,11 @@ export class LivePage {
         ? "waiting for the tasks to be ready"
         : now < startAt
           ? `load starts in ${formatDuration(startAt - now)}`
-          : `${formatDuration(now - startAt)}${planned !== undefined ? ` of ${formatDuration(planned)}` : " elapsed"}`;
+          : planned === undefined
+            ? `${formatDuration(now - startAt)} elapsed`
+            : now - startAt <= planned
+              ? `${formatDuration(now - startAt)} of ${formatDuration(planned)}`
+              : `${formatDuration(now - startAt)}, past the planned ${formatDuration(planned)}: users finishing their flows`;
     const regions = [...new Set([...snapshot.keys(), ...this.counts.keys()])].sort().map((name) => {
       const c = this.counts.get(name);
       const tasks = c ? `${c.pending} pending, ${c.running} running, ${c.stopped} stopped${c.failed > 0 ? ` (${c.failed} failed)` : ""}` : `${snapshot.get(name)?.tasks.size ?? 0} reporting`;

@@ -34,6 +34,8 @@ export interface FollowOptions {
   abortOn?: AbortCondition[];
   /** --live: the page's address. */
   live?: LivePageAddress;
+  /** The config the tasks run with (the scenario's after -e and --overrides), for the live page; else the scenario's own. */
+  config?: Record<string, unknown>;
 }
 
 /** The run's live side, as the runner drives it. */
@@ -62,7 +64,8 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
   ).start();
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(expected);
-  const page = deps.livePage ? sharedPage(run, deps.livePage, expected) : options.live ? openPage(run, options.live, expected, deps.now, progress) : undefined;
+  const facts = runFacts(run, options, expected);
+  const page = deps.livePage ? sharedPage(deps.livePage, facts) : options.live ? openPage(options.live, facts, deps.now, progress) : undefined;
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     page?.current?.show(snapshot);
@@ -111,10 +114,10 @@ interface OpeningPage {
 }
 
 /** What the page says of this run besides the feed. */
-function runFacts(run: FollowedRun, expected: (region: string) => number): LiveRunFacts {
+function runFacts(run: FollowedRun, options: FollowOptions, expected: (region: string) => number): LiveRunFacts {
   return {
     title: run.scenario.file ? path.basename(run.scenario.file) : run.runId,
-    config: run.scenario.config ?? {},
+    config: options.config ?? run.scenario.config ?? {},
     scenarios: run.scenario.scenarios ?? [],
     plannedMs: run.scenario.durationMs,
     startAt: () => run.record.startAt,
@@ -125,16 +128,16 @@ function runFacts(run: FollowedRun, expected: (region: string) => number): LiveR
 }
 
 /** The caller's page (a capacity search's, across its runs), on this run from now on. */
-function sharedPage(run: FollowedRun, page: LivePage, expected: (region: string) => number): OpeningPage {
-  page.follow(runFacts(run, expected));
+function sharedPage(page: LivePage, facts: LiveRunFacts): OpeningPage {
+  page.follow(facts);
   return { opened: Promise.resolve(page), current: page };
 }
 
 /** Starts the live page's server; a port that cannot be had is said, and the run goes on without it. */
-function openPage(run: FollowedRun, address: LivePageAddress, expected: (region: string) => number, now: () => number, progress: Progress): OpeningPage {
+function openPage(address: LivePageAddress, facts: LiveRunFacts, now: () => number, progress: Progress): OpeningPage {
   const opening: OpeningPage = { opened: Promise.resolve(undefined) };
   // A host other than loopback was said aloud by the command, before anything started.
-  opening.opened = LivePage.open(address, runFacts(run, expected), now).then(
+  opening.opened = LivePage.open(address, facts, now).then(
     (page) => {
       opening.current = page;
       progress.event(`live page: ${page.url}`);

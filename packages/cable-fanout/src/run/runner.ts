@@ -49,7 +49,9 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   // Written before any task starts, so a task never sees a run without one; a detached run's tasks watch none.
   const heartbeat = options.detach ? undefined : await startHeartbeat(regions, run.runId, timing.beatEveryMs, deps);
   const maxTimer = setTimeout(() => run.stop(`--max-duration ${Math.round(maxDurationMs / 1000)} s reached`, { by: "max-duration", limitMs: maxDurationMs }), maxDurationMs);
-  const live = followLive(run, options, deps, await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs }));
+  // The live page names the phases and the failure line the tasks run with (after -e and --overrides).
+  const config = effectiveConfig(run.scenario, effectiveOverrides(options), options.environment);
+  const live = followLive(run, { ...options, config }, deps, await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs }));
   const progress = live.progress;
   const scraping = new AbortController();
   const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
