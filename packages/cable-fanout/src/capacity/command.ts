@@ -155,7 +155,7 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
           ...(page ? { livePage: page } : {}),
         },
       );
-      const last = result.runs[result.runs.length - 1]?.runId;
+      const last = page ? result.runs.at(-1)?.runId : undefined;
       if (last) lastReport = path.join(result.searchDir, last, "report.html");
       process.stdout.write(`${shownPath(result.markdownFile, flags.out)}\n`);
       hooks.exit(result.exitCode);
