@@ -31,7 +31,8 @@ export interface RunLookup {
  * left in the stores (with --local the store directory; on AWS the regions given), else one built
  * from flags when this machine did not start it.
  */
-export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ runDir: string; record: RunRecord }> {
+/** `fromStore`: the record was read from the run's store, not this machine's results directory. */
+export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ runDir: string; record: RunRecord; fromStore: boolean }> {
   const runDir = path.resolve(lookup.outDir, lookup.runId);
   const local = readRecord(runDir);
   const stored = local ? undefined : await findStoredRecord(backend, lookup.runId, lookup.regions);
@@ -46,7 +47,7 @@ export async function lookupRun(lookup: RunLookup, backend: Backend): Promise<{ 
   const record: RunRecord = saved
     ? { ...saved, regions, count: lookup.count ?? saved.count }
     : { format: "cable-fanout-run", version: 1, runId: lookup.runId, backend: backend.kind, scenario: "", regions, count: lookup.count ?? 1, secrets: [], startAt: null, started: {}, tasks: [], regionFailures: {}, notices: {} };
-  return { runDir, record };
+  return { runDir, record, fromStore: stored !== undefined };
 }
 
 export async function collectCommand(
@@ -77,9 +78,10 @@ export async function stopCommand(
   log: (line: string) => void,
   deps: { now: () => number; sleep: (ms: number) => Promise<void>; waitMs?: number } = { now: Date.now, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
 ): Promise<number> {
-  const { record } = await lookupRun(lookup, backend);
+  const { record, fromStore } = await lookupRun(lookup, backend);
   const regions = await openRegions(backend, record.regions);
   for (const line of await announce(regions, record.runId, { cancelled: `cable-fanout stop ${record.runId}` })) log(line);
+  const detached = record.detached !== undefined;
   const deadline = deps.now() + (deps.waitMs ?? 180_000);
   let stopped = 0;
   let unstopped = 0;
@@ -87,10 +89,12 @@ export async function stopCommand(
     regions.map(async (region) => {
       // A region whose listing fails still stops the tasks the run record names.
       const found = await region.findRunningTasks(record.runId).catch((err: Error) => {
-        log(`${region.name}: could not list the run's tasks (${err.name}: ${err.message}); stopping those the run record names`);
+        log(`${region.name}: could not list the run's tasks (${err.name}: ${err.message}); ${fromStore ? "the store's record alone names none to stop: try again" : "stopping those the run record names"}`);
         return [] as string[];
       });
-      const listed = record.started[region.name] ?? [];
+      // A record read from the store is the store's word: only tasks the backend itself lists under
+      // the run's id are stopped, never other tasks a rewritten record might name.
+      const listed = fromStore ? (record.started[region.name] ?? []).filter((ref) => found.includes(ref)) : (record.started[region.name] ?? []);
       const candidates = [...new Set([...found, ...listed])];
       let live = candidates.length === 0 ? [] : (await region.describeTasks(candidates)).filter((t) => t.phase !== "stopped");
       if (live.length === 0) {
@@ -114,6 +118,7 @@ export async function stopCommand(
       if (live.length > 0) log(`${region.name}: ${live.length} task(s) still not STOPPED: ${live.map((t) => t.taskId).join(", ")}`);
     }),
   );
-  if (unstopped > 0) throw new Error(`${unstopped} task(s) of run ${record.runId} did not stop; run \`cable-fanout stop ${record.runId}\` again (they also stop themselves once the heartbeat is stale)`);
+  const byThemselves = detached ? "at the run's --max-duration" : "once the heartbeat is stale";
+  if (unstopped > 0) throw new Error(`${unstopped} task(s) of run ${record.runId} did not stop; run \`cable-fanout stop ${record.runId}\` again (they also stop themselves ${byThemselves})`);
   return stopped;
 }

@@ -163,7 +163,8 @@ export function parseLive(live: boolean | string | undefined, host: string | und
     port = Number(live);
   }
   if (host !== undefined && (host.trim() === "" || /[\s/?#@]/.test(host))) throw new FanoutInputError(`--live-host wants a host name or an address such as 127.0.0.1 or 0.0.0.0, not "${host}"`);
-  const chosen = host?.trim() ?? defaultHost;
+  // Node's listen takes an IPv6 address without the brackets a URL needs.
+  const chosen = host?.trim().replace(/^\[(.*)\]$/, "$1") ?? defaultHost;
   const warning = isLoopback(chosen)
     ? undefined
     : `warning: --live-host ${chosen} is not a loopback address: the live page is then reachable by anyone who can reach ${chosen} on that port and has the printed URL (the token is in it)`;

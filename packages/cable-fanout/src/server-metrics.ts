@@ -111,8 +111,14 @@ export function redactUrl(url: string): string {
  * Scrapes `url` every `everyMs` until `signal` aborts; the first failure is logged (the run goes on
  * without the server's figures where scraping fails).
  */
-export async function scrapeEvery(url: string, everyMs: number, signal: AbortSignal, deps: { sleep: (ms: number, signal?: AbortSignal) => Promise<void>; log: (line: string) => void }): Promise<ServerSample[]> {
-  const samples: ServerSample[] = [];
+/** `samples`: where each scrape goes as it comes (the live page reads them while the run goes). */
+export async function scrapeEvery(
+  url: string,
+  everyMs: number,
+  signal: AbortSignal,
+  deps: { sleep: (ms: number, signal?: AbortSignal) => Promise<void>; log: (line: string) => void },
+  samples: ServerSample[] = [],
+): Promise<ServerSample[]> {
   let failures = 0;
   while (!signal.aborted) {
     try {

@@ -21,14 +21,30 @@
     }
     if (!parts || !parts.data || !Array.isArray(parts.data.x)) return;
     document.title = String(parts.title);
+    // The folds the reader opened stay open (by their place among the page's folds).
+    var open = openFolds();
     summary.innerHTML = String(parts.summary);
     summary.setAttribute("data-state", STATES[parts.state] ? parts.state : "warning");
     tables.innerHTML = String(parts.tables);
+    reopen(open);
     window.CableReportPage.render(parts.data);
     window.cableLive.updates++;
     window.cableLive.lastAt = Date.now();
     if (window.cableLive.drawn.length < 10000) window.cableLive.drawn.push({ readAt: parts.readAt, drawnAt: window.cableLive.lastAt, periods: parts.data.x.length });
   });
+
+  function folds() {
+    return Array.prototype.slice.call(document.querySelectorAll("#summary details, #tables details"));
+  }
+  function openFolds() {
+    var open = [];
+    folds().forEach(function (d, i) { if (d.open) open.push(i); });
+    return open;
+  }
+  function reopen(open) {
+    var all = folds();
+    open.forEach(function (i) { if (all[i]) all[i].open = true; });
+  }
 
   stream.addEventListener("status", function (event) {
     var status = document.getElementById("live-status");

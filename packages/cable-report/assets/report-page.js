@@ -148,10 +148,12 @@
   /** A drag-zoom (or the double-click reset) in one chart applies to all. */
   function syncZoom(u, key) {
     if (key !== "x" || !ready || syncing) return;
-    zoom = { min: u.scales.x.min, max: u.scales.x.max };
+    var range = { min: u.scales.x.min, max: u.scales.x.max };
+    // Zoomed out to the whole run (a double-click): no zoom to keep, so the live page's next periods show.
+    zoom = range.min <= domain.min && range.max >= domain.max ? null : range;
     syncing = true;
     charts.forEach(function (c) {
-      if (c !== u) c.setScale("x", zoom);
+      if (c !== u) c.setScale("x", range);
     });
     syncing = false;
   }
@@ -280,8 +282,6 @@
     var current = null;
 
     function build() {
-      ui.metric = select.value;
-      ui.percentiles = boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
       // The chart keeps its place among the others (the tests and the console find it there).
       var at = current ? charts.indexOf(current) : -1;
       if (current) {
@@ -309,8 +309,17 @@
       if (current && at !== -1) charts.splice(at, 0, charts.pop());
     }
 
-    select.addEventListener("change", build);
-    boxes.forEach(function (b) { b.addEventListener("change", build); });
+    // Only what the reader picks is kept for the next drawing: an automatic first pick follows the data.
+    select.addEventListener("change", function () {
+      ui.metric = select.value;
+      build();
+    });
+    boxes.forEach(function (b) {
+      b.addEventListener("change", function () {
+        ui.percentiles = boxes.filter(function (x) { return x.checked; }).map(function (x) { return x.value; });
+        build();
+      });
+    });
     build();
   }
 
@@ -401,10 +410,13 @@
     });
     charts.length = 0;
     ready = false;
+    // Held at its height while it is rebuilt: the page does not shrink under a reader scrolled below it.
+    root.style.minHeight = root.offsetHeight + "px";
     root.textContent = "";
     data = next;
     domain = runDomain();
     draw();
+    root.style.minHeight = "";
   }
 
   draw();

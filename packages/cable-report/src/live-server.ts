@@ -122,7 +122,8 @@ export class LivePageServer {
    */
   async final(html: string | undefined): Promise<void> {
     if (html !== undefined) this.finalHtml = html;
-    else if (this.parts) this.finalHtml = pageHtml(this.parts);
+    // No report (collecting failed): the last figures, said to be the last, not a run still going.
+    else if (this.parts) this.finalHtml = pageHtml({ ...this.parts, state: "warning", summary: `<p><strong>The run has ended, and its report could not be written: these are its last live figures.</strong></p>\n${this.parts.summary}` });
     else this.finalHtml = NO_REPORT_PAGE;
     this.write("event: final\ndata: {}\n\n");
     const deadline = Date.now() + FINAL_WAIT_MS;
@@ -168,9 +169,14 @@ export class LivePageServer {
   }
 
   private events(req: IncomingMessage, res: ServerResponse): void {
-    if (this.streams.size >= MAX_STREAMS || this.finalHtml !== undefined) {
-      // 204 tells EventSource not to reconnect; a finished run has nothing more to stream.
-      res.writeHead(this.finalHtml !== undefined ? 204 : 503, SECURITY_HEADERS);
+    if (this.finalHtml !== undefined) {
+      // A page that (re)connects after the end: told so, it reloads into the report.
+      res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": "text/event-stream; charset=utf-8" });
+      res.end("event: final\ndata: {}\n\n");
+      return;
+    }
+    if (this.streams.size >= MAX_STREAMS) {
+      res.writeHead(503, SECURITY_HEADERS);
       res.end();
       return;
     }

@@ -175,7 +175,7 @@ export class Plugin {
     const page = new PluginLivePage(setting, { log: (line) => artillery.log(line), test: testFacts(script, artillery), plannedMs: plannedMs(script.config?.phases ?? []) });
     void page.start(events);
     // After ensure's beforeExit hook, which hands over the checks.
-    artillery.ext({ ext: "onShutdown", method: () => page.final(this.checks) });
+    artillery.ext({ ext: "onShutdown", method: (opts) => page.final(this.checks, Boolean((opts as { earlyStop?: boolean } | undefined)?.earlyStop)) });
     return page;
   }
 

@@ -18,6 +18,8 @@ describe("the live setting", () => {
     expect(readLiveSetting({ live: "yes" }, {})).toEqual({ problem: "config.plugins.cable-report.live: give true (any free port) or a port number from 1 to 65535" });
     expect(readLiveSetting({}, { CABLE_LIVE: "many" })).toEqual({ problem: "CABLE_LIVE: give true (any free port) or a port number from 1 to 65535" });
     expect(readLiveSetting({ live: true, liveHost: 7 }, {})).toHaveProperty("problem");
+    // A fan-out task leaves the page to its runner, whatever the scenario or the shell asks.
+    expect(readLiveSetting({ live: true }, { CABLE_LIVE: "1", CABLE_FAILED_USERS_JUDGED_BY_RUNNER: "1" })).toBeNull();
   });
 });
 

@@ -51,7 +51,12 @@ export async function attachRun(lookup: RunLookup, options: AttachOptions, deps:
     runId: record.runId,
     regions,
     record,
-    scenario: { phaseCount: detached.phaseCount },
+    scenario: {
+      phaseCount: detached.phaseCount,
+      durationMs: detached.phasesMs,
+      // What the watching runner's page showed of the scenario, as the record kept it.
+      ...(detached.page ? { file: detached.page.title, config: { phases: detached.page.phases, cable: detached.page.cable }, scenarios: detached.page.scenarios.map((name) => ({ name })) } : {}),
+    },
     stopped: false,
     // Only --abort-on stops from the live side, and attach takes none: a detached run is stopped by `stop`.
     stop(reason: string, _why: RunnerStop) {

@@ -133,6 +133,9 @@ export class RegionReader {
   }
 }
 
+/** The warned-once key of a listener that threw (no region is named so). */
+const LISTENER_FAILED = "\u0000listener";
+
 /** How far ahead of the runner's clock a task's period may start: clocks differ by far less. */
 const FUTURE_PERIOD_MS = 3_600_000;
 
@@ -248,7 +251,15 @@ export class LiveFeed {
         }),
       ),
     );
-    for (const listener of this.listeners) listener(this.live);
+    // A listener that throws (a bug, odd figures) must not end the polling the others depend on.
+    for (const listener of this.listeners) {
+      try {
+        listener(this.live);
+      } catch (err) {
+        if (!this.warned.has(LISTENER_FAILED)) this.deps.warn?.(`live figures: ${(err as Error).name} while reading a poll (${(err as Error).message}); polling goes on`);
+        this.warned.add(LISTENER_FAILED);
+      }
+    }
     for (const wake of [...this.waiters]) wake();
     return this.live;
   }

@@ -16,6 +16,7 @@ import {
   type LiveRegion,
   type LiveTransfer,
   type MergedResults,
+  type ServerSeries,
 } from "artillery-plugin-cable-report";
 import type { RegionCounts } from "../progress.js";
 import { formatDuration } from "../progress.js";
@@ -44,11 +45,17 @@ export interface LiveRunFacts {
   /** The plan's estimate, when the run has one (AWS). */
   estimate?: { usd: number; taskSeconds: number };
   aborted: () => { condition: string; at: number; figure: string } | undefined;
+  /** The server's scrapes so far (--server-metrics). */
+  server?: () => ServerSeries | null;
 }
 
 export class LivePage {
   private readonly counts = new Map<string, RegionCounts>();
   private signature = "";
+  /** Drawing failed once: said once, and not tried again. */
+  private failed = false;
+  /** Where a failure to draw is said. */
+  log: ((line: string) => void) | undefined;
 
   private constructor(
     private readonly server: LivePageServer,
@@ -62,6 +69,7 @@ export class LivePage {
     this.facts = facts;
     this.counts.clear();
     this.signature = "";
+    this.failed = false;
   }
 
   static async open(address: LivePageAddress, facts: LiveRunFacts | undefined, now: () => number): Promise<LivePage> {
@@ -81,18 +89,28 @@ export class LivePage {
     this.counts.set(region, { ...counts });
   }
 
-  /** After a poll of the feed: the figures when they changed, and the status line. */
+  /**
+   * After a poll of the feed: the figures when they changed, and the status line. Never throws: the
+   * page is something to look at, and a figure it cannot draw must not stop the run it draws (the
+   * feed's poll, --abort-on and the report go on; the page keeps its last figures).
+   */
   show(snapshot: LiveSnapshot): void {
     const facts = this.facts;
-    if (!facts) return;
-    const now = this.now();
-    const signature = figuresSignature(snapshot, facts.aborted());
-    if (signature !== this.signature) {
-      this.signature = signature;
-      const merged = this.merged(facts, snapshot, now);
-      this.server.update(reportPageParts(merged, { title: `${facts.title}: live` }), now);
+    if (!facts || this.failed) return;
+    try {
+      const now = this.now();
+      const server = facts.server?.() ?? null;
+      const signature = `${figuresSignature(snapshot, facts.aborted())}|${server?.at.length ?? 0}`;
+      if (signature !== this.signature) {
+        this.signature = signature;
+        const merged = this.merged(facts, snapshot, now, server);
+        this.server.update(reportPageParts(merged, { title: `${facts.title}: live` }), now);
+      }
+      this.server.status(markdownToHtml(this.statusMarkdown(facts, snapshot, now)));
+    } catch (err) {
+      this.failed = true;
+      this.log?.(`live page: cannot draw the run's figures (${(err as Error).name}); it keeps its last ones, and the run goes on`);
     }
-    this.server.status(markdownToHtml(this.statusMarkdown(facts, snapshot, now)));
   }
 
   /** The report is written (undefined: none could be): open pages reload into it, then the server closes. */
@@ -105,7 +123,7 @@ export class LivePage {
   }
 
   /** The run so far as merged results: one task per region, its periods the feed's merged ones. */
-  merged(facts: LiveRunFacts, snapshot: LiveSnapshot, now: number): MergedResults {
+  merged(facts: LiveRunFacts, snapshot: LiveSnapshot, now: number, server: ServerSeries | null = null): MergedResults {
     const { config, scenarios } = facts;
     const cable = (config.cable ?? {}) as Record<string, unknown>;
     return liveResults({
@@ -119,6 +137,7 @@ export class LivePage {
         ...(typeof cable.timeout === "number" && cable.timeout > 0 ? { timeoutMs: cable.timeout * 1000 } : {}),
       },
       aborted: facts.aborted() ?? null,
+      server,
     });
   }
 

@@ -57,7 +57,7 @@ export class LocalBackend implements Backend {
     const pids = path.join(path.resolve(this.options.storeDir), "pids");
     if (!existsSync(pids)) return [];
     const regions = new Set<string>();
-    for (const runId of newestRuns(pids)) for (const region of readdirSync(path.join(pids, runId))) regions.add(region);
+    for (const runId of newestRuns(pids)) for (const entry of readdirSync(path.join(pids, runId), { withFileTypes: true })) if (entry.isDirectory()) regions.add(entry.name);
     return [...regions].sort();
   }
 }
@@ -67,7 +67,10 @@ export class LocalBackend implements Backend {
  * orders the others), at most MAX_RUNS_LISTED: an old store's history is not worth a /proc read each.
  */
 function newestRuns(pidsDir: string): string[] {
-  const runs = readdirSync(pidsDir).map((runId) => ({ runId, at: statSync(path.join(pidsDir, runId)).mtimeMs }));
+  // Folders only: a stray file there (an editor's, the desktop's) is no run.
+  const runs = readdirSync(pidsDir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map(({ name: runId }) => ({ runId, at: statSync(path.join(pidsDir, runId)).mtimeMs }));
   return runs.sort((a, b) => b.at - a.at).slice(0, MAX_RUNS_LISTED).map((r) => r.runId);
 }
 

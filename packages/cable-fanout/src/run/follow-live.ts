@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { RunnerStop } from "cable-worker/contract";
+import type { ServerSeries } from "artillery-plugin-cable-report";
 import { LiveFeed } from "../live/feed.js";
 import { judgeAbort, type AbortCondition } from "../live/abort.js";
 import { formatFinal, LiveView } from "../live/view.js";
@@ -36,6 +37,8 @@ export interface FollowOptions {
   live?: LivePageAddress;
   /** The config the tasks run with (the scenario's after -e and --overrides), for the live page; else the scenario's own. */
   config?: Record<string, unknown>;
+  /** The server's scrapes so far (--server-metrics), for the live page. */
+  server?: () => ServerSeries | null;
 }
 
 /** The run's live side, as the runner drives it. */
@@ -65,7 +68,7 @@ export function followLive(run: FollowedRun, options: FollowOptions, deps: Pick<
   deps.onFeed?.(feed);
   const view = options.liveLines === false ? undefined : new LiveView(expected);
   const facts = runFacts(run, options, expected);
-  const page = deps.livePage ? sharedPage(deps.livePage, facts) : options.live ? openPage(options.live, facts, deps.now, progress) : undefined;
+  const page = deps.livePage ? sharedPage(deps.livePage, facts, progress) : options.live ? openPage(options.live, facts, deps.now, progress) : undefined;
   const offFeed = feed.onUpdate((snapshot) => {
     const now = deps.now();
     page?.current?.show(snapshot);
@@ -124,12 +127,14 @@ function runFacts(run: FollowedRun, options: FollowOptions, expected: (region: s
     expected,
     estimate: run.record.estimate,
     aborted: () => run.record.aborted,
+    ...(options.server ? { server: options.server } : {}),
   };
 }
 
 /** The caller's page (a capacity search's, across its runs), on this run from now on. */
-function sharedPage(page: LivePage, facts: LiveRunFacts): OpeningPage {
+function sharedPage(page: LivePage, facts: LiveRunFacts, progress: Progress): OpeningPage {
   page.follow(facts);
+  page.log = (line) => progress.event(line);
   return { opened: Promise.resolve(page), current: page };
 }
 
@@ -140,6 +145,7 @@ function openPage(address: LivePageAddress, facts: LiveRunFacts, now: () => numb
   opening.opened = LivePage.open(address, facts, now).then(
     (page) => {
       opening.current = page;
+      page.log = (line) => progress.event(line);
       progress.event(`live page: ${page.url}`);
       return page;
     },

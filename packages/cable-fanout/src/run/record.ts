@@ -74,6 +74,19 @@ export const recordSchema = z.object({
       phaseCount: z.number().int().nonnegative().optional(),
       /** Per region, where its tasks write their live files (for people: attach finds the stores itself). */
       live: z.record(z.string(), z.string()).default({}),
+      /**
+       * What `attach --live`'s page says of the scenario (as the watching runner's page does): its
+       * file's name, the phases and config.cable as the tasks run them, the scenarios' names.
+       * Shown as text only; absent in records before it.
+       */
+      page: z
+        .object({
+          title: z.string().max(200),
+          phases: z.array(z.record(z.string(), z.unknown())).max(1_000),
+          cable: z.record(z.string(), z.unknown()),
+          scenarios: z.array(z.string().max(200)).max(1_000),
+        })
+        .optional(),
     })
     .optional(),
   /** The common start from the go marker (the store's clock); null until the barrier let the run go. */

@@ -13,7 +13,7 @@ import { checkSlicedPayloads, planPayloads } from "../payloads.js";
 import { estimateRecord, guardCost, makePlan, planInput } from "../plan/launch.js";
 import type { Progress } from "../progress.js";
 import { effectiveConfig, loadScenario, type Scenario } from "../scenario.js";
-import { scrapeEvery, type ServerSample } from "../server-metrics.js";
+import { scrapeEvery, toServerSeries, type ServerSample } from "../server-metrics.js";
 import { defaultMinReadyPct, runBarrier } from "./barrier.js";
 import { type Bundle, buildBundle } from "./bundle.js";
 import { collectRun } from "./collect.js";
@@ -51,11 +51,12 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
   const maxTimer = setTimeout(() => run.stop(`--max-duration ${Math.round(maxDurationMs / 1000)} s reached`, { by: "max-duration", limitMs: maxDurationMs }), maxDurationMs);
   // The live page names the phases and the failure line the tasks run with (after -e and --overrides).
   const config = effectiveConfig(run.scenario, effectiveOverrides(options), options.environment);
-  const live = followLive(run, { ...options, config }, deps, await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs }));
+  const scraped: ServerSample[] = [];
+  const live = followLive(run, { ...options, config, server: () => (scraped.length > 0 ? toServerSeries(scraped) : null) }, deps, await deps.progress({ startAt: () => run.record.startAt ?? undefined, expectedMs: run.scenario.durationMs }));
   const progress = live.progress;
   const scraping = new AbortController();
   const serverSamples: Promise<ServerSample[]> = options.serverMetricsUrl
-    ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) })
+    ? scrapeEvery(options.serverMetricsUrl, SERVER_SCRAPE_MS, scraping.signal, { sleep: deps.sleep, log: (line) => progress.event(line) }, scraped)
     : Promise.resolve([]);
   let tasks: Awaited<ReturnType<typeof runTasks>> = { snapshots: new Map(), regionFailures: new Map() };
   try {
@@ -67,7 +68,7 @@ export async function runFanout(options: RunOptions, deps: RunDeps): Promise<Run
     await live.stop();
     progress.stop();
   }
-  if (run.record.detached) {
+  if (run.record.detached && !run.stopped) {
     await live.final(undefined);
     return leaveRun(run, options, deps);
   }
@@ -325,12 +326,20 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
         ...(run.scenario.durationMs !== undefined ? { phasesMs: run.scenario.durationMs } : {}),
         ...(run.scenario.phaseCount !== undefined ? { phaseCount: run.scenario.phaseCount } : {}),
         live: Object.fromEntries(regions.map((r) => [r.name, `${r.location} ${liveRegionPrefix(run.runId, r.name)}`])),
+        page: pageFacts(run.scenario, effectiveConfig(run.scenario, effectiveOverrides(options), options.environment)),
       };
       run.save();
       const failed = await storeRecord(regions, record);
       for (const line of failed) progress.event(line);
       if (failed.length === regions.length) progress.event(`the run record is in ${path.join(run.runDir, RECORD_FILE)} only: attach and collect from this machine`);
-      release.abort();
+      if (run.stopped) {
+        // Stopped (Ctrl-C) while the record was being stored: the run is not left going, and its record says so.
+        delete record.detached;
+        run.save();
+        await storeRecord(regions, record);
+      } else {
+        release.abort();
+      }
     }
     if (outcome.outcome === "failed") {
       for (const region of regions) fail(region.name, [`the run did not start: ${outcome.reason}`]);
@@ -341,3 +350,13 @@ async function runTasks(run: RunInProgress, options: RunOptions, deps: RunDeps, 
   return { snapshots, regionFailures };
 }
 
+/** What a detached run's record keeps for `attach --live`'s page (record.ts `detached.page`). */
+function pageFacts(scenario: Scenario, config: Record<string, unknown>): NonNullable<RunRecord["detached"]>["page"] {
+  const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  return {
+    title: path.basename(scenario.file),
+    phases: Array.isArray(config.phases) ? config.phases.filter(isRecord).slice(0, 1_000) : [],
+    cable: isRecord(config.cable) ? { maxFailedUsers: config.cable.maxFailedUsers, timeout: config.cable.timeout } : {},
+    scenarios: scenario.scenarios.map((s, i) => (isRecord(s) && typeof s.name === "string" ? s.name.slice(0, 200) : String(i))).slice(0, 1_000),
+  };
+}
