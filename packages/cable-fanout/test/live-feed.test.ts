@@ -211,6 +211,24 @@ describe("the live feed's end", () => {
   });
 });
 
+describe("the live feed's listeners", () => {
+  it("go on being called, and the others with them, after one throws; the throw is said once", async () => {
+    const store = new SlowStore();
+    streamed(store, 1, 1);
+    const warnings: string[] = [];
+    let polls = 0;
+    const feed = new LiveFeed("r1", new Map([["eu", store]]), { now: () => T0 + 12_000, sleep: async () => undefined, warn: (line) => warnings.push(line) }, { expected: 1, phaseCount: 1 });
+    feed.onUpdate(() => {
+      throw new TypeError("a page that cannot draw");
+    });
+    feed.onUpdate(() => polls++);
+    await feed.refresh();
+    await feed.refresh();
+    expect(polls).toBe(2);
+    expect(warnings).toEqual(["live figures: TypeError while reading a poll (a page that cannot draw); polling goes on"]);
+  });
+});
+
 describe("collect's download", () => {
   let dir: string | undefined;
   afterEach(() => {

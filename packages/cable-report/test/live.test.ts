@@ -147,6 +147,26 @@ describe("the live page's server", () => {
       expect(events).toContain("⏳ Live 2");
       await done;
       expect(server.transfer.eventBytes).toBeGreaterThan(0);
+
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("the live page's server at the end", () => {
+  it("tells a stream that (re)connects after the end that it ended, while open pages reload", async () => {
+    const server = await LivePageServer.start({ host: "127.0.0.1", port: 0 });
+    try {
+      server.update(reportPageParts(liveResults({ regions: [liveRegionOf("us-east-1", east)], test: TEST, asOf: T0 }), {}));
+      // An open page that has not reloaded yet holds the server open.
+      const open = readEvents(`${server.url}events`, () => false, 1_500);
+      await new Promise((r) => setTimeout(r, 100));
+      const done = server.final("<!doctype html><title>report</title>");
+      expect(await readEvents(`${server.url}events`, (t) => t.includes("event: final"), 1_000)).toBe("event: final\ndata: {}\n\n");
+      expect((await get(server.url)).body).toBe("<!doctype html><title>report</title>");
+      await open;
+      await done;
     } finally {
       await server.close();
     }
