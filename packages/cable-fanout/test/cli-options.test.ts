@@ -21,7 +21,7 @@ import {
   taskFlags,
 } from "../src/cli-options";
 import { main } from "../src/cli";
-import { FanoutInputError } from "../src/errors";
+import { inputError, RUN } from "./helpers";
 import { parseAbortOn } from "../src/live/abort";
 import { parseSlo } from "../src/slo";
 
@@ -42,19 +42,7 @@ vi.mock("../src/capacity/controller", async (importOriginal) => ({
   },
 }));
 
-/** The flag's message, word for word, as a FanoutInputError (exit 2): the same words the CLI has always printed. */
-function inputError(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (err) {
-    expect(err).toBeInstanceOf(FanoutInputError);
-    return (err as Error).message;
-  }
-  throw new Error("no error");
-}
 
-// Commander's object for `run --local --regions local`: its defaults included.
-const RUN = { out: "results", local: true, regions: "local", count: "1" };
 
 describe("backend flags", () => {
   it("read --out, --local and --store, and the backend they name", () => {

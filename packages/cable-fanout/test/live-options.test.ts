@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { attachOptions, compareOptions, liveFlags, runOptions, statusOptions } from "../src/cli-options";
 import { main } from "../src/cli";
-import { FanoutInputError } from "../src/errors";
+import { inputError, RUN } from "./helpers";
 import { parseLive } from "../src/options";
 
 const calls = vi.hoisted(() => ({ runFanout: [] as unknown[] }));
@@ -18,17 +18,7 @@ vi.mock("../src/run/runner", async (importOriginal) => ({
   },
 }));
 
-function inputError(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (err) {
-    expect(err).toBeInstanceOf(FanoutInputError);
-    return (err as Error).message;
-  }
-  throw new Error("no error");
-}
 
-const RUN = { out: "results", local: true, regions: "local", count: "1" };
 
 describe("--live and --live-host", () => {
   it("--live alone is any free port on loopback; --live=8080 that port; absent, no page", () => {

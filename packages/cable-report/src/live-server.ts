@@ -208,23 +208,21 @@ function notFound(res: ServerResponse): void {
   res.end("not found\n");
 }
 
-/** Before the first period: a page that reloads itself every few seconds (no script needed). */
-const WAITING_PAGE = [
-  "<!doctype html>",
-  '<html lang="en"><head><meta charset="utf-8">',
-  `<meta http-equiv="Content-Security-Policy" content="default-src 'none'">`,
-  '<meta http-equiv="refresh" content="3">',
-  "<title>Waiting for the first period</title></head>",
-  "<body><p>The run has not reported its first 10 s period yet; this page reloads by itself.</p></body></html>",
-  "",
-].join("\n");
+/** A page of one line and no script (before the first period, or when the run left nothing to show). */
+function notePage(title: string, text: string, refreshS?: number): string {
+  return [
+    "<!doctype html>",
+    '<html lang="en"><head><meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'">`,
+    ...(refreshS !== undefined ? [`<meta http-equiv="refresh" content="${refreshS}">`] : []),
+    `<title>${title}</title></head>`,
+    `<body><p>${text}</p></body></html>`,
+    "",
+  ].join("\n");
+}
+
+/** Before the first period: a page that reloads itself every few seconds. */
+const WAITING_PAGE = notePage("Waiting for the first period", "The run has not reported its first 10 s period yet; this page reloads by itself.", 3);
 
 /** The run ended without a report (collecting failed) and before any period: nothing to show. */
-const NO_REPORT_PAGE = [
-  "<!doctype html>",
-  '<html lang="en"><head><meta charset="utf-8">',
-  `<meta http-equiv="Content-Security-Policy" content="default-src 'none'">`,
-  "<title>No report</title></head>",
-  "<body><p>The run ended before any period was reported, and no report was written.</p></body></html>",
-  "",
-].join("\n");
+const NO_REPORT_PAGE = notePage("No report", "The run ended before any period was reported, and no report was written.");
