@@ -97,13 +97,16 @@ export class Plugin {
       this.cpu.begin();
       this.phaseStarts.push({ index: phase.index, name: phase.name ?? "", startTime: phase.startTime ?? Date.now() });
     });
+    const output = artillery.testInfo?.flags?.output;
+    // Periods are kept only for a sidecar that will be written; the live page keeps its own.
+    const sidecarWanted = Boolean(output) && !isDirectory(output!);
     events.on("stats", (stats: ArtilleryPeriodStats) => {
+      if (!sidecarWanted && !live) return;
       const record = recordPeriod(stats, this.cpu.mark());
-      this.periods.push(record);
+      if (sidecarWanted) this.periods.push(record);
       live?.period(record);
     });
 
-    const output = artillery.testInfo?.flags?.output;
     if (!output) {
       artillery.log("cable-report: no --output given, so no sketches sidecar is written");
       return;
