@@ -7,6 +7,8 @@ import type { Column, MergedResults, RegionColumn } from "./model.js";
 import { latencyMetrics, tableRows, type NumericRow, type Row, type Unit } from "./rows.js";
 import { overTimeSection, verdictSection } from "./over-time.js";
 import { LAG_MIN_SAMPLES_FOR_P99, SATURATION_THRESHOLDS } from "./saturation.js";
+import type { HistoryVerdict } from "./history/gate.js";
+import { historyHeaderLine, historySection } from "./history/section.js";
 import { cell, chartLabel, clock, code, inline, LIMITS, niceCeiling } from "./text.js";
 
 export interface RenderOptions {
@@ -26,6 +28,11 @@ export interface RenderOptions {
    * server's run has its own report.html).
    */
   servers?: boolean;
+  /**
+   * The run judged against its history (history/gate.ts): its header line and section; in band
+   * mode its regressions are the gate's (the table still shows the deltas against `baseline`).
+   */
+  history?: { verdict: HistoryVerdict; where: string; minRuns: number; branch: string | null; baselineGiven: boolean };
 }
 
 export const DEFAULT_MAX_BYTES = 60_000;
@@ -62,7 +69,14 @@ export function renderMarkdown(merged: MergedResults, options: RenderOptions = {
     attempts.push({ maxRegions: n, maxErrorRows: 5, charts: false });
   }
   const threshold = options.regressionThreshold;
-  const regressions = options.baseline && threshold !== undefined ? findRegressions(merged, options.baseline, threshold) : undefined;
+  const band = options.history?.verdict.mode === "band" ? options.history.verdict : undefined;
+  const regressions = band
+    ? band.threshold === undefined
+      ? undefined
+      : band.regressions
+    : options.baseline && threshold !== undefined
+      ? findRegressions(merged, options.baseline, threshold)
+      : undefined;
   let text = "";
   for (const limits of attempts) {
     text = render(merged, options, limits, regressions);
@@ -82,12 +96,15 @@ function render(merged: MergedResults, options: RenderOptions, limits: Limits, r
   // What a person looks for first, above everything: how it ended, users, peak, latency, errors, checks, target.
   out.push(...headline(merged, { servers: options.servers, regressions: regressions?.length, threshold: options.regressionThreshold }), "");
   out.push(...header(merged, options, regressions?.length));
-  out.push(...regressionList(regressions ?? [], options.regressionThreshold));
+  out.push(...regressionList(regressions ?? [], options.regressionThreshold, options.history?.verdict.mode === "band"));
   out.push(...saturationBanner(merged));
-  out.push("", ...table(view, columns, options, limits));
+  // Against a band the bold cells would be a second, two-run verdict: the table shows the deltas only.
+  const cellOptions = options.history?.verdict.mode === "band" ? { ...options, regressionThreshold: undefined } : options;
+  out.push("", ...table(view, columns, cellOptions, limits));
   out.push(...regionMarks(merged.regions));
   out.push(...errorHints(merged));
   if (options.baseline) out.push(...vanished(merged, options.baseline));
+  if (options.history) out.push(...historySection(options.history.verdict, options.history));
   if (shown.length < merged.regions.length) {
     const left = merged.regions.filter((r) => !shown.includes(r)).map((r) => r.name);
     out.push(
@@ -115,11 +132,12 @@ function isFlagged(r: RegionColumn): boolean {
 }
 
 /** Per failed cell: the change, its interval and the three conditions it met. */
-function regressionList(regressions: Regression[], threshold?: number): string[] {
+function regressionList(regressions: Regression[], threshold?: number, band = false): string[] {
   if (regressions.length === 0) return [];
   const shown = regressions.slice(0, 30).map((r) => `- **${inline(r.row, LIMITS.label)}**, ${inline(r.column, LIMITS.column)}: ${inline(r.reason)}`);
   if (regressions.length > 30) shown.push(`- … ${regressions.length - 30} more (listed on stderr)`);
-  return ["", `### ❌ Regressions (significantly ≥ ${threshold}%, above the floor)`, "", ...shown];
+  const title = band ? `above the band of the history, ≥ ${threshold}% above its centre, above the floor` : `significantly ≥ ${threshold}%, above the floor`;
+  return ["", `### ❌ Regressions (${title})`, "", ...shown];
 }
 
 /**
@@ -189,10 +207,12 @@ function header(merged: MergedResults, options: RenderOptions, regressions?: num
     const more = merged.test.phases.length > 20 ? `; … ${merged.test.phases.length - 20} more` : "";
     lines.push(`- **Phases:** ${phases.join("; ")}${more}`);
   }
+  const band = options.history?.verdict.mode === "band";
+  if (options.history) lines.push(historyHeaderLine(options.history.verdict, options.history.where, options.history.baselineGiven));
   if (options.baseline) {
     const threshold = options.regressionThreshold;
     const verdict =
-      regressions === undefined
+      regressions === undefined || band
         ? ""
         : regressions === 0
           ? ` — no regression beyond ${threshold}%`
