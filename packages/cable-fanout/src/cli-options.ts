@@ -13,6 +13,8 @@ import { refuseOversizeOverrides } from "./aws/overrides-size.js";
 import { parseCompareTargets } from "./compare/targets.js";
 import { checkRefine, checkStair } from "./capacity/plan.js";
 import { FanoutInputError } from "./errors.js";
+import { HISTORY_GATE, parseHistoryLocation } from "artillery-plugin-cable-report";
+import type { HistoryOptions } from "./run/history.js";
 import { parseAbortOn } from "./live/abort.js";
 import {
   parseDuration,
@@ -132,13 +134,33 @@ const runLimitFlags = z
  */
 export const scenarioRunFlags = (kind: BackendKind) => placementFlags(kind).and(taskFlags).and(runLimitFlags);
 
+/**
+ * --history and --history-branch (`run`, `collect`, `attach`, `compare`, `capacity`): a folder or
+ * s3://bucket/prefix, and the branch whose runs make the band (main by default; `*`: every branch).
+ */
+export const historyFlags = z
+  .object({ history: text, historyBranch: text })
+  .transform((o): { history?: HistoryOptions } => {
+    if (o.historyBranch !== undefined && o.history === undefined) throw new FanoutInputError("--history-branch needs --history");
+    if (o.history === undefined) return {};
+    try {
+      parseHistoryLocation(o.history);
+    } catch (err) {
+      throw new FanoutInputError((err as Error).message);
+    }
+    const branch = o.historyBranch === undefined ? HISTORY_GATE.branch : o.historyBranch.trim() === "*" ? null : o.historyBranch.trim();
+    if (branch === "") throw new FanoutInputError("--history-branch wants a branch name, or * for every branch");
+    return { history: { location: o.history, branch } };
+  });
+
 /** `run`'s and `collect`'s; the needs-a-baseline checks come after the threshold's own, as they always did. */
 export const reportFlags = z
   .object({ baseline: text, failOnRegression: percent("--fail-on-regression").optional(), baselineAny: bare, title: text })
+  .and(historyFlags)
   .transform((o) => {
-    if (o.failOnRegression !== undefined && o.baseline === undefined) throw new FanoutInputError("--fail-on-regression needs --baseline");
+    if (o.failOnRegression !== undefined && o.baseline === undefined && o.history === undefined) throw new FanoutInputError("--fail-on-regression needs --baseline or --history");
     if (o.baselineAny && o.baseline === undefined) throw new FanoutInputError("--baseline-any needs --baseline");
-    return { baseline: o.baseline, regressionThreshold: o.failOnRegression, baselineAny: o.baselineAny, title: o.title };
+    return { baseline: o.baseline, regressionThreshold: o.failOnRegression, baselineAny: o.baselineAny, title: o.title, ...(o.history ? { history: o.history } : {}) };
   });
 
 export const runFlags = z
@@ -264,7 +286,7 @@ export function compareOptions(raw: unknown) {
     throw new FanoutInputError("--detach does not apply to compare: it runs one server after another, and its runner must stay to start the next; start each server with `cable-fanout run --detach` instead");
   }
   const { live, warning } = liveFlags.parse(raw);
-  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run, ...(live ? { live } : {}) }, targets, compare: compareFlags.parse(raw), warnings: warning ? [warning] : [] };
+  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run, ...(live ? { live } : {}) }, targets, compare: { ...compareFlags.parse(raw), ...historyFlags.parse(raw) }, warnings: warning ? [warning] : [] };
 }
 
 export function planOptions(raw: unknown) {
@@ -300,6 +322,11 @@ export function stopOptions(raw: unknown) {
   return { backend, lookup: stopFlags(backend.kind).parse(raw) };
 }
 
+/** The history options of a command whose runs are one kind (compare's servers, capacity's segments). */
+function historyOf(flags: { history?: HistoryOptions }, kind: NonNullable<HistoryOptions["kind"]>): { history?: HistoryOptions } {
+  return flags.history ? { history: { ...flags.history, kind } } : {};
+}
+
 export function capacityOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
   const placement = placementFlags(backend.kind).parse(raw);
@@ -309,5 +336,5 @@ export function capacityOptions(raw: unknown) {
   const task = taskFlags.parse(raw);
   checkTaskEnv(taskEnv, secrets, task);
   const { live, warning } = liveFlags.parse(raw);
-  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw) }, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
+  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw), ...historyOf(historyFlags.parse(raw), "capacity") }, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
 }

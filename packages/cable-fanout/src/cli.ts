@@ -25,6 +25,7 @@ import { planCommand } from "./plan/command.js";
 import { usd } from "./plan/estimate.js";
 import { ASK_ABOVE_USD } from "./plan/launch.js";
 import { registerCapacity } from "./capacity/command.js";
+import { HISTORY_BRANCH_HELP, HISTORY_HELP } from "./history-help.js";
 import { liveOptions } from "./live/live-options.js";
 import { COMPARE_HELP } from "./compare/targets.js";
 import { runCompare } from "./compare/run.js";
@@ -132,7 +133,9 @@ function program(exit: (code: number) => void): Command {
       .option("--baseline <file|dir>", "a merged.json or results directory to compare with (deltas in the report)")
       .option("--fail-on-regression <pct>", "exit 1 when a cell is worse than the baseline by more (e.g. 10%); a baseline of another scenario or target is refused (exit 2, the report written without the comparison)")
       .option("--baseline-any", "compare with a baseline of another scenario or target anyway (report.md says it compared across them)")
-      .option("--title <text>", "heading of report.md");
+      .option("--title <text>", "heading of report.md")
+      .option("--history <dir|s3://bucket/prefix>", HISTORY_HELP)
+      .option("--history-branch <name>", HISTORY_BRANCH_HELP);
 
   const detachOption = (c: Command) =>
     c.option("--detach", "return once the go is given, leaving the tasks to run to their end without this runner (no heartbeat; --max-duration bounds them); then `cable-fanout attach|collect|stop|status`");
@@ -216,6 +219,8 @@ function program(exit: (code: number) => void): Command {
     .option("--compare-id <id>", "use this id (the results go to <out>/<id>/<NAME>/) instead of a generated one")
     .option("--title <text>", "heading of report.md")
     .option("--fail-on-regression <pct>", "exit 1 when a server is worse than the first --target by more (e.g. 10%), significantly and above the floor, as the baseline gate")
+    .option("--history <dir|s3://bucket/prefix>", "keep each server's run there (its report shows where it sits in the band of that server's earlier runs; compare's own gate stays the servers')")
+    .option("--history-branch <name>", HISTORY_BRANCH_HELP)
     .addHelpText("after", COMPARE_HELP)
     .action(async (scenario: string, raw: unknown) => {
       const o = compareOptions(raw);

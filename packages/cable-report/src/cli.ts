@@ -7,8 +7,14 @@ import { renderReportPage } from "./html.js";
 import { renderMarkdown, type RenderOptions } from "./markdown.js";
 import { loadBaseline, mergeResults } from "./results.js";
 import { judgeBaseline } from "./target.js";
+import { HISTORY_GATE } from "./history/gate.js";
+import { HistoryInputError, openHistory } from "./history/store.js";
+import { renderTrendHtml } from "./history/trend-html.js";
+import { renderTrendMarkdown } from "./history/trend-markdown.js";
+import { TrendInputError, trendModel } from "./history/trend-model.js";
 
 const USAGE = `Usage: cable-report <results-dir> [options]
+       cable-report trend <history> [options]   (cable-report trend --help)
 
 <results-dir> holds one folder per region (the folder name is the column
 heading), each with the Artillery JSON reports of that region's tasks and the
@@ -39,23 +45,107 @@ export const EXIT_REGRESSION = 1;
 export const EXIT_BAD_INPUT = 2;
 export const EXIT_INTERNAL_ERROR = 3;
 
-class UsageError extends Error {}
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage: string = USAGE,
+  ) {
+    super(message);
+  }
+}
 
-export function main(argv: string[]): number {
+const TREND_USAGE = `Usage: cable-report trend <history> [options]
+
+<history> is the folder or s3://bucket/prefix that cable-fanout --history keeps its runs in (one
+JSON record per run). The runs drawn are those comparable with the newest on --branch (the same
+scenario, load, tasks and target); the others are counted and said.
+
+Options:
+  --out <file>          write trend.md here (default: stdout)
+  --html <file>         also write trend.html: interactive charts, one file that opens offline
+  --branch <name>       the runs of this branch (default main)
+  --all-branches        the runs of every branch
+  --last <n>            the newest n comparable runs (default 30)
+  --metric <name>       a figure (cable.broadcast_latency.p95) or a group of them
+                        (cable.broadcast_latency, vusers.failed, errors.per_user, connections.peak,
+                        messages.received_rate, generator.event_loop_lag); repeatable; default: the
+                        main latency's p50, p95 and p99 and the five others
+  --scenario <file|hash> the runs of this scenario (its file, or the start of its hash in the
+                        records; default: the newest run's), when a history holds several
+  --title <text>        heading of trend.md
+  -h, --help            show this help
+
+Exit status: 0 done, 2 bad input or usage (no run to draw), 3 internal error.`;
+
+async function trendMain(argv: string[]): Promise<number> {
+  try {
+    return await trend(argv);
+  } catch (err) {
+    return failed(err);
+  }
+}
+
+async function trend(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        out: { type: "string" },
+        html: { type: "string" },
+        branch: { type: "string" },
+        "all-branches": { type: "boolean" },
+        last: { type: "string" },
+        metric: { type: "string", multiple: true },
+        scenario: { type: "string" },
+        title: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message, TREND_USAGE);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${TREND_USAGE}\n`);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) throw new UsageError("give exactly one <history> (a folder or s3://bucket/prefix)", TREND_USAGE);
+  if (values.branch !== undefined && values["all-branches"]) throw new UsageError("--branch and --all-branches: give one", TREND_USAGE);
+  const last = values.last === undefined ? 30 : parseCount(values.last, "--last", TREND_USAGE);
+  const read = await openHistory(positionals[0]).read();
+  const model = trendModel(read, { branch: values["all-branches"] ? null : (values.branch ?? HISTORY_GATE.branch), last, metrics: values.metric ?? [], scenario: values.scenario });
+  const markdown = renderTrendMarkdown(model, { title: values.title });
+  const html = values.html === undefined ? undefined : renderTrendHtml(model, { title: values.title, markdown });
+  if (values.html && html !== undefined) writeFileAtomic(values.html, html);
+  if (values.out) writeFileAtomic(values.out, markdown);
+  else process.stdout.write(markdown);
+  for (const s of read.skipped) process.stderr.write(`cable-report: history record ${JSON.stringify(s.file)} skipped: ${s.reason}\n`);
+  return EXIT_OK;
+}
+
+/** `cable-report <results-dir>` returns at once; `cable-report trend` may read an S3 history. */
+export function main(argv: string[]): number | Promise<number> {
+  if (argv[0] === "trend") return trendMain(argv.slice(1));
   try {
     return run(argv);
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`cable-report: ${err.message}\n\n${USAGE}\n`);
-      return EXIT_BAD_INPUT;
-    }
-    if (err instanceof ResultsInputError) {
-      process.stderr.write(`cable-report: ${err.message}\n`);
-      return EXIT_BAD_INPUT;
-    }
-    process.stderr.write(`cable-report: internal error: ${(err as Error).stack ?? String(err)}\n`);
-    return EXIT_INTERNAL_ERROR;
+    return failed(err);
   }
+}
+
+function failed(err: unknown): number {
+  if (err instanceof UsageError) {
+    process.stderr.write(`cable-report: ${err.message}\n\n${err.usage}\n`);
+    return EXIT_BAD_INPUT;
+  }
+  if (err instanceof ResultsInputError || err instanceof HistoryInputError || err instanceof TrendInputError) {
+    process.stderr.write(`cable-report: ${err.message}\n`);
+    return EXIT_BAD_INPUT;
+  }
+  process.stderr.write(`cable-report: internal error: ${(err as Error).stack ?? String(err)}\n`);
+  return EXIT_INTERNAL_ERROR;
 }
 
 function run(argv: string[]): number {
@@ -137,7 +227,7 @@ function parsePercent(text: string): number {
   return Number(match[1]);
 }
 
-function parseCount(text: string): number {
-  if (!/^[1-9]\d*$/.test(text.trim())) throw new UsageError(`--expect-tasks wants a positive whole number, not "${text}"`);
+function parseCount(text: string, flag = "--expect-tasks", usage = USAGE): number {
+  if (!/^[1-9]\d*$/.test(text.trim())) throw new UsageError(`${flag} wants a positive whole number, not "${text}"`, usage);
   return Number(text);
 }

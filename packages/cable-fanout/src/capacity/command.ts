@@ -9,6 +9,7 @@ import type { Store } from "cable-worker/contract";
 import type { Backend } from "../backend.js";
 import { BUNDLE_ROOT_HELP } from "../run/bundle-root.js";
 import { type BackendFlags, capacityOptions } from "../cli-options.js";
+import { HISTORY_BRANCH_HELP } from "../history-help.js";
 import { askAtTerminal } from "../plan/ask.js";
 import { usd } from "../plan/estimate.js";
 import { ASK_ABOVE_USD } from "../plan/launch.js";
@@ -102,7 +103,9 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--start-delay <duration>", "how far ahead each run's common start is set")
     .option("--start-timeout <duration>", "a region whose tasks are not running by then is marked failed")
     .option("--max-cost <usd>", "refuse a segment whose cost estimate is higher (the first segment's plan is printed and guarded)")
-    .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`);
+    .option("-y, --yes", `start without asking when the estimate is above ${usd(ASK_ABOVE_USD)}`)
+    .option("--history <dir|s3://bucket/prefix>", "keep every segment's run there, as `run --history` does (each segment is its own load, comparable with the same segment of later searches)")
+    .option("--history-branch <name>", HISTORY_BRANCH_HELP);
   liveOptions(command).action(async (scenario: string, raw: unknown) => {
     // Every flag is checked before any region is opened: a typo costs no AWS call.
     const { backend: flags, placement, search, task, live, warnings } = capacityOptions(raw);

@@ -71,6 +71,8 @@ export async function runCompare(options: CompareOptions, deps: RunDeps): Promis
           outDir: dir,
           target: target.url,
           runId: target.name,
+          // Each server's run is kept as its own (its target makes it comparable only with itself); compare's gate is between servers, not against the history.
+          ...(options.history ? { history: { ...options.history, kind: "compare" as const, label: target.name } } : {}),
           serverMetricsUrl: target.serverMetricsUrl,
           title: `${options.title ?? "Servers compared"}: ${target.name}`,
           // The first server's run shows the plan and guards the whole comparison's cost; the others only run.

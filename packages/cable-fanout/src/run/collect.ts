@@ -12,6 +12,8 @@ import { renderStartSection, type StartSummary, summarizeStart } from "./start-r
 import { billedFromSnapshots, renderCostSection } from "../plan/cost-report.js";
 import { downloadRegionResults } from "../store.js";
 import { outcomeOf } from "./task-end.js";
+import { appendRecord, historyFacts, historyOptionsOf, historyRecord, HISTORY_GATE, identityOf, judge, readForRun, type HistoryFacts, type HistoryOptions } from "./history.js";
+import type { HistoryStore, HistoryVerdict } from "artillery-plugin-cable-report";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, usersFailed: 6, aborted: 7 } as const;
 
@@ -30,6 +32,8 @@ export interface CollectInput {
   /** --baseline-any: compare with a baseline of another scenario or target anyway. */
   baselineAny?: boolean;
   title?: string;
+  /** `collect --history`: keep and judge the run there (default: as it started, fanout.json's). */
+  history?: HistoryOptions;
   log: (line: string) => void;
   /** The download's progress, a line every few seconds at most (default: stderr). */
   progress?: (line: string) => void;
@@ -49,6 +53,9 @@ export interface CollectResult {
   baselineRefused?: string;
   /** More users failed than `config.cable.maxFailedUsers` allows. */
   usersFailed?: boolean;
+  /** --history: the run's record beside report.md (history.json), and where the store kept it (undefined: it could not). */
+  historyFile?: string;
+  historyKept?: string;
 }
 
 export async function collectRun(input: CollectInput): Promise<CollectResult> {
@@ -62,12 +69,14 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const result: CollectResult = { exitCode: EXIT.ok, tasks, failedRegions: [...regionFailures.keys()].sort(), regressions: [] };
   if (input.serverSamples && input.serverSamples.length > 0) writeFileAtomic(path.join(runDir, SERVER_METRICS_FILE), `${JSON.stringify(toServerSeries(input.serverSamples))}\n`);
   const merged = mergeRun(input, tasks);
+  let history: RunHistory | undefined;
   const billed = billedFromSnapshots(record, input.snapshots, Date.now()) ?? record.billed;
   if (merged) {
     merged.notes.push(...notes);
     // What every cross-task latency carries: the most two tasks' clocks may disagree (start-report.ts).
     merged.clockBoundMs = start.clock ? start.clock.crossTaskBoundMs : null;
-    writeReports(input, merged, `${renderStartSection(start)}${renderCostSection({ ...record, ...(billed ? { billed } : {}) })}`, result);
+    history = await historyOf(input, merged);
+    writeReports(input, merged, `${renderStartSection(start)}${renderCostSection({ ...record, ...(billed ? { billed } : {}) })}`, result, history);
   }
 
   // The failure line (config.cable.maxFailedUsers) on the merged run: the tasks leave it to the runner.
@@ -79,7 +88,59 @@ export async function collectRun(input: CollectInput): Promise<CollectResult> {
   const finished: RunRecord & { start: StartSummary } = { ...record, tasks, regionFailures: Object.fromEntries(regionFailures), start, ...(billed ? { billed } : {}) };
   writeFileAtomic(path.join(runDir, RECORD_FILE), `${JSON.stringify(finished, null, 2)}\n`);
   result.exitCode = exitCodeOf(result, record, merged);
+  if (history && merged) {
+    const kept = historyRecord({
+      identity: history.identity,
+      merged,
+      usersOverLine: result.usersFailed ?? false,
+      checksFailed: ensureFailedOf(result, merged),
+      regressions: input.regressionThreshold === undefined ? null : result.regressions.length,
+      cost: { estimateUsd: record.estimate?.usd ?? null, billedUsd: billed?.usd ?? null },
+    });
+    result.historyFile = path.join(runDir, HISTORY_FILE);
+    writeFileAtomic(result.historyFile, `${JSON.stringify(kept)}\n`);
+    result.historyKept = await appendRecord(history.store, kept, input.log);
+  }
   return result;
+}
+
+/** The run's own record beside report.md, for whoever keeps the history elsewhere (the Action's history branch). */
+export const HISTORY_FILE = "history.json";
+
+interface RunHistory {
+  store: HistoryStore;
+  identity: ReturnType<typeof identityOf>;
+  verdict: HistoryVerdict;
+  options: HistoryOptions;
+}
+
+/** The history read and the run judged against it; undefined without --history, or when the store cannot be read now (said). */
+async function historyOf(input: CollectInput, merged: MergedResults): Promise<RunHistory | undefined> {
+  const options = historyOptionsOf(input.record, input.history);
+  if (!options) return undefined;
+  const facts = input.record.history ?? factsNow(input.record, input.log);
+  if (!facts) return undefined;
+  const read = await readForRun(options, input.log);
+  if (!read) return undefined;
+  const identity = identityOf(input.record, facts, merged, options);
+  const verdict = judge(merged, identity, read.read, options, input.regressionThreshold);
+  for (const s of read.read.skipped) input.log(`history: skipped ${s.file}: ${s.reason}`);
+  input.log(
+    verdict.mode === "band"
+      ? `history: judged against the band of the last ${verdict.runs} comparable runs in ${options.location}`
+      : `history: ${verdict.runs} comparable run(s) in ${options.location}, ${HISTORY_GATE.minRuns} needed for a band`,
+  );
+  return { store: read.store, identity, verdict, options };
+}
+
+/** A run started without --history, collected with it: what its scenario file says now. */
+function factsNow(record: RunRecord, log: (line: string) => void): HistoryFacts | undefined {
+  try {
+    return historyFacts({ scenarioFile: record.scenario, overrides: undefined, count: record.count });
+  } catch (err) {
+    log(`history: the run started without --history and its scenario ${record.scenario} cannot be read now (${(err as NodeJS.ErrnoException).code ?? "error"}): not kept`);
+    return undefined;
+  }
 }
 
 /** Every region's results downloaded, and each task's outcome; a region that lost tasks is a failure. */
@@ -181,9 +242,12 @@ function heldSecrets(record: Pick<RunRecord, "secrets">, env: NodeJS.ProcessEnv)
 }
 
 /** merged.json, report.md (with the fan-out's start section) and report.html; the regressions against a baseline. */
-function writeReports(input: CollectInput, merged: MergedResults, startSection: string, result: CollectResult): void {
+function writeReports(input: CollectInput, merged: MergedResults, startSection: string, result: CollectResult, history?: RunHistory): void {
   const { runDir, record } = input;
-  const given = input.baseline === undefined ? undefined : loadBaseline(input.baseline);
+  // Too few comparable runs for a band: the newest one is the two-run gate's baseline, unless --baseline gave one.
+  const newest = history?.verdict.mode === "two-run" && input.baseline === undefined ? history.verdict.newest : null;
+  const baselineLabel = newest ? `the newest comparable run in the history (run ${newest.run.id}, ${new Date(newest.run.at).toISOString().slice(0, 16).replace("T", " ")} UTC)` : input.baseline;
+  const given = input.baseline === undefined ? newest?.results : loadBaseline(input.baseline);
   // Of another scenario or target: the gate refuses it (unless --baseline-any), the report says so.
   const verdict = given && judgeBaseline(merged, given, { gate: input.regressionThreshold !== undefined, any: input.baselineAny === true });
   const baseline = verdict?.refused ? undefined : given;
@@ -194,11 +258,12 @@ function writeReports(input: CollectInput, merged: MergedResults, startSection: 
   const renderOptions: RenderOptions = {
     title: input.title ?? `${path.basename(record.scenario)} from ${record.regions.join(", ")} (run ${record.runId})`,
     baseline,
-    baselineLabel: input.baseline,
+    baselineLabel,
     regressionThreshold: input.regressionThreshold,
+    ...(history ? { history: { verdict: history.verdict, where: history.options.location, minRuns: HISTORY_GATE.minRuns, branch: history.options.branch, baselineGiven: input.baseline !== undefined } } : {}),
   };
   const rendered = renderMarkdown(merged, renderOptions);
-  const markdown = verdict ? withBaselineVerdict(rendered, verdict, input.baseline!) : rendered;
+  const markdown = verdict ? withBaselineVerdict(rendered, verdict, baselineLabel!) : rendered;
   // The start and cost sections are the fan-out's own: report.md's tables come from cable-report.
   const page = renderReportPage(merged, renderOptions, startSection);
   result.mergedFile = path.join(runDir, "merged.json");
@@ -208,7 +273,10 @@ function writeReports(input: CollectInput, merged: MergedResults, startSection: 
   writeFileAtomic(result.htmlFile, page);
   writeFileAtomic(result.reportFile, `${markdown.replace(/\n*$/, "\n")}${startSection}`);
   result.merged = merged;
-  if (baseline && input.regressionThreshold !== undefined) {
+  if (history?.verdict.mode === "band" && input.regressionThreshold !== undefined) {
+    result.regressions = history.verdict.regressions;
+    for (const r of result.regressions) input.log(`regression: ${r.row} in ${r.column}: ${r.reason}`);
+  } else if (baseline && input.regressionThreshold !== undefined) {
     result.regressions = findRegressions(merged, baseline, input.regressionThreshold);
     for (const r of result.regressions) input.log(`regression: ${r.row} in ${r.column}: ${r.baseline} → ${r.current} (${Number.isFinite(r.percent) ? `${r.percent.toFixed(1)}%` : "new"})`);
   }
@@ -216,11 +284,7 @@ function writeReports(input: CollectInput, merged: MergedResults, startSection: 
 
 /** The run's exit code: a failed region first, then an abort, failed users over their line, failed ensure checks, a refused baseline, a regression. */
 function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResults | undefined): number {
-  const ensureFailed =
-    result.tasks.some((t) => t.state === "ensure-failed") ||
-    (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0)) ||
-    // cable-report's own ensure conditions on the time verdicts, judged on the merged run.
-    (merged?.verdicts?.checks ?? []).some((c) => Object.values(c.columns).some((o) => !o.passed));
+  const ensureFailed = ensureFailedOf(result, merged);
   if (result.failedRegions.length > 0 || !merged) return EXIT.regionFailed;
   if (record.aborted) return EXIT.aborted;
   if (result.usersFailed) return EXIT.usersFailed;
@@ -228,6 +292,15 @@ function exitCodeOf(result: CollectResult, record: RunRecord, merged: MergedResu
   if (result.baselineRefused) return EXIT.usage;
   if (result.regressions.length > 0) return EXIT.regression;
   return EXIT.ok;
+}
+
+/** An ensure check failed: in a task, in a region's tally, or among cable-report's own on the merged run. */
+function ensureFailedOf(result: CollectResult, merged: MergedResults | undefined): boolean {
+  return (
+    result.tasks.some((t) => t.state === "ensure-failed") ||
+    (merged?.regions ?? []).some((r) => r.checks.some((c) => c.failed > 0)) ||
+    (merged?.verdicts?.checks ?? []).some((c) => Object.values(c.columns).some((o) => !o.passed))
+  );
 }
 
 /**

@@ -89,6 +89,22 @@ export const recordSchema = z.object({
         .optional(),
     })
     .optional(),
+  /**
+   * --history: where the run is kept and judged (run/history.ts), and what makes it comparable,
+   * fixed when it started so that a later `collect` writes the same record.
+   */
+  history: z
+    .object({
+      location: z.string().max(1_000),
+      /** The band's branch; null: every branch. */
+      bandBranch: z.string().max(200).nullable(),
+      kind: z.enum(["run", "compare", "capacity"]),
+      label: z.string().max(200).nullable(),
+      scenarioHash: z.string().regex(/^[0-9a-f]{64}$/),
+      branch: z.string().max(200).nullable(),
+      commit: z.string().max(200).nullable(),
+    })
+    .optional(),
   /** The common start from the go marker (the store's clock); null until the barrier let the run go. */
   startAt: z.number().nullable(),
   /** How the ready barrier went. */

@@ -6,6 +6,7 @@ import type { AbortCondition } from "../live/abort.js";
 import type { LiveFeed } from "../live/feed.js";
 import type { Progress } from "../progress.js";
 import type { CollectResult } from "./collect.js";
+import type { HistoryOptions } from "./history.js";
 
 type Json = Record<string, unknown>;
 
@@ -45,6 +46,8 @@ export interface RunOptions extends Pick<StartOptions, "spot" | "spotOnly" | "cp
   /** --baseline-any: compare with a baseline of another scenario or target (the gate refuses one otherwise). */
   baselineAny?: boolean;
   title?: string;
+  /** --history: keep the run, and judge it against the band of its comparable runs (run/history.ts). */
+  history?: HistoryOptions;
   /** Where the local backend keeps its store, recorded for `collect` and `stop`. */
   store?: string;
   /** --abort-on: stop every task once one of these holds on the merged live figures. */

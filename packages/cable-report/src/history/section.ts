@@ -1,6 +1,6 @@
 // report.md's "Against the history" section and its header line: which comparison the gate used,
 // and for each gated figure where this run sits in the band of the last comparable runs. Pure.
-import { cell, inline, LIMITS } from "../text.js";
+import { cell, code, inline, LIMITS } from "../text.js";
 import { ALL_REGIONS } from "../model.js";
 import { formatFigure } from "./figures.js";
 import { sparkline, type FigureVerdict, type HistoryVerdict, type LeftOut } from "./gate.js";
@@ -12,7 +12,7 @@ const MAX_FOLDED_ROWS = 200;
 
 /** The header's line: what the gate compared with. */
 export function historyHeaderLine(verdict: HistoryVerdict, where: string, baselineGiven: boolean): string {
-  const place = inline(where, LIMITS.label);
+  const place = code(where, LIMITS.label);
   if (verdict.mode === "band") {
     const n = verdict.regressions.length;
     const outcome = verdict.threshold === undefined ? "" : n === 0 ? ` — no regression beyond its band` : ` — ❌ **${n} figure${n === 1 ? "" : "s"} above ${n === 1 ? "its" : "their"} band**`;

@@ -1,7 +1,7 @@
 // trend.md: per main figure a table (each region and all regions: the newest run, its band, the runs
 // as a sparkline, the change points) and a mermaid line chart (GitHub renders it), fit for a pull
 // request comment. Pure. Outside text (regions, run ids, branches, metric names) through text.ts.
-import { chartLabel, cell, inline, LIMITS, niceCeiling } from "../text.js";
+import { chartLabel, cell, code, inline, LIMITS, niceCeiling } from "../text.js";
 import { formatFigure, shownValue } from "./figures.js";
 import { sparkline } from "./gate.js";
 import type { TrendFigure, TrendLine, TrendModel } from "./trend-model.js";
@@ -39,7 +39,7 @@ function render(model: TrendModel, options: { title?: string }, charts: boolean)
   out.push(`## ${inline(options.title ?? `Trend: ${model.scenario.file}`, LIMITS.title)}`, "");
   out.push(
     `- **Runs:** ${runs.length}${model.branch === null ? " (every branch)" : ` on ${cell(model.branch, LIMITS.name)}`}, ${day(first.at)} to ${day(last.at)}; the newest ${inline(last.id, LIMITS.name)}${last.commit ? ` at ${inline(last.commit.slice(0, 12), LIMITS.name)}` : ""}: ${inline(last.words, LIMITS.label)}`,
-    `- **Scenario:** ${inline(model.scenario.file, LIMITS.name)} (${model.scenario.hash.slice(0, 12)}), target ${model.target ? inline(model.target, LIMITS.label) : "not known"}`,
+    `- **Scenario:** ${inline(model.scenario.file, LIMITS.name)} (${model.scenario.hash.slice(0, 12)}), target ${model.target ? code(model.target, LIMITS.label) : "not known"}`,
     `- **Band:** where the gate expected each run from the up-to-20 comparable runs before it (a ${pct(model.confidence)} one-sided prediction interval; none before the 8th run); ▲ marks a run above it`,
   );
   const failing = runs.filter((r) => r.state === "failed").length;

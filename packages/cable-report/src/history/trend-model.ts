@@ -1,8 +1,8 @@
 // `cable-report trend`: how each main figure moved per region across the kept runs. Pure: the
 // history's records in, the model trend.md and trend.html draw out.
 //
-// Which runs: those comparable with the newest run on the branch (its scenario hash and target,
-// gate.ts comparableRuns), the last `last` of them; the rest are counted as left out, and why. The
+// Which runs: those comparable with the newest run on the branch (of --scenario, when given: its
+// scenario hash and target, gate.ts comparableRuns), the last `last` of them; the rest are counted as left out, and why. The
 // band at each run is the one the gate would have judged that run against: the prediction interval
 // of the up-to-20 comparable runs before it (none before the 8th), so a point outside it is a run
 // the gate would have flagged, and the line of upper bounds shows the threshold moving with the
@@ -24,6 +24,8 @@ export interface TrendOptions {
   last: number;
   /** --metric: figure keys or prefixes; empty: the main ones (see mainFigures). */
   metrics: string[];
+  /** --scenario: its file (as recorded, or its base name) or the start of its hash; absent: the newest run's. */
+  scenario?: string;
 }
 
 export interface TrendRun {
@@ -77,9 +79,19 @@ export function mainFigures(figures: Figure[], runs: MergedResults[]): Figure[] 
   return figures.filter((f) => (main !== null && f.key.startsWith(`${main}.`)) || Object.values(FIGURE_KEYS).includes(f.key as never));
 }
 
+function scenarioMatches(record: HistoryRecord, wanted: string): boolean {
+  const { file, hash } = record.run.scenario;
+  return file === wanted || file.split("/").pop() === wanted || (wanted.length >= 6 && hash.startsWith(wanted.toLowerCase()));
+}
+
 export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel {
   const onBranch = read.records.filter((r) => options.branch === null || r.run.branch === options.branch);
-  const newest = onBranch.at(-1);
+  const wanted = options.scenario;
+  const newest = (wanted === undefined ? onBranch : onBranch.filter((r) => scenarioMatches(r, wanted))).at(-1);
+  if (!newest && wanted !== undefined && onBranch.length > 0) {
+    const files = [...new Set(onBranch.map((r) => r.run.scenario.file))].slice(0, 10);
+    throw new TrendInputError(`--scenario ${JSON.stringify(wanted)}: no such run${options.branch === null ? "" : ` on branch ${options.branch}`} (its scenarios: ${files.join(", ")})`);
+  }
   if (!newest) {
     const branches = [...new Set(read.records.map((r) => r.run.branch ?? "(none)"))].slice(0, 10);
     throw new TrendInputError(
