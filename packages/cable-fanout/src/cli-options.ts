@@ -14,7 +14,7 @@ import { parseCompareTargets } from "./compare/targets.js";
 import { checkRefine, checkStair } from "./capacity/plan.js";
 import { FanoutInputError } from "./errors.js";
 import { HISTORY_GATE, parseHistoryLocation } from "artillery-plugin-cable-report";
-import type { HistoryOptions } from "./run/history.js";
+import { STACK_HISTORY, type HistoryOptions } from "./run/history.js";
 import { parseAbortOn } from "./live/abort.js";
 import {
   parseDuration,
@@ -144,7 +144,7 @@ export const historyFlags = z
     if (o.historyBranch !== undefined && o.history === undefined) throw new FanoutInputError("--history-branch needs --history");
     if (o.history === undefined) return {};
     try {
-      parseHistoryLocation(o.history);
+      if (o.history !== STACK_HISTORY) parseHistoryLocation(o.history);
     } catch (err) {
       throw new FanoutInputError((err as Error).message);
     }

@@ -77,7 +77,8 @@ Options:
 
 Exit status: 0 done, 2 bad input or usage (no run to draw), 3 internal error.`;
 
-async function trendMain(argv: string[]): Promise<number> {
+/** `cable-report trend <history> [options]`. */
+export async function trendMain(argv: string[]): Promise<number> {
   try {
     return await trend(argv);
   } catch (err) {
@@ -125,9 +126,13 @@ async function trend(argv: string[]): Promise<number> {
   return EXIT_OK;
 }
 
-/** `cable-report <results-dir>` returns at once; `cable-report trend` may read an S3 history. */
-export function main(argv: string[]): number | Promise<number> {
-  if (argv[0] === "trend") return trendMain(argv.slice(1));
+/** The bin's entry: `cable-report trend …` (which may read an S3 history), else the merge. */
+export async function cli(argv: string[]): Promise<number> {
+  return argv[0] === "trend" ? trendMain(argv.slice(1)) : main(argv);
+}
+
+/** `cable-report <results-dir> [options]`. */
+export function main(argv: string[]): number {
   try {
     return run(argv);
   } catch (err) {

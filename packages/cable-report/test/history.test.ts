@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EXIT_BAD_INPUT, EXIT_OK, main } from "../src/cli.js";
+import { EXIT_BAD_INPUT, EXIT_OK, trendMain } from "../src/cli.js";
 import { renderMarkdown } from "../src/markdown.js";
 import { mergeRegions } from "../src/results.js";
 import type { MergedResults } from "../src/model.js";
@@ -301,17 +301,17 @@ describe("cable-report trend", () => {
     writeFileSync(join(dir, "history", "20990101T000000Z-torn.json"), "{");
     const out = join(dir, "trend.md");
     const html = join(dir, "trend.html");
-    expect(await main(["trend", join(dir, "history"), "--out", out, "--html", html, "--last", "5"])).toBe(EXIT_OK);
+    expect(await trendMain([join(dir, "history"), "--out", out, "--html", html, "--last", "5"])).toBe(EXIT_OK);
     expect(readFileSync(out, "utf8")).toMatch(/- \*\*Runs:\*\* 5 on main/);
     expect(readFileSync(html, "utf8")).toMatch(/^<!doctype html>/);
   });
 
   it("refuses bad input with exit 2", async () => {
     const dir = mkdtempSync(join(tmpdir(), "trend-cli-"));
-    expect(await main(["trend", dir])).toBe(EXIT_BAD_INPUT);
-    expect(await main(["trend", dir, "--last", "0"])).toBe(EXIT_BAD_INPUT);
-    expect(await main(["trend", dir, "--branch", "x", "--all-branches"])).toBe(EXIT_BAD_INPUT);
-    expect(await main(["trend"])).toBe(EXIT_BAD_INPUT);
+    expect(await trendMain([dir])).toBe(EXIT_BAD_INPUT);
+    expect(await trendMain([dir, "--last", "0"])).toBe(EXIT_BAD_INPUT);
+    expect(await trendMain([dir, "--branch", "x", "--all-branches"])).toBe(EXIT_BAD_INPUT);
+    expect(await trendMain([])).toBe(EXIT_BAD_INPUT);
   });
 });
 

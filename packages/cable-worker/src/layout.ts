@@ -19,6 +19,12 @@
  */
 
 export const RUNS_PREFIX = "runs";
+/**
+ * `cable-fanout --history stack`: one record per run, kept beside runs/ in the first region's bucket
+ * (cable-report history/record.ts); the runner reads and writes it, no task does, and the bucket's
+ * expiry rule (runs/ only) leaves it.
+ */
+export const HISTORY_PREFIX = "history";
 export const BUNDLE_DIR = "bundle";
 export const MANIFEST_FILE = "run.json";
 export const REPORT_FILE = "report.json";

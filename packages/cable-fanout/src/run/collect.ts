@@ -12,7 +12,7 @@ import { renderStartSection, type StartSummary, summarizeStart } from "./start-r
 import { billedFromSnapshots, renderCostSection } from "../plan/cost-report.js";
 import { downloadRegionResults } from "../store.js";
 import { outcomeOf } from "./task-end.js";
-import { appendRecord, historyFacts, historyOptionsOf, historyRecord, HISTORY_GATE, identityOf, judge, readForRun, type HistoryFacts, type HistoryOptions } from "./history.js";
+import { appendRecord, resolveLocation, historyFacts, historyOptionsOf, historyRecord, HISTORY_GATE, identityOf, judge, readForRun, type HistoryFacts, type HistoryOptions } from "./history.js";
 import type { HistoryStore, HistoryVerdict } from "artillery-plugin-cable-report";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, usersFailed: 6, aborted: 7 } as const;
@@ -116,8 +116,9 @@ interface RunHistory {
 
 /** The history read and the run judged against it; undefined without --history, or when the store cannot be read now (said). */
 async function historyOf(input: CollectInput, merged: MergedResults): Promise<RunHistory | undefined> {
-  const options = historyOptionsOf(input.record, input.history);
-  if (!options) return undefined;
+  const given = historyOptionsOf(input.record, input.history);
+  if (!given) return undefined;
+  const options = resolveLocation(given, input.regions);
   const facts = input.record.history ?? factsNow(input.record, input.log);
   if (!facts) return undefined;
   const read = await readForRun(options, input.log);

@@ -12,6 +12,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { HISTORY_GATE, historyRecord, HistoryInputError, judgeAgainstHistory, openHistory, scenarioHash, type HistoryRead, type HistoryRecord, type HistoryStore, type HistoryVerdict, type MergedResults, type RunKind } from "artillery-plugin-cable-report";
+import { HISTORY_PREFIX } from "cable-worker/contract";
 import { FanoutInputError } from "../errors.js";
 import type { RunRecord } from "./record.js";
 
@@ -89,6 +90,16 @@ export function historyOptionsOf(record: RunRecord, given?: HistoryOptions): His
   if (given) return given;
   const kept = record.history;
   return kept && { location: kept.location, branch: kept.bandBranch, kind: kept.kind, label: kept.label };
+}
+
+/** `--history stack`: the first region's results store, under history/ (kept: the stack's expiry rule covers runs/ only). */
+export const STACK_HISTORY = "stack";
+
+export function resolveLocation<T extends { location: string }>(options: T, regions: Array<{ location: string }>): T {
+  if (options.location !== STACK_HISTORY) return options;
+  const store = regions[0]?.location;
+  if (!store) throw new FanoutInputError("--history stack: no region to keep the history in");
+  return { ...options, location: store.startsWith("s3://") ? `${store.replace(/\/+$/, "")}/${HISTORY_PREFIX}/` : path.join(store, HISTORY_PREFIX) };
 }
 
 /** The store, opened and listed before any task starts: a location that cannot be read is said now, not after the run. */

@@ -17,7 +17,7 @@ import { scrapeEvery, toServerSeries, type ServerSample } from "../server-metric
 import { defaultMinReadyPct, runBarrier } from "./barrier.js";
 import { type Bundle, buildBundle } from "./bundle.js";
 import { collectRun } from "./collect.js";
-import { checkHistory, historyFacts, historyRecordFacts } from "./history.js";
+import { checkHistory, historyFacts, historyRecordFacts, resolveLocation } from "./history.js";
 import { followLive } from "./follow-live.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { RECORD_FILE, type RunRecord } from "./record.js";
@@ -192,8 +192,9 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
   const payloadWarnings = [...payloads.notes, ...checkSlicedPayloads(payloads.sliced, { count: options.count, regions: options.regions.length })];
   const target = redactTarget(effectiveConfig(scenario, overrides, options.environment).target);
   checkBaseline(options, scenario, target);
-  if (options.history) await checkHistory(options.history);
   const regions = await openRegions(backend, options.regions);
+  const history = options.history && resolveLocation(options.history, regions);
+  if (history) await checkHistory(history);
 
   // Nothing starts while a region lacks a secret, the quota or the addresses for the run, or before
   // the run's cost has been said (and allowed, where it is high).
@@ -241,7 +242,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     regionFailures: {},
     notices: {},
     ...(launch.cost ? { estimate: estimateRecord(launch) } : {}),
-    ...(options.history ? { history: historyRecordFacts(options.history, historyFacts({ scenarioFile: scenario.file, overrides, environment: options.environment, count: options.count })) } : {}),
+    ...(history ? { history: historyRecordFacts(history, historyFacts({ scenarioFile: scenario.file, overrides, environment: options.environment, count: options.count })) } : {}),
   };
   return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, payloads.sliced.length > 0, deps.abort);
 }
