@@ -108,48 +108,70 @@ export function renderHtml(merged: MergedResults, options: HtmlOptions): string 
  */
 export function pageHtml(parts: PageParts, live?: { status: string }): string {
   const { title, summary, tables, state, data } = parts;
-  const uplot = asset(requireResolve("uplot/dist/uPlot.iife.min.js"));
-  const uplotCss = asset(requireResolve("uplot/dist/uPlot.min.css"));
-  const axesScript = asset(join(ASSETS, "report-axes.js"));
+  const { uplot, uplotCss, axes, pageCss } = pageAssets();
   const pageScript = asset(join(ASSETS, "report-page.js"));
   const liveScript = live ? asset(join(ASSETS, "report-live.js")) : "";
-  const pageCss = asset(join(ASSETS, "report-page.css"));
-  const scripts = [uplot, axesScript, pageScript, ...(live ? [liveScript] : [])];
-  for (const s of scripts) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
-  const styles = `${uplotCss}\n${pageCss}`;
-  if (/<\/style/i.test(styles)) throw new Error("an inline style sheet would end its <style> element early");
+  return pageDocument({
+    title,
+    styles: `${uplotCss}\n${pageCss}`,
+    live: live !== undefined,
+    main: [
+      '<main id="report">',
+      ...(live ? [`<div id="live-status" class="live-status">${live.status}</div>`] : []),
+      // What happened when comes right under the headline (run, phases, warnings); the whole-run tables follow.
+      `<div id="summary" data-state="${state}">`,
+      summary,
+      "</div>",
+      '<section id="over-time">',
+      "<h2>Over time</h2>",
+      "<noscript><p class=\"note\">JavaScript is off, so the charts over time are not drawn; the tables below hold the whole-run figures.</p></noscript>",
+      '<div id="charts"></div>',
+      "</section>",
+      '<div id="tables">',
+      tables,
+      "</div>",
+      "</main>",
+    ],
+    // The page's script reads its data from the element right before it (report-page.js).
+    scripts: [uplot, axes, { json: data, id: "report-data" }, pageScript, ...(live ? [liveScript] : [])],
+  });
+}
+
+/** The bundled files every page of the report carries: uPlot and its style sheet, the axis helpers, the page's look. */
+export function pageAssets(): { uplot: string; uplotCss: string; axes: string; pageCss: string } {
+  return {
+    uplot: asset(requireResolve("uplot/dist/uPlot.iife.min.js")),
+    uplotCss: asset(requireResolve("uplot/dist/uPlot.min.css")),
+    axes: asset(join(ASSETS, "report-axes.js")),
+    pageCss: asset(join(ASSETS, "report-page.css")),
+  };
+}
+
+/** A script of the page, in order: inline code, or data (JSON) that the next script reads. */
+export type PageScript = string | { json: unknown; id: string; round?: (v: number) => number };
+
+/**
+ * A whole page of the report (report.html, the live page, trend.html): `main` (HTML lines made by
+ * the caller from escaped text) and the scripts after it, under the one Content-Security-Policy
+ * (pageCsp) that lets only these scripts and this style sheet run, by their hashes.
+ */
+export function pageDocument(doc: { title: string; styles: string; main: string[]; scripts: PageScript[]; live?: boolean }): string {
+  const code = doc.scripts.filter((s): s is string => typeof s === "string");
+  for (const s of code) if (/<\/script|<!--/i.test(s)) throw new Error("an inline script would end its <script> element early");
+  if (/<\/style/i.test(doc.styles)) throw new Error("an inline style sheet would end its <style> element early");
   return [
     "<!doctype html>",
     '<html lang="en">',
     "<head>",
     '<meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="${pageCsp(scripts, styles, live !== undefined)}">`,
+    `<meta http-equiv="Content-Security-Policy" content="${pageCsp(code, doc.styles, doc.live === true)}">`,
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${escapeHtml(title)}</title>`,
-    `<style>${styles}</style>`,
+    `<title>${escapeHtml(doc.title)}</title>`,
+    `<style>${doc.styles}</style>`,
     "</head>",
     "<body>",
-    '<main id="report">',
-    ...(live ? [`<div id="live-status" class="live-status">${live.status}</div>`] : []),
-    // What happened when comes right under the headline (run, phases, warnings); the whole-run tables follow.
-    `<div id="summary" data-state="${state}">`,
-    summary,
-    "</div>",
-    '<section id="over-time">',
-    "<h2>Over time</h2>",
-    "<noscript><p class=\"note\">JavaScript is off, so the charts over time are not drawn; the tables below hold the whole-run figures.</p></noscript>",
-    '<div id="charts"></div>',
-    "</section>",
-    '<div id="tables">',
-    tables,
-    "</div>",
-    "</main>",
-    `<script>${uplot}</script>`,
-    `<script>${axesScript}</script>`,
-    // The page's script reads its data from the element right before it (report-page.js).
-    `<script type="application/json" id="report-data">${jsonForScript(data)}</script>`,
-    `<script>${pageScript}</script>`,
-    ...(live ? [`<script>${liveScript}</script>`] : []),
+    ...doc.main,
+    ...doc.scripts.map((s) => (typeof s === "string" ? `<script>${s}</script>` : `<script type="application/json" id="${escapeHtml(s.id)}">${jsonForScript(s.json, s.round)}</script>`)),
     "</body>",
     "</html>",
     "",
@@ -172,13 +194,14 @@ export function pageCsp(scripts: string[], styles: string, live: boolean): strin
 }
 
 /** assets/ sits beside src/ and dist/. */
-const ASSETS = join(__dirname, "..", "assets");
+export const ASSETS = join(__dirname, "..", "assets");
 
 function requireResolve(id: string): string {
   return require.resolve(id);
 }
 
-function asset(path: string): string {
+/** A bundled file's text (its path from require.resolve, or under assets/: ASSETS). */
+export function asset(path: string): string {
   return readFileSync(path, "utf8").trim();
 }
 
@@ -251,9 +274,12 @@ export function withoutCharts(markdown: string): string {
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }
 
-/** Inline JSON that no string in it can break out of: `<`, `>` and `&` as escapes; numbers to 0.1. */
-export function jsonForScript(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "number" ? Math.round(v * 10) / 10 : v))
+/** A number as report.html's data holds it: to 0.1. */
+const toTenth = (v: number) => Math.round(v * 10) / 10;
+
+/** Inline JSON that no string in it can break out of: `<`, `>` and `&` as escapes; numbers to 0.1 (or as `round` says). */
+export function jsonForScript(value: unknown, round: (v: number) => number = toTenth): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "number" ? round(v) : v))
     .replace(/</g, "\\u003c")
     .replace(/>/g, "\\u003e")
     .replace(/&/g, "\\u0026")
@@ -261,7 +287,7 @@ export function jsonForScript(value: unknown): string {
     .replace(/\u2029/g, "\\u2029");
 }
 
-function escapeHtml(text: string): string {
+export function escapeHtml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
