@@ -102,7 +102,7 @@ export function historyRecord(input: RecordInput): HistoryRecord {
     version: HISTORY_VERSION,
     run: input.identity,
     verdict: {
-      state: mark === "✅" ? "ok" : mark === "❌" || input.usersOverLine || input.checksFailed || (input.regressions ?? 0) > 0 ? "failed" : "warning",
+      state: mark === "❌" || input.usersOverLine || input.checksFailed || (input.regressions ?? 0) > 0 ? "failed" : mark === "✅" ? "ok" : "warning",
       words: `${mark} ${label}`.slice(0, 300),
       usersOverLine: input.usersOverLine,
       checksFailed: input.checksFailed,
