@@ -241,6 +241,12 @@ describe("report.md against the history", () => {
     const markdown = renderMarkdown(merged, { history: { verdict: empty, where: "history", minRuns: 8, branch: "main", baselineGiven: false } });
     expect(markdown).toContain("compared with nothing: this run starts it");
     expect(markdown).toContain("No comparable run (same scenario, load and target, branch main) in the history yet");
+    expect(markdown).not.toContain("| Figure |");
+
+    // Three runs: too few for a band, but the trend line starts.
+    const three = judgeAgainstHistory(merged, current(4), { records: history(3), skipped: [] }, { threshold: 10 });
+    const short = renderMarkdown(merged, { history: { verdict: three, where: "history", minRuns: 8, branch: "main", baselineGiven: false } });
+    expect(short).toMatch(/\| Broadcast latency p95 \| all regions \| [\d.]+ ms \| — \| [▁▂▃▄▅▆▇█]{3} [▁▂▃▄▅▆▇█] \| ⚪ not judged: 3 comparable runs, 8 needed for a band \|/);
   });
 });
 

@@ -129,6 +129,8 @@ export type HistoryVerdict =
       runs: number;
       /** The newest comparable run's results: the two-run baseline when no --baseline was given. */
       newest: HistoryRecord | null;
+      /** Each gated figure with the runs so far (the trend line), none judged. */
+      figures: FigureVerdict[];
       left: LeftOut[];
       skipped: SkippedRecord[];
     };
@@ -153,8 +155,6 @@ export function judgeAgainstHistory(
     branch: options.branch === undefined ? HISTORY_GATE.branch : options.branch,
     window: options.window ?? HISTORY_GATE.window,
   });
-  if (runs.length < minRuns) return { mode: "two-run", runs: runs.length, newest: runs.at(-1) ?? null, left, skipped: read.skipped };
-
   const figures = historyFigures([merged, ...runs.map((r) => r.results)]).filter((f) => f.gate);
   const columns: Column[] = [...merged.regions.filter((r) => r.tasks > 0), merged.all];
   // First which (figure, column) pairs can be judged: their count sets each one's confidence.
@@ -174,12 +174,17 @@ export function judgeAgainstHistory(
       return { figure, column, value, history, notJudged };
     }),
   );
+  const unjudged = (p: (typeof pairs)[number], why: string | null): FigureVerdict => ({ figure: p.figure, column: p.column.name, value: p.value!, history: p.history, band: null, position: null, regression: false, notJudged: why, reason: why ?? "" });
+  if (runs.length < minRuns) {
+    const why = `${runs.length} comparable run${runs.length === 1 ? "" : "s"}, ${minRuns} needed for a band`;
+    return { mode: "two-run", runs: runs.length, newest: runs.at(-1) ?? null, figures: pairs.filter((p) => p.value !== null).map((p) => unjudged(p, p.notJudged === "not in this run" ? p.notJudged : why)), left, skipped: read.skipped };
+  }
   const judged = pairs.filter((p) => p.notJudged === null);
   const confidence = bonferroniConfidence(HISTORY_GATE.familyAlpha, Math.max(1, judged.length));
   const verdicts: FigureVerdict[] = pairs
     .filter((p) => p.value !== null)
     .map((p) => {
-      if (p.notJudged !== null) return { figure: p.figure, column: p.column.name, value: p.value!, history: p.history, band: null, position: null, regression: false, notJudged: p.notJudged, reason: p.notJudged };
+      if (p.notJudged !== null) return unjudged(p, p.notJudged);
       const band = predictionBand(sinceLastChange(p.history, p.figure.scale, minRuns), confidence, p.figure.scale)!;
       return judgeFigure(p.figure, p.column, p.value!, p.history, band, options.threshold);
     });

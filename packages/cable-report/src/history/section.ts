@@ -32,6 +32,8 @@ export function historySection(verdict: HistoryVerdict, options: { minRuns: numb
         : `${verdict.runs} comparable run${verdict.runs === 1 ? "" : "s"} (${scope}); a band needs ${options.minRuns}, so the gate compared this run with one run, as a baseline (the Baseline line above).`,
     );
     out.push(...leftOut(verdict.left, verdict.skipped));
+    // The runs so far, as the band will judge them once there are enough: the trend line starts with the second run.
+    if (verdict.runs > 0) out.push("", ...table(verdict.figures.filter((f) => f.column === ALL_REGIONS).slice(0, MAX_OPEN_ROWS)));
     return out;
   }
   const threshold = verdict.threshold;
