@@ -163,9 +163,18 @@ describe("the report flags", () => {
   });
 
   it("refuse a gate without a baseline, after the threshold's own check", () => {
-    expect(inputError(() => reportFlags.parse({ failOnRegression: "5" }))).toBe("--fail-on-regression needs --baseline");
+    expect(inputError(() => reportFlags.parse({ failOnRegression: "5" }))).toBe("--fail-on-regression needs --baseline or --history");
     expect(inputError(() => reportFlags.parse({ baselineAny: true }))).toBe("--baseline-any needs --baseline");
     expect(inputError(() => reportFlags.parse({ failOnRegression: "abc" }))).toBe('--fail-on-regression wants a percentage such as 10%, not "abc"');
+  });
+
+  it("take --history (a folder, s3://bucket/prefix or stack) and the band's branch", () => {
+    expect(reportFlags.parse({ history: "hist", failOnRegression: "5%" })).toMatchObject({ regressionThreshold: 5, history: { location: "hist", branch: "main" } });
+    expect(reportFlags.parse({ history: "stack", historyBranch: "trunk" }).history).toEqual({ location: "stack", branch: "trunk" });
+    expect(reportFlags.parse({ history: "s3://b-1/p", historyBranch: "*" }).history).toEqual({ location: "s3://b-1/p", branch: null });
+    expect(inputError(() => reportFlags.parse({ historyBranch: "main" }))).toBe("--history-branch needs --history");
+    expect(inputError(() => reportFlags.parse({ history: "s3://Bad_Bucket/x" }))).toMatch(/^--history "s3:\/\/Bad_Bucket\/x": an S3 location is s3:\/\/bucket\/prefix/);
+    expect(inputError(() => reportFlags.parse({ history: "h", historyBranch: " " }))).toBe("--history-branch wants a branch name, or * for every branch");
   });
 });
 
