@@ -1,7 +1,7 @@
-// report.html's axis arithmetic and number formats, apart from the charts (report-page.js) that use
-// them: pure functions of their arguments and uPlot's chart object. Plain ES2017, no modules, one
-// global (the page opens from disk and its scripts are inlined, in this order: uPlot, this, the
-// page's data, report-page.js).
+// What report.html's and trend.html's charts share, apart from the charts (report-page.js,
+// trend-page.js) that use it: axis arithmetic, number formats, an element with text only, and the
+// charts following the window's width. Plain ES2017, no modules, one global (the pages open from
+// disk and their scripts are inlined, in this order: uPlot, this, the page's data, the page's script).
 var CableReportAxes = (function () {
   "use strict";
   /** Steps of the time axis, in seconds. */
@@ -53,5 +53,31 @@ var CableReportAxes = (function () {
     return Math.max(56, Math.ceil(size));
   }
 
-  return { INCRS: INCRS, clock: clock, number: number, niceTop: niceTop, fromZero: fromZero, pxRatio: pxRatio, axisSize: axisSize };
+  /** An element with text from the data as text only (textContent: never markup). */
+  function element(tag, className, text, parent) {
+    var el = document.createElement(tag);
+    if (className) el.className = className;
+    if (text != null) el.textContent = text;
+    if (parent) parent.appendChild(el);
+    return el;
+  }
+
+  function hasData(values) {
+    return values.some(function (v) { return v != null; });
+  }
+
+  /** Every chart of `charts` (as it grows) resized to its holder's width, 100 ms after the window's last resize. */
+  function followWidth(charts, height) {
+    var pending = 0;
+    window.addEventListener("resize", function () {
+      clearTimeout(pending);
+      pending = setTimeout(function () {
+        charts.forEach(function (u) {
+          u.setSize({ width: Math.max(300, u.root.parentNode.clientWidth), height: height });
+        });
+      }, 100);
+    });
+  }
+
+  return { INCRS: INCRS, clock: clock, number: number, niceTop: niceTop, fromZero: fromZero, pxRatio: pxRatio, axisSize: axisSize, element: element, hasData: hasData, followWidth: followWidth };
 })();

@@ -160,13 +160,7 @@
 
   // ---- building blocks ----
 
-  function element(tag, className, text, parent) {
-    var el = document.createElement(tag);
-    if (className) el.className = className;
-    if (text != null) el.textContent = text;
-    if (parent) parent.appendChild(el);
-    return el;
-  }
+  var element = axes.element;
 
   function section(title, description) {
     var s = element("section", "chart-card", null, root);
@@ -175,9 +169,7 @@
     return s;
   }
 
-  function hasData(values) {
-    return values.some(function (v) { return v != null; });
-  }
+  var hasData = axes.hasData;
 
   /**
    * One uPlot chart. spec: {x, unit, series: [{label, colour, values, dash?, width?, scale?, show?}],
@@ -424,13 +416,5 @@
   window.reportCharts = charts;
   window.CableReportPage = { render: render };
 
-  var pending = 0;
-  window.addEventListener("resize", function () {
-    clearTimeout(pending);
-    pending = setTimeout(function () {
-      charts.forEach(function (u) {
-        u.setSize({ width: Math.max(300, u.root.parentNode.clientWidth), height: HEIGHT });
-      });
-    }, 100);
-  });
+  axes.followWidth(charts, HEIGHT);
 })();

@@ -29,13 +29,7 @@
 
   // ---- words ----
 
-  function element(tag, className, text, parent) {
-    var el = document.createElement(tag);
-    if (className) el.className = className;
-    if (text != null) el.textContent = text;
-    if (parent) parent.appendChild(el);
-    return el;
-  }
+  var element = axes.element;
 
   /** As trend.md writes a figure: 0 decimals from 100 up, 1 from 10, else 2. */
   function figure(v) {
@@ -142,9 +136,7 @@
 
   // ---- a chart per figure ----
 
-  function hasData(values) {
-    return values.some(function (v) { return v != null; });
-  }
+  var hasData = axes.hasData;
 
   /** The change points in words, by run: "nightly-21 (2026-10-21): eu-west-2 79.1 ms → 110 ms, all regions 86.4 ms → 120 ms". */
   function changePointWords(f) {
@@ -254,13 +246,5 @@
   /** The uPlot instances, for the browser's console (and the tests). */
   window.reportCharts = charts;
 
-  var pending = 0;
-  window.addEventListener("resize", function () {
-    clearTimeout(pending);
-    pending = setTimeout(function () {
-      charts.forEach(function (u) {
-        u.setSize({ width: Math.max(300, u.root.parentNode.clientWidth), height: HEIGHT });
-      });
-    }, 100);
-  });
+  axes.followWidth(charts, HEIGHT);
 })();

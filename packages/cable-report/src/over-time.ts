@@ -12,7 +12,7 @@ import { cell, chartLabel, clock, code, inline, LIMITS, niceCeiling } from "./te
 export const MAX_POINTS = 60;
 
 /** Tableau 10's first seven, each with the emoji square GitHub shows closest to it; all regions in black. */
-const PALETTE = [
+export const PALETTE = [
   { colour: "#4e79a7", square: "🟦" },
   { colour: "#f28e2b", square: "🟧" },
   { colour: "#e15759", square: "🟥" },
@@ -21,7 +21,7 @@ const PALETTE = [
   { colour: "#b07aa1", square: "🟪" },
   { colour: "#9c755f", square: "🟫" },
 ];
-const ALL_COLOUR = { colour: "#333333", square: "⬛" };
+export const ALL_COLOUR = { colour: "#333333", square: "⬛" };
 
 type Fold = "max" | "mean" | "sum";
 

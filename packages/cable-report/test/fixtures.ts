@@ -42,6 +42,23 @@ export function random(seed: number): () => number {
   };
 }
 
+/** Standard normal deviates by Box–Muller (both of each pair) from a seeded uniform source. */
+export function normals(seed: number): () => number {
+  const u = random(seed);
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
+    const r = Math.sqrt(-2 * Math.log(1 - u()));
+    const theta = 2 * Math.PI * u();
+    spare = r * Math.sin(theta);
+    return r * Math.cos(theta);
+  };
+}
+
 /** n samples spread uniformly around `center` (±10%). */
 export function around(center: number, n: number, seed: number): number[] {
   const next = random(seed);

@@ -16,7 +16,7 @@ import { openHistory, parseHistoryLocation, readRecord } from "../src/history/st
 import { renderTrendMarkdown } from "../src/history/trend-markdown.js";
 import { TrendInputError, trendModel } from "../src/history/trend-model.js";
 import { liveMarkup } from "./hostile-text.js";
-import { random, taskOf } from "./fixtures.js";
+import { normals, taskOf } from "./fixtures.js";
 
 const BROADCAST = "cable.broadcast_latency";
 const HASH = scenarioHash({ scenario: "config: {}\n", tasksPerRegion: 2 });
@@ -25,15 +25,10 @@ const TARGET = "ws://127.0.0.1:8080/cable";
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 9, 1, 2, 0);
 
-/** Standard normal by Box–Muller from a seeded uniform. */
-function normal(next: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
-}
-
 /** Latencies around `median` ms (log-normal, σ 0.3), n samples. */
 function latencies(median: number, n: number, seed: number): number[] {
-  const next = random(seed);
-  return Array.from({ length: n }, () => median * Math.exp(0.3 * normal(next)));
+  const z = normals(seed);
+  return Array.from({ length: n }, () => median * Math.exp(0.3 * z()));
 }
 
 interface RunSpec {
@@ -86,8 +81,8 @@ function recordOf(merged: MergedResults, i: number, over: Partial<HistoryRecord[
 
 /** n nightly runs of the same server: run-to-run noise of 5% on the median (the day's neighbours, the host). */
 function history(n: number, seed = 1, median = 40): HistoryRecord[] {
-  const next = random(seed);
-  return Array.from({ length: n }, (_, i) => recordOf(runOf({ median: median * Math.exp(0.05 * normal(next)), seed: seed * 1_000 + i }), i));
+  const z = normals(seed);
+  return Array.from({ length: n }, (_, i) => recordOf(runOf({ median: median * Math.exp(0.05 * z()), seed: seed * 1_000 + i }), i));
 }
 
 const current = (i: number, over: Partial<HistoryRecord["run"]> = {}) => ({ id: `run-${i}`, scenario: { file: "scenarios/chat.yml", hash: HASH }, target: { url: TARGET, server: null }, ...over });
@@ -253,8 +248,8 @@ describe("report.md against the history", () => {
 describe("the trend", () => {
   /** 30 nightly runs, the broadcast latency stepping from 40 to 60 ms at run 21 (index 20). */
   function stepped(): HistoryRecord[] {
-    const next = random(77);
-    return Array.from({ length: 30 }, (_, i) => recordOf(runOf({ median: (i < 20 ? 40 : 60) * Math.exp(0.04 * normal(next)), seed: 5_000 + i }), i));
+    const z = normals(77);
+    return Array.from({ length: 30 }, (_, i) => recordOf(runOf({ median: (i < 20 ? 40 : 60) * Math.exp(0.04 * z()), seed: 5_000 + i }), i));
   }
 
   it("finds the step at the run where it happened, per region and for all regions, and flags the runs above their band", () => {

@@ -5,36 +5,8 @@
 // betainc at 40 digits) to 1e-9 relative. The band's coverage is simulated on seeded normal data: the one-sided
 // 99% bound must hold the next value 99% of the time at n = 10 and n = 20, where a z-based bound holds fewer.
 import { describe, expect, it } from "vitest";
+import { normals } from "../../test/fixtures.js";
 import { bandPosition, bonferroniConfidence, predictionBand, studentTCdf, studentTQuantile, studentTUpper } from "./band.js";
-
-/** mulberry32: a 32-bit seeded PRNG, uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Standard normal deviates by Box–Muller from a seeded uniform source. */
-function normals(seed: number): () => number {
-  const u = mulberry32(seed);
-  let spare: number | null = null;
-  return () => {
-    if (spare !== null) {
-      const s = spare;
-      spare = null;
-      return s;
-    }
-    const r = Math.sqrt(-2 * Math.log(1 - u()));
-    const theta = 2 * Math.PI * u();
-    spare = r * Math.sin(theta);
-    return r * Math.cos(theta);
-  };
-}
 
 function relErr(actual: number, expected: number): number {
   return Math.abs(actual - expected) / Math.abs(expected);

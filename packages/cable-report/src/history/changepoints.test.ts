@@ -10,36 +10,8 @@
 // 140 ms over 30 runs: 1 to 5 change points, 3 in 131 series; pure noise, 30 runs, 500 series: change points in
 // 13 (2.6%), the same 13 at 5% and at 15% noise. The module's comment has the rates over more series.
 import { describe, expect, it } from "vitest";
+import { normals } from "../../test/fixtures.js";
 import { changePoints, type ChangePoint } from "./changepoints.js";
-
-/** mulberry32: a 32-bit seeded PRNG, uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Standard normal deviates by Box–Muller from a seeded uniform source. */
-function normals(seed: number): () => number {
-  const u = mulberry32(seed);
-  let spare: number | null = null;
-  return () => {
-    if (spare !== null) {
-      const s = spare;
-      spare = null;
-      return s;
-    }
-    const r = Math.sqrt(-2 * Math.log(1 - u()));
-    const theta = 2 * Math.PI * u();
-    spare = r * Math.sin(theta);
-    return r * Math.cos(theta);
-  };
-}
 
 /** Each level times lognormal noise with log-SD `sd` (0.05: "5% noise"). */
 function noisy(seed: number, levels: number[], sd: number): number[] {

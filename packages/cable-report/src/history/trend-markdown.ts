@@ -2,6 +2,7 @@
 // as a sparkline, the change points) and a mermaid line chart (GitHub renders it), fit for a pull
 // request comment. Pure. Outside text (regions, run ids, branches, metric names) through text.ts.
 import { chartLabel, cell, code, inline, LIMITS, niceCeiling } from "../text.js";
+import { ALL_COLOUR as ALL, PALETTE } from "../over-time.js";
 import { formatFigure, shownValue } from "./figures.js";
 import { sparkline } from "./gate.js";
 import type { TrendFigure, TrendLine, TrendModel } from "./trend-model.js";
@@ -9,17 +10,7 @@ import type { TrendFigure, TrendLine, TrendModel } from "./trend-model.js";
 /** GitHub refuses comments over 65,536 characters. */
 export const TREND_MAX_BYTES = 60_000;
 
-/** Tableau 10's first seven with GitHub's closest emoji squares, all regions in black: report.md's own (over-time.ts). */
-const PALETTE = [
-  { colour: "#4e79a7", square: "🟦" },
-  { colour: "#f28e2b", square: "🟧" },
-  { colour: "#e15759", square: "🟥" },
-  { colour: "#59a14f", square: "🟩" },
-  { colour: "#edc948", square: "🟨" },
-  { colour: "#b07aa1", square: "🟪" },
-  { colour: "#9c755f", square: "🟫" },
-];
-const ALL = { colour: "#333333", square: "⬛" };
+/** The band's upper bound: Tableau 10's grey, beside report.md's own region colours (over-time.ts). */
 const BAND = { colour: "#bab0ac", square: "⬜" };
 
 export function renderTrendMarkdown(model: TrendModel, options: { title?: string } = {}): string {
