@@ -2,6 +2,7 @@
 import path from "node:path";
 import type { Backend } from "./backend.js";
 import { collectRun, type CollectResult } from "./run/collect.js";
+import type { HistoryOptions } from "./run/history.js";
 import { FanoutInputError } from "./errors.js";
 import { readRecord, type RunRecord } from "./run/record.js";
 import { announce } from "./run/barrier.js";
@@ -16,6 +17,8 @@ export interface ReportFlags {
   /** --baseline-any: compare with a baseline of another scenario or target anyway. */
   baselineAny?: boolean;
   title?: string;
+  /** --history: kept and judged there (default: as the run started, its record's). */
+  history?: HistoryOptions;
 }
 
 export interface RunLookup {
