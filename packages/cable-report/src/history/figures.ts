@@ -26,11 +26,12 @@ export interface Figure {
    * where the generator was unfit), or a per-user rate of events (its linear band, the count floors).
    * Absent: shown in the trend, never gated.
    */
-  gate?: { kind: "latency"; metric: string } | { kind: "rate"; events(column: Column): number };
+  gate?: { kind: "latency"; metric: string; q: number } | { kind: "rate"; events(column: Column): number };
   value(column: Column): number | null;
 }
 
 const PERCENTILES = ["p50", "p95", "p99"] as const;
+const QUANTILE = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
 
 export const FIGURE_KEYS = {
   failedUsers: "vusers.failed",
@@ -56,7 +57,7 @@ export function historyFigures(runs: MergedResults[]): Figure[] {
         unit: "ms",
         scale: "log",
         worse: "up",
-        gate: { kind: "latency", metric },
+        gate: { kind: "latency", metric, q: QUANTILE[p] },
         value: (c) => {
           const d = c.histograms[metric];
           return d && d.count > 0 ? d[p] : null;

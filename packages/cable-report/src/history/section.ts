@@ -62,7 +62,7 @@ function table(rows: FigureVerdict[]): string[] {
       : f.regression
         ? `❌ above the band (t = ${score(f)})`
         : f.band && f.value > f.band.high
-          ? `⚠️ above the band (t = ${score(f)}), under the threshold or floor`
+          ? `⚠️ above the band (t = ${score(f)})${f.spared ? `, ${cell(f.spared, LIMITS.reason)}` : ""}`
           : `✅ within (t = ${score(f)})`;
     lines.push(`| ${cell(f.figure.title, LIMITS.label)} | ${cell(f.column, LIMITS.column)} | ${formatFigure(f.figure, f.value)} | ${band} | ${sparkline(f.history, f.value)} | ${where} |`);
   }
