@@ -10,7 +10,8 @@ import { parse } from "yaml";
  * `bash --noprofile --norc -eo pipefail <file>` with the GITHUB_* variables and files the runner sets
  * (a fresh GITHUB_OUTPUT, GITHUB_ENV and GITHUB_PATH per step, applied to the steps after it; one
  * GITHUB_STEP_SUMMARY), and `uses:` steps are recorded with their evaluated `with:` (they are other
- * repositories' actions: checkout, setup-node, upload-artifact), not run. A cancel sends SIGINT to
+ * repositories' actions: checkout, setup-node, upload-artifact), not run; a test may answer for them
+ * with the outputs they would set (upload-artifact's artifact-url). A cancel sends SIGINT to
  * the running step, SIGTERM 7.5 s later, then SIGKILL, and the remaining steps see cancelled().
  */
 export interface ActionStep {
@@ -61,6 +62,8 @@ export interface JobContext {
   inputs: Record<string, string>;
   /** Called when a step starts; returning true cancels the job while that step runs (after the delay). */
   cancelDuring?: (step: ActionStep) => { afterMs: number; when?: () => boolean } | undefined;
+  /** The outputs a `uses:` step would set, given its evaluated `with:` (called when it "runs"). */
+  usesOutputs?: (step: { id?: string; uses: string; with: Record<string, string> }) => Record<string, string> | undefined;
   stepTimeoutMs?: number;
 }
 
@@ -180,7 +183,8 @@ export async function runComposite(actionFile: string, job: JobContext): Promise
       record.uses = step.uses;
       record.with = Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, template(String(v), context(), status)]));
       record.outcome = "success";
-      if (step.id) stepsContext[step.id] = { outputs: {}, outcome: "success", conclusion: "success" };
+      record.outputs = job.usesOutputs?.({ id: step.id, uses: step.uses, with: record.with }) ?? {};
+      if (step.id) stepsContext[step.id] = { outputs: record.outputs, outcome: "success", conclusion: "success" };
       continue;
     }
     if (step.shell !== "bash") throw new Error(`step ${name}: shell ${step.shell} (composite run steps must name their shell)`);
