@@ -110,7 +110,7 @@ describe("a region's stack", () => {
     london.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 14 });
   });
 
-  it("has a private, encrypted, SSL-only bucket that expires runs and is kept unless asked", () => {
+  it("has a private, encrypted, SSL-only bucket that expires runs (never the history) and is kept unless asked", () => {
     london.hasResource("AWS::S3::Bucket", {
       DeletionPolicy: "Retain",
       Properties: Match.objectLike({
@@ -121,6 +121,10 @@ describe("a region's stack", () => {
         },
       }),
     });
+    // `--history stack` keeps one record per run under history/, beside runs/: no rule expires it.
+    const [bucket] = Object.values(london.findResources("AWS::S3::Bucket"));
+    const rules = bucket.Properties.LifecycleConfiguration.Rules as Array<{ Prefix?: string; ExpirationInDays?: number; Id: string }>;
+    expect(rules.filter((r) => r.ExpirationInDays !== undefined).map((r) => [r.Id, r.Prefix])).toEqual([["expire-old-runs", "runs/"]]);
     london.hasResourceProperties("AWS::S3::BucketPolicy", {
       PolicyDocument: {
         Statement: [Match.objectLike({ Effect: "Deny", Action: "s3:*", Condition: { Bool: { "aws:SecureTransport": "false" } }, Principal: { AWS: "*" } })],
@@ -275,6 +279,8 @@ describe("the operator policy and the GitHub Actions role", () => {
       ["PassTaskRoles", "iam:PassRole"],
       ["ListRuns", "s3:ListBucket"],
       ["ReadWriteRuns", ["s3:GetObject", "s3:PutObject"]],
+      ["ListHistory", "s3:ListBucket"],
+      ["ReadWriteHistory", ["s3:GetObject", "s3:PutObject"]],
       ["CheckSecretParameters", "ssm:DescribeParameters"],
       ["CheckSecrets", "secretsmanager:DescribeSecret"],
       ["ReadTaskLogs", ["logs:GetLogEvents", "logs:FilterLogEvents"]],
@@ -283,6 +289,15 @@ describe("the operator policy and the GitHub Actions role", () => {
       ["ReadFargateUsage", "cloudwatch:GetMetricData"],
       ["CheckSubnetAddresses", "ec2:DescribeSubnets"],
     ]);
+    // The bucket: runs/ and history/ (`--history stack`), each listed only under its own prefix.
+    const [bucketId] = Object.keys(london.findResources("AWS::S3::Bucket"));
+    const bucketArn = { "Fn::GetAtt": [bucketId, "Arn"] };
+    const objects = (pattern: string) => ({ "Fn::Join": ["", [bucketArn, `/${pattern}`]] });
+    const bySid = (sid: string) => statements.find((s) => s.Sid === sid)!;
+    expect(bySid("ListRuns")).toMatchObject({ Resource: bucketArn, Condition: { StringLike: { "s3:prefix": "runs/*" } } });
+    expect(bySid("ReadWriteRuns").Resource).toEqual(objects("runs/*"));
+    expect(bySid("ListHistory")).toMatchObject({ Resource: bucketArn, Condition: { StringLike: { "s3:prefix": "history/*" } } });
+    expect(bySid("ReadWriteHistory").Resource).toEqual(objects("history/*"));
     // The applied quota is read for the two Fargate vCPU quotas only.
     const quota = (code: string) => ({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":servicequotas:eu-west-2:", { Ref: "AWS::AccountId" }, `:fargate/${code}`]] });
     expect(statements.find((s) => s.Sid === "CheckFargateQuota")!.Resource).toEqual([quota("L-3032A538"), quota("L-36FBB829")]);

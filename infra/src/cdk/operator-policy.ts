@@ -2,7 +2,8 @@
  * The operator policy, a managed policy named for its region (`CableLoadtestOperator-<region>`) that
  * the person or CI role running `cable-fanout` attaches (README: "The operator policy"). It allows
  * what `cable-fanout run | collect | stop` may do in one region, and nothing more: find the stack,
- * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket,
+ * start, watch and stop this stack's tasks, pass its two roles to ECS, read and write its bucket
+ * (runs/, and history/ for `--history stack`),
  * check secrets, read its tasks' logs, and what the runner's preflight (`cable-fanout plan`, and
  * `run` before any task starts) reads to know before a launch whether the run fits: the Fargate vCPU
  * quotas (applied, or AWS's default when the quota was never adjusted), the vCPUs Fargate already
@@ -17,7 +18,7 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import { Construct } from "constructs";
 import { FARGATE_VCPU_QUOTA, SECRETS_PATH, operatorPolicyNameFor, stackNameFor } from "../contract.js";
-import { RUNS_PREFIX } from "cable-worker/contract";
+import { HISTORY_PREFIX, RUNS_PREFIX } from "cable-worker/contract";
 
 /** The stack's resources the operator acts on. */
 export interface OperatorPolicyProps {
@@ -82,6 +83,16 @@ export function operatorStatements(stack: Stack, r: OperatorPolicyProps): iam.Po
       conditions: { StringLike: { "s3:prefix": `${RUNS_PREFIX}/*` } },
     }),
     new iam.PolicyStatement({ sid: "ReadWriteRuns", actions: ["s3:GetObject", "s3:PutObject"], resources: [r.bucket.arnForObjects(`${RUNS_PREFIX}/*`)] }),
+    // `--history stack`: one record per run under history/, which the runner lists (Prefix "history/",
+    // which "history/*" matches: IAM's * matches nothing too), reads and writes; no task does (the task
+    // role has nothing there), and the bucket's expiry rule leaves it.
+    new iam.PolicyStatement({
+      sid: "ListHistory",
+      actions: ["s3:ListBucket"],
+      resources: [r.bucket.bucketArn],
+      conditions: { StringLike: { "s3:prefix": `${HISTORY_PREFIX}/*` } },
+    }),
+    new iam.PolicyStatement({ sid: "ReadWriteHistory", actions: ["s3:GetObject", "s3:PutObject"], resources: [r.bucket.arnForObjects(`${HISTORY_PREFIX}/*`)] }),
     // DescribeParameters has no resource-level permissions; it returns names and metadata, never values.
     new iam.PolicyStatement({ sid: "CheckSecretParameters", actions: ["ssm:DescribeParameters"], resources: ["*"] }),
     new iam.PolicyStatement({
