@@ -14,7 +14,7 @@ const TIMED = [
   "packages/cable-local-target/test/{known-truth,fault-knobs}.test.ts",
   "packages/cable-worker/test/capacity-probe.test.ts",
   // Its pull-request job gates an A/A pair at 20% on a target in the test's own process.
-  "packages/cable-action/test/action.test.ts",
+  "packages/cable-action/test/{action,action-history}.test.ts",
 ];
 
 export default defineConfig({

@@ -163,17 +163,14 @@ const step = (run: CompositeRun, id: string): StepRecord => {
 const log = (run: CompositeRun) => run.steps.map((s) => `--- ${s.name}: ${s.outcome}\n${s.stdout}${s.stderr}`).join("\n");
 
 /**
- * The job did all it should, whatever the gate said: these runs are judged at the action's default
- * 20% against the runs before them (A/A on the local target), and this file is not one of the timed
- * ones that have the machine to themselves, so a busy machine may make one look regressed. Every
- * step but the verdict succeeded (or was skipped), and a failed verdict is the history's regression.
+ * The job did all it should: every step succeeded (or was skipped), the gate included. These runs
+ * are judged at the action's default 20% against the runs before them (A/A on the local target);
+ * the file is one of the timed ones (vitest.config.ts), which have the machine to themselves.
  */
 function passedOrRegressed(run: CompositeRun): void {
-  for (const s of run.steps) if (s.name !== "Verdict") expect(s.outcome, `${s.name}\n${log(run)}`).not.toBe("failure");
-  expect(["0", "1"], log(run)).toContain(run.outputs["exit-code"]);
-  const verdict = step(run, "Verdict");
-  if (run.outputs["exit-code"] === "0") expect(run.conclusion, log(run)).toBe("success");
-  else expect(verdict.stdout).toContain("::error title=cable-loadtest::a metric regressed by more than 20% against the history of main");
+  for (const s of run.steps) expect(s.outcome, `${s.name}\n${log(run)}`).not.toBe("failure");
+  expect(run.outputs["exit-code"], log(run)).toBe("0");
+  expect(run.conclusion, log(run)).toBe("success");
 }
 
 /** The history branch on origin: its tip, and the files of its tip's tree. */
@@ -247,7 +244,7 @@ describe("history: branch (the local backend, a user repository with a bare orig
     const report = readFileSync(run.outputs.report, "utf8");
     expect(report).toContain("### Against the history");
     // Judged (--fail-on-regression 20%) against the newest of main's two runs.
-    expect(report).toMatch(/- \*\*Baseline:\*\* the newest comparable run in the history \(run [^)]+\) — (no regression beyond 20%|❌ \*\*\d+ regressions? beyond 20%\*\*)/);
+    expect(report).toMatch(/- \*\*Baseline:\*\* the newest comparable run in the history \(run [^)]+\) — no regression beyond 20%/);
     expect(report).toContain("2 comparable runs");
     // Nothing pushed: the branch still has main's two runs; this run's record is in the folder only.
     expect(branchOnOrigin()).toEqual({ tip, files: expect.any(Array) });
