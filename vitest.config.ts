@@ -9,7 +9,7 @@ const EXCLUDE = ["**/node_modules/**", "**/dist/**"];
 // decides them.
 const TIMED = [
   "packages/artillery-engine-cable/test/{arrivals,generator,lag,avalanche-waves,console-peak,reliability}.test.ts",
-  "packages/cable-fanout/test/{capacity-cli,capacity-rate-cli,capacity-moto,capacity-server-metrics,over-time-cli,soak-cli,storm-cli,local-e2e,compare-cli,live-page,history-local}.test.ts",
+  "packages/cable-fanout/test/{capacity-cli,capacity-rate-cli,capacity-moto,capacity-server-metrics,over-time-cli,soak-cli,storm-cli,local-e2e,compare-cli,live-page,history-local,history-moto}.test.ts",
   "packages/cable-report/test/{demo-page,saturation,starved-runs,e2e,gate-runs}.test.ts",
   "packages/cable-local-target/test/{known-truth,fault-knobs}.test.ts",
   "packages/cable-worker/test/capacity-probe.test.ts",
