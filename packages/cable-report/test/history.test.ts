@@ -166,6 +166,19 @@ describe("the gate against the band of comparable runs", () => {
     expect(slow.regressions[0].reason).toMatch(/above it/);
   });
 
+  it("spares a percentile whose own 95% interval reaches into the band, and leaves out one with too few samples", () => {
+    const read = { records: history(20), skipped: [] };
+    // 60 samples a region: p50 judged (its interval is wide), p95 and p99 have too few in their tail.
+    const few = judgeAgainstHistory(mergeRegions(["eu-west-2", "us-east-1"].map((name, r) => ({ name, tasks: [taskOf({ histograms: { [BROADCAST]: latencies(55, 60, 7_000 + r) }, counters: { "vusers.created": 200, "vusers.completed": 200 } })], files: [`${name}/a.json`] }))), current(21), read, { threshold: 10 });
+    if (few.mode !== "band") throw new Error("band expected");
+    const p99 = few.figures.find((f) => f.figure.key === `${BROADCAST}.p99` && f.column === "all regions")!;
+    expect(p99.notJudged).toBe("too few samples (120, under 500)");
+    const p50 = few.figures.find((f) => f.figure.key === `${BROADCAST}.p50` && f.column === "eu-west-2")!;
+    expect(p50.band && p50.value > p50.band.high).toBe(true);
+    expect(p50.regression).toBe(false);
+    expect(p50.spared).toMatch(/^its 95% interval reaches into the band \(from [\d.]+ ms\)$/);
+  });
+
   it("never fails a run without --fail-on-regression, and shows where it sits", () => {
     const verdict = judgeAgainstHistory(runOf({ median: 60, seed: 5 }), current(21), { records: history(12), skipped: [] }, {});
     if (verdict.mode !== "band") throw new Error("band expected");
