@@ -79,7 +79,7 @@ const leaveOneOut = aa.map((record) => {
   const others = aa.filter((r) => r !== record);
   const verdict = judgeAgainstHistory(record.results, { ...record.run, id: record.run.id }, { records: others, skipped: [] }, { threshold: THRESHOLD, window: AA });
   if (verdict.mode !== "band") throw new Error(`leave-one-out: ${verdict.mode}`);
-  const scores = verdict.figures.filter((f) => f.position).map((f) => f.position.score);
+  const scores = verdict.figures.filter((f) => f.position && Number.isFinite(f.position.score)).map((f) => f.position.score);
   return { run: record.run.id, alarms: verdict.regressions.map((r) => `${r.row} / ${r.column}`), maxScore: Math.max(...scores), judged: scores.length, confidence: verdict.confidence };
 });
 
@@ -105,6 +105,7 @@ console.log(
       thresholdPercent: THRESHOLD,
       loadSeconds: Number(flags.seconds),
       aaBroadcastP50: { min: Math.min(...p50s), max: Math.max(...p50s) },
+      // The CLI's own verdicts while the history grew (two-run below 8 runs, then bands of 8 to 19).
       cliAlarmsDuringAA: cliAlarms,
       leaveOneOut: {
         alarms: leaveOneOut.reduce((n, l) => n + (l.alarms.length > 0 ? 1 : 0), 0),

@@ -236,7 +236,7 @@
 
   function draw() {
     element("p", "chart-desc", "One point per run, oldest on the left, under the date its load started (UTC). " +
-      "Shaded grey: the band the gate judged each run of all regions against, from the up-to-20 comparable runs before it, from the last change point among them when 8 follow it (none before the 8th run). " +
+      "Shaded grey: the band the gate judged each run of all regions against, from the up-to-20 comparable runs before it (none before the 8th run). " +
       "Dashed verticals: change points, named by the run where the new level starts. Ringed in red: a run above its own column's band. " +
       "Hover for a run's values, id, commit, branch and verdict; click a legend entry to hide that line.", root);
     data.figures.forEach(chart);

@@ -4,9 +4,12 @@
 // Comparable: the same scenario hash (the scenario's text, overrides, variables, environment and tasks
 // per region: record.ts scenarioHash), the same target URL, and the branch the band is drawn from
 // (main by default: a pull request is judged against what main does, never against other pull
-// requests). The band: the last `window` such runs (20 by default), from the last change point among
-// them on when 8 or more runs follow it (sinceLastChange), each gated figure of each column (a
-// region, or all regions) on its own.
+// requests). The band: the last `window` such runs (20 by default), each gated figure of each column
+// (a region, or all regions) on its own. All of them, even after a change point: a band drawn from
+// the runs after the last one (the new level, once 8 runs hold it) was tried, and on real A/A runs it
+// picked a quiet stretch after noisier first runs, whose spread was half the window's, and raised a
+// false alarm on the next p99 hiccup (docs/benchmarks.md). After a real step the band is wide for
+// up to 20 runs, then narrow again: slower to catch the next step, never quicker to cry wolf.
 //
 // The boundary: a one-sided prediction interval (band.ts): the mean of the last n runs plus
 // t_{1−α, n−1} · s · √(1 + 1/n), on the logarithm of a latency (run-to-run latency noise is
@@ -46,7 +49,6 @@ import { GATE, generatorUnfit, quantileInterval } from "../compare.js";
 import type { Column, MergedResults } from "../model.js";
 import type { Regression } from "../regression.js";
 import { bandPosition, bonferroniConfidence, predictionBand, type Band } from "./band.js";
-import { changePoints } from "./changepoints.js";
 import { historyFigures, formatFigure, type Figure } from "./figures.js";
 import type { HistoryRecord, RunIdentity } from "./record.js";
 import type { SkippedRecord } from "./store.js";
@@ -194,22 +196,11 @@ export function judgeAgainstHistory(
     .filter((p) => p.value !== null)
     .map((p) => {
       if (p.notJudged !== null) return unjudged(p, p.notJudged);
-      const band = predictionBand(sinceLastChange(p.history, p.figure.scale, minRuns), confidence, p.figure.scale)!;
+      const band = predictionBand(p.history, confidence, p.figure.scale)!;
       return judgeFigure(p.figure, p.column, p.value!, p.history, band, options.threshold);
     });
   const regressions = verdicts.filter((v) => v.regression).map(regressionOf);
   return { mode: "band", runs: runs.length, confidence, figures: verdicts, regressions, left, skipped: read.skipped, threshold: options.threshold };
-}
-
-/**
- * The runs a band is drawn from: after the last change point in them (changepoints.ts) when at least
- * `minRuns` follow it, else all. A step that stayed (a slower release merged and kept, a bigger
- * instance) is the new normal: a band over both levels would be as wide as the step and would hide
- * the next regression of that size, as it would hide the step itself coming back.
- */
-export function sinceLastChange(values: number[], scale: Figure["scale"], minRuns: number = HISTORY_GATE.minRuns): number[] {
-  const last = changePoints(values, { scale }).at(-1);
-  return last && values.length - last.index >= minRuns ? values.slice(last.index) : values;
 }
 
 function pastColumn(results: MergedResults, name: string): Column | undefined {

@@ -38,7 +38,7 @@ export function historySection(verdict: HistoryVerdict, options: { minRuns: numb
   }
   const threshold = verdict.threshold;
   out.push(
-    `Each figure against the band of the last ${verdict.runs} comparable runs (${scope}; from the last change point among them when 8 or more runs follow it): the one-sided ${percent(verdict.confidence)} prediction interval of one more run ` +
+    `Each figure against the band of the last ${verdict.runs} comparable runs (${scope}): the one-sided ${percent(verdict.confidence)} prediction interval of one more run ` +
       `(1% for the whole run, split over its ${verdict.figures.filter((f) => f.band).length} figures), on the logarithm for latencies. ` +
       (threshold === undefined
         ? "Not gated (no --fail-on-regression)."

@@ -31,7 +31,7 @@ function render(model: TrendModel, options: { title?: string }, charts: boolean)
   out.push(
     `- **Runs:** ${runs.length}${model.branch === null ? " (every branch)" : ` on ${cell(model.branch, LIMITS.name)}`}, ${day(first.at)} to ${day(last.at)}; the newest ${inline(last.id, LIMITS.name)}${last.commit ? ` at ${inline(last.commit.slice(0, 12), LIMITS.name)}` : ""}: ${inline(last.words, LIMITS.label)}`,
     `- **Scenario:** ${inline(model.scenario.file, LIMITS.name)} (${model.scenario.hash.slice(0, 12)}), target ${model.target ? code(model.target, LIMITS.label) : "not known"}`,
-    `- **Band:** where the gate expected each run from the up-to-20 comparable runs before it, from the last change point among them when 8 follow it (a ${pct(model.confidence)} one-sided prediction interval; none before the 8th run); ▲ marks a run above it`,
+    `- **Band:** where the gate expected each run from the up-to-20 comparable runs before it (a ${pct(model.confidence)} one-sided prediction interval; none before the 8th run); ▲ marks a run above it`,
   );
   const failing = runs.filter((r) => r.state === "failed").length;
   if (failing > 0) out.push(`- **❌ ${failing} of the runs failed** (users over the line, checks, or regressions): trend.html lists them`);

@@ -4,8 +4,7 @@
 // Which runs: those comparable with the newest run on the branch (of --scenario, when given: its
 // scenario hash and target, gate.ts comparableRuns), the last `last` of them; the rest are counted as left out, and why. The
 // band at each run is the one the gate would have judged that run against: the prediction interval
-// of the up-to-20 comparable runs before it (from the last change point among them when 8 follow it;
-// none before the 8th run), so a point outside it is a run
+// of the up-to-20 comparable runs before it (none before the 8th), so a point outside it is a run
 // the gate would have flagged, and the line of upper bounds shows the threshold moving with the
 // history, as Bencher draws its thresholds. Change points (changepoints.ts) are found on each
 // column's series and named by the run where the new level starts.
@@ -14,7 +13,7 @@ import { mainLatency } from "../series.js";
 import { bonferroniConfidence, predictionBand } from "./band.js";
 import { changePoints, type ChangePoint } from "./changepoints.js";
 import { FIGURE_KEYS, historyFigures, pickFigures, type Figure } from "./figures.js";
-import { comparableRuns, HISTORY_GATE, sinceLastChange, type LeftOut } from "./gate.js";
+import { comparableRuns, HISTORY_GATE, type LeftOut } from "./gate.js";
 import type { HistoryRecord } from "./record.js";
 import type { HistoryRead, SkippedRecord } from "./store.js";
 
@@ -131,7 +130,7 @@ export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel
         const at = shownFrom + i;
         const before = everyValue.slice(Math.max(0, at - HISTORY_GATE.window), at).filter((v): v is number => v !== null);
         if (before.length < HISTORY_GATE.minRuns) return null;
-        const b = predictionBand(sinceLastChange(before, figure.scale), confidence, figure.scale);
+        const b = predictionBand(before, confidence, figure.scale);
         return b && { center: b.center, low: b.low, high: b.high };
       });
       const values = everyValue.slice(shownFrom);
