@@ -45,6 +45,7 @@
 // Latencies of a column whose generator was saturated or starved are left out: of this run (not
 // judged) and of the band (not counted).
 import { DDSketch } from "@artilleryio/sketches-js";
+import { verdictRegressions } from "../verdict-gate.js";
 import { GATE, generatorUnfit, quantileInterval } from "../compare.js";
 import type { Column, MergedResults } from "../model.js";
 import type { Regression } from "../regression.js";
@@ -168,8 +169,8 @@ export function judgeAgainstHistory(
   const figures = historyFigures([merged, ...runs.map((r) => r.results)]).filter((f) => f.gate);
   const columns: Column[] = [...merged.regions.filter((r) => r.tasks > 0), merged.all];
   // First which (figure, column) pairs can be judged: their count sets each one's confidence.
-  const pairs = columns.flatMap((column) => {
-    return figures.map((figure) => {
+  const pairs = columns.flatMap((column) =>
+    figures.map((figure) => {
       const gate = figure.gate!;
       const value = figure.value(column);
       const history = runs.flatMap((r) => {
@@ -183,8 +184,8 @@ export function judgeAgainstHistory(
       const notJudged =
         value === null ? "not in this run" : unfit ? `${unfit}` : history.length < minRuns ? `${history.length} comparable runs have it, ${minRuns} needed` : null;
       return { figure, column, value, history, notJudged };
-    });
-  });
+    }),
+  );
   const unjudged = (p: (typeof pairs)[number], why: string | null): FigureVerdict => ({ figure: p.figure, column: p.column.name, value: p.value!, history: p.history, band: null, position: null, regression: false, notJudged: why, reason: why ?? "" });
   if (runs.length < minRuns) {
     const why = `${runs.length} comparable run${runs.length === 1 ? "" : "s"}, ${minRuns} needed for a band`;
@@ -199,7 +200,9 @@ export function judgeAgainstHistory(
       const band = predictionBand(p.history, confidence, p.figure.scale)!;
       return judgeFigure(p.figure, p.column, p.value!, p.history, band, options.threshold);
     });
-  const regressions = verdicts.filter((v) => v.regression).map(regressionOf);
+  // The answers that need time (spike recovery, soak drift) have no band: against the newest comparable run, as the two-run gate judges them.
+  const timed = options.threshold === undefined ? [] : verdictRegressions(merged, runs[runs.length - 1].results, options.threshold);
+  const regressions = [...verdicts.filter((v) => v.regression).map(regressionOf), ...timed];
   return { mode: "band", runs: runs.length, confidence, figures: verdicts, regressions, left, skipped: read.skipped, threshold: options.threshold };
 }
 
