@@ -256,7 +256,7 @@ describe("report.md against the history", () => {
     // Three runs: too few for a band, but the trend line starts.
     const three = judgeAgainstHistory(merged, current(4), { records: history(3), skipped: [] }, { threshold: 10 });
     const short = renderMarkdown(merged, { history: { verdict: three, where: "history", minRuns: 8, branch: "main", baselineGiven: false } });
-    expect(short).toMatch(/\| Broadcast latency p95 \| all regions \| [\d.]+ ms \| — \| [▁▂▃▄▅▆▇█]{3} [▁▂▃▄▅▆▇█] \| ⚪ not judged: 3 comparable runs, 8 needed for a band \|/);
+    expect(short).toMatch(/\| Broadcast latency p95 \| [\d.]+ ms \| [▁▂▃▄▅▆▇█]{3} [▁▂▃▄▅▆▇█] \|/);
   });
 });
 
@@ -304,8 +304,10 @@ describe("the trend", () => {
   });
 
   it("draws a sparkline of the runs and this run", () => {
-    expect(sparkline([1, 2, 3, 4], 8)).toBe("▁▂▃▄ █");
-    expect(sparkline([5, 5, 5])).toBe("▄▄▄");
+    expect(sparkline([1, 2, 3, 4], 8)).toBe("▂▃▄▅ █");
+    // From zero: a p99 of 43.4 beside 43.5 is no cliff.
+    expect(sparkline([43.4, 43.5, 43.4], 43.4)).toBe("███ █");
+    expect(sparkline([0, 0], 0)).toBe("▁▁ ▁");
   });
 });
 

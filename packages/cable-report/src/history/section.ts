@@ -33,7 +33,7 @@ export function historySection(verdict: HistoryVerdict, options: { minRuns: numb
     );
     out.push(...leftOut(verdict.left, verdict.skipped));
     // The runs so far, as the band will judge them once there are enough: the trend line starts with the second run.
-    if (verdict.runs > 0) out.push("", ...table(verdict.figures.filter((f) => f.column === ALL_REGIONS).slice(0, MAX_OPEN_ROWS)));
+    if (verdict.runs > 0) out.push("", ...runsSoFar(verdict.figures.filter((f) => f.column === ALL_REGIONS).slice(0, MAX_OPEN_ROWS)));
     return out;
   }
   const threshold = verdict.threshold;
@@ -66,6 +66,13 @@ function table(rows: FigureVerdict[]): string[] {
           : `✅ within (t = ${score(f)})`;
     lines.push(`| ${cell(f.figure.title, LIMITS.label)} | ${cell(f.column, LIMITS.column)} | ${formatFigure(f.figure, f.value)} | ${band} | ${sparkline(f.history, f.value)} | ${where} |`);
   }
+  return lines;
+}
+
+/** Too few runs for a band: each figure's runs so far, all regions. */
+function runsSoFar(rows: FigureVerdict[]): string[] {
+  const lines = ["| Figure (all regions) | This run | Last runs → this run |", "|:--|--:|:--|"];
+  for (const f of rows) lines.push(`| ${cell(f.figure.title, LIMITS.label)} | ${formatFigure(f.figure, f.value)} | ${sparkline(f.history, f.value)} |`);
   return lines;
 }
 
