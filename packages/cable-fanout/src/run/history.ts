@@ -30,6 +30,8 @@ export interface HistoryOptions {
 
 /** Kept in fanout.json when the run starts. */
 export interface HistoryFacts {
+  /** The scenario as its project names it (relative to the bundle root, `scenarios/chat.yml`): the same from any folder. */
+  file?: string;
   scenarioHash: string;
   branch: string | null;
   commit: string | null;
@@ -44,8 +46,9 @@ export function toolVersion(): string {
   }
 }
 
-export function historyFacts(input: { scenarioFile: string; overrides: unknown; environment?: string; count: number }, env: NodeJS.ProcessEnv = process.env): HistoryFacts {
+export function historyFacts(input: { scenarioFile: string; projectDir?: string; overrides: unknown; environment?: string; count: number }, env: NodeJS.ProcessEnv = process.env): HistoryFacts {
   return {
+    ...(input.projectDir ? { file: path.relative(input.projectDir, input.scenarioFile).split(path.sep).join("/") } : {}),
     scenarioHash: scenarioHash({
       scenario: readFileSync(input.scenarioFile),
       overrides: input.overrides === undefined ? null : canonicalJson(input.overrides),
@@ -131,7 +134,7 @@ export function identityOf(record: RunRecord, facts: HistoryFacts, merged: Merge
     kind: options.kind ?? ("run" as const),
     label: options.label ?? null,
     at: record.startAt ?? merged.timeline?.start ?? merged.all.firstMetricAt ?? record.createdAt ?? Date.now(),
-    scenario: { file: record.scenario.slice(-200), hash: facts.scenarioHash },
+    scenario: { file: (facts.file ?? record.scenario).slice(-200), hash: facts.scenarioHash },
     target: { url: merged.target?.url ?? record.target ?? null, server: merged.target?.server ?? null },
     branch: facts.branch,
     commit: facts.commit,

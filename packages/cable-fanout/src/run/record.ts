@@ -100,6 +100,8 @@ export const recordSchema = z.object({
       bandBranch: z.string().max(200).nullable(),
       kind: z.enum(["run", "compare", "capacity"]),
       label: z.string().max(200).nullable(),
+      /** The scenario relative to its project (the bundle root); absent in records before it. */
+      file: z.string().max(1_000).optional(),
       scenarioHash: z.string().regex(/^[0-9a-f]{64}$/),
       branch: z.string().max(200).nullable(),
       commit: z.string().max(200).nullable(),

@@ -242,7 +242,7 @@ async function prepareRun(options: RunOptions, deps: RunDeps): Promise<RunInProg
     regionFailures: {},
     notices: {},
     ...(launch.cost ? { estimate: estimateRecord(launch) } : {}),
-    ...(history ? { history: historyRecordFacts(history, historyFacts({ scenarioFile: scenario.file, overrides, environment: options.environment, count: options.count })) } : {}),
+    ...(history ? { history: historyRecordFacts(history, historyFacts({ scenarioFile: scenario.file, projectDir: scenario.root.dir, overrides, environment: options.environment, count: options.count })) } : {}),
   };
   return new RunInProgress(runId, path.resolve(options.outDir, runId), record, regions, scenario, timing, payloads.sliced.length > 0, deps.abort);
 }

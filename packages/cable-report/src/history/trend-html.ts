@@ -85,7 +85,7 @@ export function trendPageData(model: TrendModel): TrendPageData {
   return {
     runs: model.runs.map((r) => ({
       id: plain(r.id, LIMITS.name),
-      day: new Date(r.at).toISOString().slice(0, 10),
+      day: r.when,
       branch: r.branch === null ? null : plain(r.branch, LIMITS.name),
       commit: r.commit === null ? null : plain(r.commit.slice(0, 12), LIMITS.name),
       label: r.label === null ? null : plain(r.label, LIMITS.name),

@@ -50,7 +50,7 @@ function figureSection(model: TrendModel, figure: TrendFigure, charts: boolean):
     const band = line.band[line.band.length - 1];
     const mark = newest !== null && band && newest > band.high ? " ▲" : "";
     const spark = sparkline(line.values.map((v) => v ?? Number.NaN));
-    const points = line.changePoints.slice(0, 5).map((c) => `${inline(model.runs[c.index].id, LIMITS.name)} (${day(model.runs[c.index].at)}): ${formatFigure(figure.figure, c.before)} → ${formatFigure(figure.figure, c.after)}`);
+    const points = line.changePoints.slice(0, 5).map((c) => `${inline(model.runs[c.index].id, LIMITS.name)} (${model.runs[c.index].when}): ${formatFigure(figure.figure, c.before)} → ${formatFigure(figure.figure, c.after)}`);
     out.push(
       `| ${cell(line.column, LIMITS.column)} | ${formatFigure(figure.figure, newest)}${mark} | ${band ? `${formatFigure(figure.figure, band.center)} · ${formatFigure(figure.figure, band.high)}` : "—"} | ${spark} | ${points.length > 0 ? points.join("; ") : "none"} |`,
     );
@@ -79,7 +79,7 @@ function chart(model: TrendModel, figure: TrendFigure): string[] {
     `%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "${usable.map((d) => d.colour).join(", ")}"}}}}%%`,
     "xychart-beta",
     `    title "${chartLabel(figure.figure.title)}"`,
-    `    x-axis [${model.runs.map((r) => `"${chartLabel(day(r.at).slice(5))}"`).join(", ")}]`,
+    `    x-axis [${model.runs.map((r) => `"${chartLabel(r.when.slice(5))}"`).join(", ")}]`,
     `    y-axis "${chartLabel(unit)}" 0 --> ${top}`,
     ...usable.map((d) => `    line [${d.values.map((v) => Math.round(v * 100) / 100).join(", ")}]`),
     "```",

@@ -31,6 +31,8 @@ export interface TrendOptions {
 export interface TrendRun {
   id: string;
   at: number;
+  /** The run on an axis, UTC: its day, or its day and minute when some day holds more than one run. */
+  when: string;
   branch: string | null;
   commit: string | null;
   label: string | null;
@@ -138,6 +140,8 @@ export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel
       return { column, values, band, changePoints: changePoints(values, { scale: figure.scale }), above };
     }),
   }));
+  const days = runs.map((r) => new Date(r.run.at).toISOString().slice(0, 10));
+  const oneADay = new Set(days).size === days.length;
   return {
     scenario: newest.run.scenario,
     target: newest.run.target.url,
@@ -145,6 +149,7 @@ export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel
     runs: runs.map((r) => ({
       id: r.run.id,
       at: r.run.at,
+      when: new Date(r.run.at).toISOString().slice(0, oneADay ? 10 : 16).replace("T", " "),
       branch: r.run.branch,
       commit: r.run.commit,
       label: r.run.label,
