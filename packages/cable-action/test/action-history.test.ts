@@ -10,6 +10,7 @@ import { parse, stringify } from "yaml";
 import { markerOf } from "../src/comment.js";
 import { type CompositeRun, type StepRecord, runComposite } from "./composite-runner.js";
 import { FakeGitHub } from "./fake-github.js";
+import { chatScenario } from "./user-scenario.js";
 
 // The action's `history: branch` input: every run kept as one file under <name>/ in the branch
 // cable-loadtest-history of the user's own repository, pushed from the default branch's runs only,
@@ -24,25 +25,7 @@ const HISTORY_BRANCH = "cable-loadtest-history";
 const BOT = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>";
 
 // 10 users, 30 round trips: a short run that still has the gated latency.
-const SCENARIO = `config:
-  target: ws://localhost:3000/cable
-  engines:
-    cable: {}
-  phases:
-    - duration: 2
-      arrivalRate: 5
-scenarios:
-  - name: chat
-    engine: cable
-    flow:
-      - connect:
-          cookies: { uid: "user/{{ $uuid }}" }
-      - subscribe: { channel: ChatChannel, params: { id: demo }, as: chat }
-      - loop:
-          - perform: { channel: chat, action: speak, data: { message: "hi {{ $uuid }}" }, stamp: true }
-          - receive: { channel: chat, match: { message: "hi {{ $uuid }}" }, metric: rtt }
-        count: 3
-`;
+const SCENARIO = chatScenario({ duration: 2, arrivalRate: 5 });
 
 let work: string;
 let action: string;

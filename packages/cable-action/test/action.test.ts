@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { markerOf } from "../src/comment.js";
 import { type CompositeRun, type JobContext, type StepRecord, loadAction, runComposite } from "./composite-runner.js";
 import { FakeGitHub } from "./fake-github.js";
+import { chatScenario } from "./user-scenario.js";
 
 // The action's steps (action.yml at the repository's root) as a user's job runs them: a temporary
 // "user repository" with its own scenario, the runner's GITHUB_* variables and files, the tool
@@ -27,26 +28,7 @@ const WORKSPACES = ["artillery-engine-cable", "artillery-plugin-cable-report", "
 const SHORT = JSON.stringify({ config: { phases: [{ duration: 4, arrivalRate: 5 }] } });
 const LONG = JSON.stringify({ config: { phases: [{ duration: 120, arrivalRate: 1 }] } });
 
-const SCENARIO = `# The user's own scenario, in their repository.
-config:
-  target: ws://localhost:3000/cable
-  engines:
-    cable: {}
-  phases:
-    - duration: 60
-      arrivalRate: 5
-scenarios:
-  - name: chat
-    engine: cable
-    flow:
-      - connect:
-          cookies: { uid: "user/{{ $uuid }}" }
-      - subscribe: { channel: ChatChannel, params: { id: demo }, as: chat }
-      - loop:
-          - perform: { channel: chat, action: speak, data: { message: "hi {{ $uuid }}" }, stamp: true }
-          - receive: { channel: chat, match: { message: "hi {{ $uuid }}" }, metric: rtt }
-        count: 3
-`;
+const SCENARIO = chatScenario({ duration: 60, arrivalRate: 5 }, "The user's own scenario, in their repository.");
 
 let work: string;
 let packs: string;
