@@ -126,12 +126,16 @@ describe("the history's store", () => {
     writeFileSync(join(dir, "20261005T000000Z-torn.json"), JSON.stringify(runs[0]).slice(0, 500));
     writeFileSync(join(dir, "20261006T000000Z-foreign.json"), JSON.stringify({ format: "something-else", run: { id: "<script>" } }));
     writeFileSync(join(dir, "notes.txt"), "not a record");
+    writeFileSync(join(dir, "20261007T000000Z-\u001b[31mred\u001b[0m.json"), JSON.stringify({ format: "cable-history-run", version: 1, run: { "\u001b]8;;x\u0007": 1 } }));
     const read = await store.read();
     expect(read.records.map((r) => r.run.id)).toEqual(["run-00", "run-01", "run-02"]);
-    expect(read.skipped.map((s) => s.file)).toEqual(["20261005T000000Z-torn.json", "20261006T000000Z-foreign.json"]);
+    // A name or key from the store is one printable line: no terminal escape reaches a log.
+    expect(read.skipped.map((s) => s.file)).toEqual(["20261005T000000Z-torn.json", "20261006T000000Z-foreign.json", "20261007T000000Z- [31mred [0m.json"]);
+    expect(read.skipped.every((s) => !/[\u0000-\u001f]/.test(s.file + s.reason))).toBe(true);
     expect(read.skipped[0].reason).toMatch(/not JSON/);
     expect(read.skipped[1].reason).toMatch(/not a cable-report history record \(format/);
-    expect(readdirSync(dir).filter((f) => f.startsWith("2026")).length).toBe(5);
+    expect(readdirSync(dir).filter((f) => f.startsWith("2026")).length).toBe(6);
+    expect(await store.check()).toBe(6);
   });
 
   it("reads a folder that does not exist yet as an empty history", async () => {
@@ -207,6 +211,26 @@ describe("the gate against the band of comparable runs", () => {
     // Every branch: the two feature runs (10× slower) join the band, which widens.
     const all = judgeAgainstHistory(runOf({ median: 40, seed: 11 }), current(40), { records, skipped: [] }, { threshold: 10, branch: null });
     expect(all.mode === "band" && all.runs).toBe(12);
+  });
+
+  it("counts no run stopped early or with users over the line in the band, and says so; the trend still draws them", () => {
+    const records = history(10);
+    const bad = (r: HistoryRecord, verdict: Partial<HistoryRecord["verdict"]>) => ({ ...r, results: runOf({ median: 400, seed: 90 }), verdict: { ...r.verdict, ...verdict } });
+    records[3] = bad(records[3], { aborted: true });
+    records[6] = bad(records[6], { usersOverLine: true });
+    const verdict = judgeAgainstHistory(runOf({ median: 40, seed: 91 }), current(11), { records, skipped: [] }, { threshold: 10 });
+    expect(verdict.mode).toBe("band");
+    if (verdict.mode !== "band") return;
+    expect(verdict.runs).toBe(8);
+    expect(verdict.left).toEqual([
+      { why: "a run stopped by --abort-on", runs: 1 },
+      { why: "a run with more failed users than maxFailedUsers allows", runs: 1 },
+    ]);
+    const p50 = verdict.figures.find((f) => f.figure.key === `${BROADCAST}.p50` && f.column === "all regions")!;
+    expect(p50.band!.high).toBeLessThan(60);
+    const model = trendModel({ records, skipped: [], unread: 0 }, { branch: "main", last: 30, metrics: [`${BROADCAST}.p50`] });
+    expect(model.runs).toHaveLength(10);
+    expect(model.figures[0].lines.at(-1)!.values[3]).toBeGreaterThan(300);
   });
 
   it("falls back to the two-run comparison with too few comparable runs, naming the newest", () => {

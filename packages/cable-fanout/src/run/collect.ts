@@ -12,8 +12,8 @@ import { renderStartSection, type StartSummary, summarizeStart } from "./start-r
 import { billedFromSnapshots, renderCostSection } from "../plan/cost-report.js";
 import { downloadRegionResults } from "../store.js";
 import { outcomeOf } from "./task-end.js";
-import { appendRecord, resolveLocation, historyFacts, historyOptionsOf, historyRecord, HISTORY_GATE, identityOf, judge, readForRun, type HistoryFacts, type HistoryOptions } from "./history.js";
-import type { HistoryStore, HistoryVerdict } from "artillery-plugin-cable-report";
+import { appendRecord, resolveLocation, historyFacts, historyOptionsOf, identityOf, readForRun, type HistoryFacts, type HistoryOptions } from "./history.js";
+import { HISTORY_GATE, historyRecord, judgeAgainstHistory, type HistoryStore, type HistoryVerdict } from "artillery-plugin-cable-report";
 
 export const EXIT = { ok: 0, regression: 1, usage: 2, internal: 3, regionFailed: 4, ensureFailed: 5, usersFailed: 6, aborted: 7 } as const;
 
@@ -124,7 +124,7 @@ async function historyOf(input: CollectInput, merged: MergedResults): Promise<Ru
   const read = await readForRun(options, input.log);
   if (!read) return undefined;
   const identity = identityOf(input.record, facts, merged, options);
-  const verdict = judge(merged, identity, read.read, options, input.regressionThreshold);
+  const verdict = judgeAgainstHistory(merged, identity, read.read, { threshold: input.regressionThreshold, branch: options.branch });
   for (const s of read.read.skipped) input.log(`history: skipped ${s.file}: ${s.reason}`);
   input.log(
     verdict.mode === "band"

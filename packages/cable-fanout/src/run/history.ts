@@ -11,7 +11,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { HISTORY_GATE, historyRecord, HistoryInputError, judgeAgainstHistory, openHistory, scenarioHash, type HistoryRead, type HistoryRecord, type HistoryStore, type HistoryVerdict, type MergedResults, type RunKind } from "artillery-plugin-cable-report";
+import { HistoryInputError, openHistory, scenarioHash, type HistoryRead, type HistoryRecord, type HistoryStore, type MergedResults, type RunKind } from "artillery-plugin-cable-report";
 import { HISTORY_PREFIX } from "cable-worker/contract";
 import { FanoutInputError } from "../errors.js";
 import type { RunRecord } from "./record.js";
@@ -105,12 +105,10 @@ export function resolveLocation<T extends { location: string }>(options: T, regi
   return { ...options, location: store.startsWith("s3://") ? `${store.replace(/\/+$/, "")}/${HISTORY_PREFIX}/` : path.join(store, HISTORY_PREFIX) };
 }
 
-/** The store, opened and listed before any task starts: a location that cannot be read is said now, not after the run. */
-export async function checkHistory(options: HistoryOptions): Promise<HistoryStore> {
+/** The store, opened and listed (not read) before any task starts: a location that cannot be listed is said now, not after the run. */
+export async function checkHistory(options: HistoryOptions): Promise<void> {
   try {
-    const store = openHistory(options.location);
-    await store.read();
-    return store;
+    await openHistory(options.location).check();
   } catch (err) {
     if (err instanceof HistoryInputError) throw new FanoutInputError(`not starting any task: ${err.message}`);
     throw err;
@@ -144,10 +142,6 @@ export function identityOf(record: RunRecord, facts: HistoryFacts, merged: Merge
   };
 }
 
-export function judge(merged: MergedResults, identity: ReturnType<typeof identityOf>, read: HistoryRead, options: HistoryOptions, threshold: number | undefined): HistoryVerdict {
-  return judgeAgainstHistory(merged, identity, read, { threshold, branch: options.branch });
-}
-
 /** The record appended; a failure is said and never fails the run (its report is written already). */
 export async function appendRecord(store: HistoryStore, record: HistoryRecord, log: (line: string) => void): Promise<string | undefined> {
   try {
@@ -159,5 +153,3 @@ export async function appendRecord(store: HistoryStore, record: HistoryRecord, l
     return undefined;
   }
 }
-
-export { historyRecord, HISTORY_GATE };

@@ -69,6 +69,19 @@ export interface ComparableOptions {
   /** null: every branch. */
   branch: string | null;
   window: number;
+  /** Keep the runs no band takes (outOfBand): the trend draws them, the gate does not count them. */
+  keepOutOfBand?: boolean;
+}
+
+/**
+ * Why a comparable run makes no band, or null: one stopped by --abort-on or with more failed users
+ * than its line allows was not a normal night, and counting it would widen the band by its failure.
+ * A run the gate flagged stays in: a change kept is the new normal as the window moves on.
+ */
+export function outOfBand(record: HistoryRecord): string | null {
+  if (record.verdict.aborted) return "a run stopped by --abort-on";
+  if (record.verdict.usersOverLine) return "a run with more failed users than maxFailedUsers allows";
+  return null;
 }
 
 /** Why records were left out of the band, with how many each; said in report.md and trend.md. */
@@ -97,6 +110,7 @@ export function comparableRuns(records: HistoryRecord[], current: Experiment, op
     else if ((r.run.target.url ?? null) !== (current.target.url ?? null)) leave("another target");
     else if (options.branch !== null && r.run.branch !== options.branch) leave(`another branch than ${options.branch}`);
     else if (r.results.all.tasks === 0) leave("no task reported");
+    else if (!options.keepOutOfBand && outOfBand(r)) leave(outOfBand(r)!);
     else kept.push(r);
   }
   const runs = kept.slice(Math.max(0, kept.length - options.window));

@@ -8,6 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { writeFileAtomic } from "../atomic-write.js";
+import { LIMITS, plain } from "../text.js";
 import { historyRecordSchema, recordFileName, type HistoryRecord } from "./record.js";
 
 /** A record larger than this is not read (a slimmed record of three regions is tens of KB). */
@@ -38,6 +39,8 @@ export interface HistoryStore {
   /** Writes the record's file; returns where it went. */
   append(record: HistoryRecord): Promise<string>;
   read(): Promise<HistoryRead>;
+  /** Lists the records without reading them (what a run checks before its tasks start); their count. */
+  check(): Promise<number>;
 }
 
 /** `s3://bucket/prefix` or a folder. */
@@ -69,7 +72,8 @@ export function readRecord(text: string): { record: HistoryRecord } | { reason: 
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const at = issue.path.length > 0 ? `${issue.path.slice(0, 6).join(".")}: ` : "";
-    return { reason: `not a cable-report history record (${at}${issue.message})`.slice(0, 300) };
+    // The path holds the file's own keys: text from outside, one printable line.
+    return { reason: plain(`not a cable-report history record (${at}${issue.message})`, LIMITS.note) };
   }
   return { record: parsed.data };
 }
@@ -78,13 +82,15 @@ function collect(entries: Array<{ file: string; text: string | { error: string }
   const records: HistoryRecord[] = [];
   const skipped: SkippedRecord[] = [];
   for (const { file, text } of entries) {
+    // A file's name is the store's (a bucket key anyone with write access chose): one printable line.
+    const name = plain(file, LIMITS.label);
     if (typeof text !== "string") {
-      skipped.push({ file, reason: text.error });
+      skipped.push({ file: name, reason: text.error });
       continue;
     }
     const read = readRecord(text);
     if ("record" in read) records.push(read.record);
-    else skipped.push({ file, reason: read.reason });
+    else skipped.push({ file: name, reason: read.reason });
   }
   records.sort((a, b) => a.run.at - b.run.at || a.run.id.localeCompare(b.run.id));
   return { records, skipped, unread };
@@ -110,22 +116,29 @@ class DirHistory implements HistoryStore {
     return file;
   }
 
-  async read(): Promise<HistoryRead> {
-    let names: string[];
+  async check(): Promise<number> {
+    return this.list().filter((n) => n.endsWith(".json")).length;
+  }
+
+  /** The folder's names; none when it does not exist yet (the first run makes it). */
+  private list(): string[] {
     try {
-      names = readdirSync(this.dir);
+      return readdirSync(this.dir);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { records: [], skipped: [], unread: 0 };
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw new HistoryInputError(`--history ${this.where}: cannot list it (${(err as NodeJS.ErrnoException).code ?? "error"})`);
     }
-    const chosen = newest(names);
+  }
+
+  async read(): Promise<HistoryRead> {
+    const chosen = newest(this.list());
     return collect(
       chosen.names.map((name) => {
         const file = path.join(this.dir, name);
         try {
-          const size = statSync(file).size;
-          if (!statSync(file).isFile()) return { file: name, text: { error: "not a file" } };
-          if (size > MAX_RECORD_BYTES) return { file: name, text: { error: `larger than ${MAX_RECORD_BYTES / 1024 / 1024} MiB` } };
+          const stat = statSync(file);
+          if (!stat.isFile()) return { file: name, text: { error: "not a file" } };
+          if (stat.size > MAX_RECORD_BYTES) return { file: name, text: { error: `larger than ${MAX_RECORD_BYTES / 1024 / 1024} MiB` } };
           return { file: name, text: readFileSync(file, "utf8") };
         } catch (err) {
           return { file: name, text: { error: `unreadable (${(err as NodeJS.ErrnoException).code ?? "error"})` } };
@@ -176,12 +189,16 @@ class S3History implements HistoryStore {
     return `s3://${this.bucket}/${key}`;
   }
 
-  async read(): Promise<HistoryRead> {
+  async check(): Promise<number> {
+    return (await this.list(1)).length;
+  }
+
+  /** The records' keys and sizes under the prefix (not below it), at most `pages` pages of 1,000. */
+  private async list(pages: number): Promise<Array<{ key: string; size: number }>> {
     const { client, sdk } = await this.s3();
     const names: Array<{ key: string; size: number }> = [];
     let token: string | undefined;
-    // Bounded: 20 pages of 1,000 keys.
-    for (let page = 0; page < 20; page++) {
+    for (let page = 0; page < pages; page++) {
       const listed = (await this.call("list", () =>
         client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token })),
       )) as { Contents?: Array<{ Key?: string; Size?: number }>; IsTruncated?: boolean; NextContinuationToken?: string };
@@ -189,6 +206,13 @@ class S3History implements HistoryStore {
       if (!listed.IsTruncated || !listed.NextContinuationToken) break;
       token = listed.NextContinuationToken;
     }
+    return names;
+  }
+
+  async read(): Promise<HistoryRead> {
+    const { client, sdk } = await this.s3();
+    // Bounded: 20 pages of 1,000 keys.
+    const names = await this.list(20);
     const sizes = new Map(names.map((n) => [n.key.slice(this.prefix.length), n.size]));
     const chosen = newest([...sizes.keys()]);
     const entries = await mapLimit(chosen.names, 16, async (name) => {
@@ -197,7 +221,7 @@ class S3History implements HistoryStore {
         const got = (await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${name}` }))) as { Body?: { transformToString(): Promise<string> } };
         return { file: name, text: got.Body ? await got.Body.transformToString() : { error: "empty object" } };
       } catch (err) {
-        return { file: name, text: { error: `unreadable (${(err as { name?: string }).name ?? "error"})` } };
+        return { file: name, text: { error: `unreadable (${plain((err as { name?: string }).name ?? "error", 80)})` } };
       }
     });
     return collect(entries, chosen.unread);
@@ -208,7 +232,7 @@ class S3History implements HistoryStore {
       return await send();
     } catch (err) {
       const name = (err as { name?: string }).name ?? "error";
-      throw new HistoryInputError(`--history ${this.where}: cannot ${what} it (${name.slice(0, 80)})`);
+      throw new HistoryInputError(`--history ${this.where}: cannot ${what} it (${plain(name, 80)})`);
     }
   }
 }

@@ -13,7 +13,7 @@ import { mainLatency } from "../series.js";
 import { bonferroniConfidence, predictionBand } from "./band.js";
 import { changePoints, type ChangePoint } from "./changepoints.js";
 import { FIGURE_KEYS, historyFigures, pickFigures, type Figure } from "./figures.js";
-import { comparableRuns, HISTORY_GATE, type LeftOut } from "./gate.js";
+import { comparableRuns, HISTORY_GATE, outOfBand, type LeftOut } from "./gate.js";
 import type { HistoryRecord } from "./record.js";
 import type { HistoryRead, SkippedRecord } from "./store.js";
 
@@ -102,13 +102,14 @@ export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel
         : `no run on branch ${options.branch} in the history (its runs are on ${branches.join(", ")}; --branch picks one, --all-branches takes every one)`,
     );
   }
-  const { runs: picked, left } = comparableRuns(read.records, { ...newest.run, id: "" }, { branch: options.branch, window: Number.MAX_SAFE_INTEGER });
+  const { runs: picked, left } = comparableRuns(read.records, { ...newest.run, id: "" }, { branch: options.branch, window: Number.MAX_SAFE_INTEGER, keepOutOfBand: true });
   const all = picked;
   const shownFrom = Math.max(0, all.length - options.last);
   const runs = all.slice(shownFrom);
   if (shownFrom > 0) left.push({ why: `older than the last ${options.last}`, runs: shownFrom });
 
   const results = all.map((r) => r.results);
+  const inBand = all.flatMap((r, i) => (outOfBand(r) ? [] : [i]));
   const known = historyFigures(results);
   const { figures, unknown } = options.metrics.length === 0 ? { figures: mainFigures(known, results), unknown: [] } : pickFigures(known, options.metrics);
   if (unknown.length > 0) throw new TrendInputError(`--metric ${unknown.map((u) => JSON.stringify(u)).join(", ")}: no such figure in these runs (they have ${known.map((f) => f.key).join(", ")})`);
@@ -130,7 +131,8 @@ export function trendModel(read: HistoryRead, options: TrendOptions): TrendModel
       });
       const band = runs.map((_, i) => {
         const at = shownFrom + i;
-        const before = everyValue.slice(Math.max(0, at - HISTORY_GATE.window), at).filter((v): v is number => v !== null);
+        // The runs the gate would have counted: the last `window` before this one that a band takes (gate.ts outOfBand).
+        const before = inBand.filter((j) => j < at).slice(-HISTORY_GATE.window).flatMap((j) => (everyValue[j] === null ? [] : [everyValue[j]!]));
         if (before.length < HISTORY_GATE.minRuns) return null;
         const b = predictionBand(before, confidence, figure.scale);
         return b && { center: b.center, low: b.low, high: b.high };
