@@ -90,8 +90,13 @@ export interface QuotaFact {
   unread?: string;
 }
 
+/** The CPU architecture a stack's tasks run on (its `-c arch=` context; ECS's X86_64 and ARM64). */
+export type Arch = "x86_64" | "arm64";
+
 /** What a region told the preflight, for the plan: the tasks' size, its quotas, its free addresses. */
 export interface RegionFacts {
+  /** The architecture of the stack's task definition; undefined for stacks deployed before it was an output. */
+  arch?: Arch;
   /** Task CPU units and memory (MiB) the tasks take: the override, else the stack's; undefined when neither says. */
   cpu?: number;
   memoryMiB?: number;
