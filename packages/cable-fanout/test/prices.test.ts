@@ -292,6 +292,18 @@ describe("regionExtras", () => {
     expect(regionExtras("us-east-1", table).borrowed).toEqual(fields);
   });
 
+  it("gives eu-west-2 its own price-list figures and borrows the rest", () => {
+    const e = regionExtras("eu-west-2");
+    expect(e.borrowed).toEqual(["interRegionPerGb"]);
+    const d = PRICES.extras.default;
+    // London is dearer than us-east-1 for S3 requests and log ingestion (about 6% and 20%).
+    expect(e.s3.putPer1000.value).toBeGreaterThan(d.s3.putPer1000.value);
+    expect(e.s3.getPer1000.value).toBeGreaterThan(d.s3.getPer1000.value);
+    expect(e.logsIngestionPerGb.value).toBeGreaterThan(d.logsIngestionPerGb.value);
+    expect(e.logsIngestionPerGb.value / d.logsIngestionPerGb.value).toBeCloseTo(1.2, 1);
+    expect(e.interRegionPerGb).toBe(d.interRegionPerGb);
+  });
+
   it("does not let an inherited key stand for a figure", () => {
     const byRegion = Object.create({ "zz-test-1": { natPerGb: { value: 9, source: "https://example.test/", asOf: "2020-01-01" } } });
     const table: PriceTable = { ...PRICES, extras: { default: PRICES.extras.default, byRegion } };

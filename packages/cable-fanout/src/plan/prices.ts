@@ -8,22 +8,37 @@
 //
 // Where they come from:
 // - Regions where Fargate runs (`fargateRegions`): AWS's "Supported Regions for Amazon ECS on AWS
-//   Fargate" page, Linux table (see FARGATE_REGIONS).
+//   Fargate" page, Linux table (see FARGATE_REGIONS). The page carries no date, so its asOf is the
+//   day the stored copies were read; it is not a price, and PRICES.asOf leaves it out.
 // - Fargate x86 on-demand: theuves/fgcalc src/utils/data.js (22 regions), whose README says all 22
 //   were checked against the AmazonECS Price List offer (published 2026-09-11) on 2026-09-29.
-// - Fargate x86 Spot: the same file at commit dac946d, whose header says the Spot rates were read
-//   from the aws.amazon.com/fargate/pricing feed (fargate-spot-prices.json) on 2026-09-29 21:41 UTC
-//   (the README: 16 of the 22 changed that day). A snapshot: Spot prices move.
-// - ARM64 (Graviton): a dated regime note (2026-09-28, Price List offer of 2026-09-11 and the Spot
-//   feed) gives us-east-1, eu-west-1 and ap-south-1 on-demand and us-east-1, eu-west-1 Spot. Every
-//   other region has `arm64: null`: several pages say ARM is "20% cheaper", but that rule is not a
-//   figure (ap-south-1's ARM rate is 44% under its x86 rate, not 20%), so nothing is derived from it.
-// - Extras (public IPv4, S3 requests, log ingestion, egress, inter-region, NAT per GB): us-east-1
-//   rates, the `default`; a region's own figure goes in `extras.byRegion` only where a dated source
-//   gives it, and `regionExtras` says which fields a region borrowed from the default.
+//   eu-west-2 and ap-northeast-1 are confirmed by the price-list notes named on them.
+// - Fargate x86 Spot, all 22 regions: the same file at commit dac946d, whose header says the Spot
+//   rates were read from the aws.amazon.com/fargate/pricing feed (fargate-spot-prices.json) on
+//   2026-09-29 21:41 UTC (the README: 16 of the 22 changed that day; the other 6, ca-central-1,
+//   af-south-1, ap-east-1, eu-south-1 and GovCloud, sit at exactly 30% of on-demand). A 2026-09-28
+//   snapshot agrees within 0.3% for us-east-1 and eu-west-1. Spot prices move: a snapshot.
+// - ARM64 (Graviton) on-demand, only where a dated source prints the region's figure: us-east-1,
+//   eu-west-1, ap-south-1 (a regime note of 2026-09-28 from the AmazonECS offer of 2026-09-11),
+//   eu-west-2 (a cost note's price-list table read 2026-10-06) and ap-northeast-1 (a note checked
+//   against the Price List API 2026-08-27); ARM64 Spot for us-east-1 and eu-west-1 (the 2026-09-28
+//   feed snapshot). Every other region has `arm64: null`. Pages say ARM is "20% cheaper", and it is
+//   in four of the five regions found, but ap-south-1's ARM rate is 44% under its x86 one: the rule
+//   is not a figure, so nothing here is derived from it.
+// - Extras (public IPv4, S3 requests, log ingestion, internet egress, inter-region, NAT per GB): the
+//   `default` is us-east-1's, from the pages named on each figure. eu-west-2 has its own figures
+//   from the price list (S3 requests 6%, logs 20%, NAT 11% dearer); every other region borrows the
+//   default, and `regionExtras` names the borrowed fields. No dated per-region inter-region price was
+//   found (it varies by source and destination: $0.02 within a geography, more across continents).
 //
-// Unpriced: Fargate runs in regions with no stored dated source for their rates; they are in
-// `fargateRegions` but not in `fargate`, and the estimate says so: see UNPRICED below.
+// Unpriced: Fargate runs in ca-west-1, mx-central-1, ap-northeast-3, ap-south-2, ap-southeast-3,
+// ap-southeast-4, ap-southeast-5, ap-southeast-7, eu-central-2, eu-south-2, me-central-1 and the
+// China regions (billed in CNY), but no stored dated source gives their Fargate rates, so they are in
+// `fargateRegions` and not in `fargate` (see UNPRICED) and the estimate says so. (ap-south-2 has a
+// Spot figure in the 2026-09-28 snapshot, x86 $0.012768 / $0.0013965, but no on-demand one, so it
+// stays unpriced.) The region list is the documented page's; its tail (after cn-north-1) could not
+// be read in the current copy, so the Europe/Middle East/GovCloud/China rows come from the older
+// awsdocs copy, and regions that page may add later (il-central-1, ap-east-2, ...) are not listed.
 //
 // How to update: re-read the AWS Price List offers and change value, source and asOf together.
 // - Fargate: https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonECS/current/region_index.json
@@ -122,9 +137,22 @@ const REGIMES_SPOT =
   "point-in-time 2026-09-28";
 const REGIMES_AS_OF = "2026-09-28";
 
-function arm(onDemand: RatePair, what: string, spot?: { value: RatePair; what: string }): ArchPrices {
+const LONDON =
+  "stored public cost note \"Hosting costs: the pay-per-request profile\" (search-index file id 70202682113), section 8 " +
+  "\"Verified unit prices (London unless global)\", research date 2026-10-06, read from the AWS Price List Bulk API " +
+  "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/<ServiceCode>/current/eu-west-2/index.json";
+const LONDON_AS_OF = "2026-10-06";
+const LONDON_FIXTURE =
+  "a stored Go test's eu-west-2 price fixture (search-index file id 67185914767) has the same line";
+
+const TOKYO =
+  "stored public note \"Free tiers verificados\" (search-index file id 61147661259): \"AWS en Tokio (ap-northeast-1), " +
+  "verificado contra la Price List API el 2026-08-27\", https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonECS/current/ap-northeast-1/index.json";
+const TOKYO_AS_OF = "2026-08-27";
+
+function arm(onDemand: RatePair, what: string, spot?: { value: RatePair; what: string }, from = { source: REGIMES, asOf: REGIMES_AS_OF }): ArchPrices {
   return {
-    onDemand: { value: onDemand, source: `${REGIMES} (${what})`, asOf: REGIMES_AS_OF },
+    onDemand: { value: onDemand, source: `${from.source} (${what})`, asOf: from.asOf },
     spot: spot ? { value: spot.value, source: `${REGIMES_SPOT} (${spot.what})`, asOf: REGIMES_AS_OF } : null,
   };
 }
@@ -163,14 +191,30 @@ const FARGATE: Readonly<Record<string, RegionPrices>> = Object.freeze({
       what: "Spot ARM64 eu-west-1 $0.00979124 / $0.00107649",
     }),
   },
-  "eu-west-2": { x86_64: fgcalc(0.04656, 0.00511, s(0.01468459, 0.00161165)), arm64: null },
+  "eu-west-2": {
+    x86_64: fgcalc(0.04656, 0.00511, s(0.01468459, 0.00161165), {
+      onDemand: `${LONDON} (EUW2-Fargate-vCPU-Hours:perCPU $0.04656, EUW2-Fargate-GB-Hours $0.00511, AmazonECS offer of 2026-09-11)`,
+    }),
+    arm64: arm(
+      s(0.03725, 0.00409),
+      `Fargate Arm $0.03725 per vCPU-hour, $0.00409 per GB-hour, EUW2-Fargate-ARM-*, AmazonECS offer of 2026-09-11; ${LONDON_FIXTURE}`,
+      undefined,
+      { source: LONDON, asOf: LONDON_AS_OF },
+    ),
+  },
   "eu-west-3": { x86_64: fgcalc(0.0486, 0.0053, s(0.01464299, 0.00159687)), arm64: null },
   "eu-central-1": { x86_64: fgcalc(0.04656, 0.00511, s(0.01441236, 0.00158177)), arm64: null },
   "eu-north-1": { x86_64: fgcalc(0.0445, 0.0049, s(0.01342378, 0.00147812)), arm64: null },
   "eu-south-1": { x86_64: fgcalc(0.0486, 0.0053, s(0.01458, 0.00159)), arm64: null },
   "ap-southeast-1": { x86_64: fgcalc(0.05056, 0.00553, s(0.01544659, 0.00168947)), arm64: null },
   "ap-southeast-2": { x86_64: fgcalc(0.04856, 0.00532, s(0.01520795, 0.00166611)), arm64: null },
-  "ap-northeast-1": { x86_64: fgcalc(0.05056, 0.00553, s(0.01563522, 0.0017101)), arm64: null },
+  "ap-northeast-1": {
+    x86_64: fgcalc(0.05056, 0.00553, s(0.01563522, 0.0017101), { onDemand: `${TOKYO} (x86 $0.05056 / $0.00553)` }),
+    arm64: arm(s(0.04045, 0.00442), "Fargate ARM $0.04045/vCPU-h + $0.00442/GB-h, APN1-Fargate-ARM-*", undefined, {
+      source: TOKYO,
+      asOf: TOKYO_AS_OF,
+    }),
+  },
   "ap-northeast-2": { x86_64: fgcalc(0.04656, 0.00511, s(0.013968, 0.001533)), arm64: null },
   "ap-south-1": {
     x86_64: fgcalc(0.04256, 0.004655, s(0.01344511, 0.00147056)),
@@ -294,9 +338,32 @@ const US_EAST_1: RegionExtras = Object.freeze({
   },
 });
 
+/** A London figure from the cost note's price-list table. */
+function london(value: number, what: string): Sourced<number> {
+  return { value, source: `${LONDON} (${what})`, asOf: LONDON_AS_OF };
+}
+
 const BY_REGION: Readonly<Record<string, Partial<RegionExtras>>> = Object.freeze({
   // us-east-1's figures are the default, so it borrows nothing.
   "us-east-1": US_EAST_1,
+  // London: S3 requests 6% and log ingestion 20% dearer than us-east-1, NAT per GB 11% dearer.
+  // No dated London inter-region figure was found: that one is borrowed.
+  "eu-west-2": {
+    publicIpv4Hour: london(0.005, "Public IPv4 $0.005 per hour, in use or idle, EUW2-PublicIPv4:InUseAddress, AmazonVPC offer of 2026-09-17"),
+    s3: {
+      putPer1000: london(0.0053, `S3 $0.0053 per 1,000 PUT/COPY/POST/LIST, EUW2-Requests-Tier1, AmazonS3 offer of 2026-09-28; ${LONDON_FIXTURE}`),
+      getPer1000: london(
+        0.00042,
+        `S3 "$0.0042 per 10,000 GET", EUW2-Requests-Tier2, AmazonS3 offer of 2026-09-28, i.e. $0.00042 per 1,000; ${LONDON_FIXTURE} ($0.00000042 a request)`,
+      ),
+    },
+    logsIngestionPerGb: london(0.5985, "CloudWatch Logs $0.5985 per GB ingested (Standard), EUW2-DataProcessing-Bytes, AmazonCloudWatch offer of 2026-09-22"),
+    internetEgressPerGb: london(
+      0.09,
+      `S3/data out $0.09 per GB (first 10 TB) after 100 GB per month free globally, EUW2-DataTransfer-Out-Bytes, AWSDataTransfer offer of 2026-09-16; ${LONDON_FIXTURE}`,
+    ),
+    natPerGb: london(0.05, `NAT gateway $0.05 per hour, $0.05 per GB processed, AmazonEC2 offer of 2026-09-25; ${LONDON_FIXTURE} (EUW2-NatGateway-Bytes)`),
+  },
 });
 
 const EXTRAS: PriceTable["extras"] = Object.freeze({ default: US_EAST_1, byRegion: BY_REGION });
