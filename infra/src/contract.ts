@@ -40,6 +40,17 @@ export type OutputKey = (typeof OUTPUT_KEYS)[number];
  */
 export const TASK_MEMORY_OUTPUT = "TaskMemory";
 
+/** The CPU architectures a stack's tasks can run on: its `-c arch=` context, and its TaskArch output. */
+export const TASK_ARCHES = ["x86_64", "arm64"] as const;
+export type TaskArch = (typeof TASK_ARCHES)[number];
+
+/**
+ * The task definition's CPU architecture (`x86_64` or `arm64`, TASK_ARCHES). Optional, not in
+ * OUTPUT_KEYS: stacks deployed before it was added lack it, and they run x86_64 (the only
+ * architecture they could be deployed with).
+ */
+export const TASK_ARCH_OUTPUT = "TaskArch";
+
 /** Where task secrets live; the task role may read nothing else from SSM or Secrets Manager. */
 export const SECRETS_PATH = "cable-loadtest";
 

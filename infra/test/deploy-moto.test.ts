@@ -8,7 +8,7 @@ import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Moto, startMoto } from "cable-test-servers";
 import { buildApp } from "../src/cdk/app";
-import { CONTAINER_NAME, OUTPUT_KEYS, TASK_MEMORY_OUTPUT, stackNameFor } from "../src/contract";
+import { CONTAINER_NAME, OUTPUT_KEYS, TASK_ARCH_OUTPUT, TASK_MEMORY_OUTPUT, stackNameFor } from "../src/contract";
 import { stageImage } from "../src/image/stage";
 
 // The synthesized template created in moto's CloudFormation, then used the way the fan-out runner
@@ -39,7 +39,7 @@ it("creates the stack from the synthesized template, and its outputs are enough 
   const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: stackNameFor(region) }));
   expect(Stacks?.[0].StackStatus).toBe("CREATE_COMPLETE");
   const outputs = Object.fromEntries((Stacks?.[0].Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue ?? ""]));
-  expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, TASK_MEMORY_OUTPUT, "OperatorPolicyArn"].sort());
+  expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, TASK_MEMORY_OUTPUT, TASK_ARCH_OUTPUT, "OperatorPolicyArn"].sort());
   expect(outputs.TaskMemory).toBe("8192");
   expect(outputs.ClusterArn).toMatch(/^arn:aws:ecs:eu-west-2:\d{12}:cluster\//);
   expect(outputs.TaskDefinitionArn).toMatch(/^arn:aws:ecs:eu-west-2:\d{12}:task-definition\/CableLoadtest-eu-west-2:1$/);

@@ -9,7 +9,7 @@ describe("readAppSettings", () => {
   it("defaults to a 4 vCPU / 8 GiB task, two weeks of logs, 30 days of runs, a kept bucket and no Container Insights", () => {
     const s = from({ regions: "eu-west-2, us-east-1" });
     expect(s.regions).toEqual(["eu-west-2", "us-east-1"]);
-    expect(s.stack).toEqual({ cpu: 4096, memoryMiB: 8192, logRetention: RetentionDays.TWO_WEEKS, resultsExpireDays: 30, destroyBucket: false, containerInsights: false, tags: {} });
+    expect(s.stack).toEqual({ arch: "x86_64", cpu: 4096, memoryMiB: 8192, logRetention: RetentionDays.TWO_WEEKS, resultsExpireDays: 30, destroyBucket: false, containerInsights: false, tags: {} });
     expect(s.vpcIdFor("eu-west-2")).toBeUndefined();
   });
 
@@ -36,6 +36,17 @@ describe("readAppSettings", () => {
     expect(() => from({ regions: "eu-west-2", cpu: "3000" })).toThrow("invalid CDK context: cpu: 3000 is not a Fargate CPU size");
     expect(() => from({ regions: "eu-west-2", cpu: "256", memoryMiB: "8192" })).toThrow("invalid CDK context: memoryMiB: 8192 does not fit cpu 256");
     expect(() => from({ regions: "eu-west-2", imageCompression: "lz4" })).toThrow("invalid CDK context: imageCompression: must be zstd or gzip");
+  });
+
+  it("takes the tasks' architecture, x86_64 by default, Docker's amd64 as x86_64, and names the two otherwise", () => {
+    expect(from({ regions: "eu-west-2" }).stack.arch).toBe("x86_64");
+    expect(from({ regions: "eu-west-2", arch: "arm64" }).stack.arch).toBe("arm64");
+    expect(from({ regions: "eu-west-2", arch: "ARM64" }).stack.arch).toBe("arm64");
+    expect(from({ regions: "eu-west-2", arch: "amd64" }).stack.arch).toBe("x86_64");
+    expect(from({ regions: "eu-west-2", arch: "x86_64" }).stack.arch).toBe("x86_64");
+    for (const bad of ["aarch64", "arm", "graviton", "", 64]) {
+      expect(() => from({ regions: "eu-west-2", arch: bad })).toThrow("invalid CDK context: arch: must be x86_64 or arm64 (Graviton), e.g. -c arch=arm64");
+    }
   });
 
   it("takes the image's layer compression, left to the builder's kind when unset", () => {

@@ -6,7 +6,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { buildApp } from "../src/cdk/app";
 import type { LoadtestStack } from "../src/cdk/loadtest-stack";
-import { OUTPUT_KEYS, TASK_MEMORY_OUTPUT } from "../src/contract";
+import { OUTPUT_KEYS, TASK_ARCH_OUTPUT, TASK_MEMORY_OUTPUT } from "../src/contract";
 import { stageImage } from "../src/image/stage";
 import { EVERY_OPTION_CONTEXT } from "./helpers";
 
@@ -170,8 +170,10 @@ describe("a region's stack", () => {
 
   it("outputs what the runner needs, under stable keys and without exports", () => {
     const outputs = london.findOutputs("*");
-    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, TASK_MEMORY_OUTPUT, "OperatorPolicyArn"].sort());
-    expect(OUTPUT_KEYS).not.toContain(TASK_MEMORY_OUTPUT); // optional to the runner: older stacks lack it
+    expect(Object.keys(outputs).sort()).toEqual([...OUTPUT_KEYS, TASK_MEMORY_OUTPUT, TASK_ARCH_OUTPUT, "OperatorPolicyArn"].sort());
+    // Optional to the runner: older stacks lack them.
+    expect(OUTPUT_KEYS).not.toContain(TASK_MEMORY_OUTPUT);
+    expect(OUTPUT_KEYS).not.toContain(TASK_ARCH_OUTPUT);
     for (const output of Object.values(outputs)) expect(output.Export).toBeUndefined();
     london.hasOutput("ContainerName", { Value: "loadgen" });
     london.hasOutput("BucketName", { Value: { Ref: Match.stringLikeRegexp("^Bucket") } });
@@ -179,6 +181,7 @@ describe("a region's stack", () => {
     london.hasOutput("LogStreamPrefix", { Value: "loadgen" });
     london.hasOutput("TaskCpu", { Value: "4096" });
     london.hasOutput("TaskMemory", { Value: "8192" });
+    london.hasOutput("TaskArch", { Value: "x86_64" });
   });
 
   it("tags every taggable resource with the project", () => {
@@ -210,6 +213,18 @@ describe("the image asset", () => {
     const gzip = new App({ context: { regions: "eu-west-2", imageCompression: "gzip" } });
     buildApp(gzip, imageDir);
     expect(dockerSource(gzip).dockerOutputs).toBeUndefined();
+  });
+
+  it("is built for linux/arm64 with -c arch=arm64, and the task definition runs on ARM64", () => {
+    const app = new App({ context: { regions: "eu-west-2", arch: "arm64" } });
+    const [stack] = buildApp(app, imageDir);
+    expect(dockerSource(app)).toMatchObject({ platform: "linux/arm64" });
+    const t = Template.fromStack(stack);
+    t.hasResourceProperties("AWS::ECS::TaskDefinition", { RuntimePlatform: { CpuArchitecture: "ARM64", OperatingSystemFamily: "LINUX" } });
+    t.hasOutput("TaskArch", { Value: "arm64" });
+    // The default, for contrast: X86_64, and the Spot-capable cluster either way.
+    london.hasResourceProperties("AWS::ECS::TaskDefinition", { RuntimePlatform: { CpuArchitecture: "X86_64", OperatingSystemFamily: "LINUX" } });
+    t.hasResourceProperties("AWS::ECS::ClusterCapacityProviderAssociations", { CapacityProviders: Match.arrayWith(["FARGATE_SPOT"]) });
   });
 });
 

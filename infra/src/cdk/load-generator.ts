@@ -20,7 +20,24 @@ export const SYSTEM_CONTROLS: ReadonlyArray<readonly [string, string]> = [
   ["net.ipv4.tcp_tw_reuse", "1"],
 ];
 
-export interface LoadGeneratorProps extends Pick<StackSettings, "cpu" | "memoryMiB" | "logRetention" | "containerInsights" | "imageCompression"> {
+/**
+ * ECS's architecture and the image's platform for each `-c arch=`. Node and the engine are pure
+ * JavaScript (the image's dependencies install with --ignore-scripts and carry no native binary),
+ * and node:<version>-bookworm-slim is a multi-arch tag, so the same Dockerfile builds either.
+ *
+ * Fargate Spot takes ARM64 tasks: "FARGATE_SPOT supports Linux tasks with the ARM64 architecture on
+ * platform version 1.4.0 or later" (Amazon ECS API Reference, CapacityProviderStrategyItem,
+ * https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_CapacityProviderStrategyItem.html;
+ * older copies of the Developer Guide, "AWS Fargate capacity providers", still say X86_64 only).
+ * RunTask takes the LATEST platform version (1.4.0) unless told otherwise, and the runner never
+ * tells it, so --spot keeps its FARGATE_SPOT strategy on either architecture.
+ */
+export const ARCH_PLATFORMS = {
+  x86_64: { cpuArchitecture: ecs.CpuArchitecture.X86_64, image: Platform.LINUX_AMD64 },
+  arm64: { cpuArchitecture: ecs.CpuArchitecture.ARM64, image: Platform.LINUX_ARM64 },
+} as const;
+
+export interface LoadGeneratorProps extends Pick<StackSettings, "arch" | "cpu" | "memoryMiB" | "logRetention" | "containerInsights" | "imageCompression"> {
   vpc: ec2.IVpc;
   /** Where tasks read bundles and write results; they are granted exactly that (ResultsBucket.grantWorker). */
   results: ResultsBucket;
@@ -56,14 +73,16 @@ export class LoadGenerator extends Construct {
       family: props.family,
       cpu: props.cpu,
       memoryLimitMiB: props.memoryMiB,
-      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      runtimePlatform: { cpuArchitecture: ARCH_PLATFORMS[props.arch].cpuArchitecture, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
     props.results.grantWorker(this.taskDefinition.taskRole);
     this.grantReadSecrets(this.taskDefinition.taskRole);
 
     this.container = this.taskDefinition.addContainer(CONTAINER_NAME, {
-      // zstd layers where the builder keeps them (image-build.ts): smaller, and faster for Fargate to unpack.
-      image: ecs.ContainerImage.fromAsset(props.imageDirectory, { platform: Platform.LINUX_AMD64, outputs: imageBuildOutputs(props.imageCompression) }),
+      // Built for the task's architecture (an ARM laptop builds linux/amd64, an x86 one linux/arm64, each
+      // with the builder's emulation). zstd layers where the builder keeps them (image-build.ts):
+      // smaller, and faster for Fargate to unpack.
+      image: ecs.ContainerImage.fromAsset(props.imageDirectory, { platform: ARCH_PLATFORMS[props.arch].image, outputs: imageBuildOutputs(props.imageCompression) }),
       // Set explicitly: moto (and some tooling) rejects a container without a container-level memory value.
       memoryLimitMiB: props.memoryMiB,
       essential: true,

@@ -1,7 +1,7 @@
 import { CfnOutput, Stack, type StackProps, Tags } from "aws-cdk-lib";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type { Construct } from "constructs";
-import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, TASK_MEMORY_OUTPUT, stackNameFor } from "../contract.js";
+import { CONTAINER_NAME, OUTPUT_KEYS, type OutputKey, TASK_ARCH_OUTPUT, TASK_MEMORY_OUTPUT, stackNameFor } from "../contract.js";
 import { LoadGenerator } from "./load-generator.js";
 import { Network } from "./network.js";
 import { OperatorPolicy } from "./operator-policy.js";
@@ -64,6 +64,9 @@ export class LoadtestStack extends Stack {
     for (const key of OUTPUT_KEYS) new CfnOutput(this, key, { value: outputs[key] });
     // Beside TaskCpu, for the runner's cost estimate; optional to the runner (older stacks lack it).
     new CfnOutput(this, TASK_MEMORY_OUTPUT, { value: String(settings.memoryMiB) });
+    // The task definition's architecture, x86_64 or arm64: RunTask cannot override it, so the runner
+    // refuses a run whose --arch differs, and prices the one it starts; optional too (older stacks are x86_64).
+    new CfnOutput(this, TASK_ARCH_OUTPUT, { value: settings.arch });
     // Not part of the runner's contract: for people attaching the policy.
     new CfnOutput(this, "OperatorPolicyArn", { value: this.operatorPolicy.managedPolicyArn });
 

@@ -1,6 +1,6 @@
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { z } from "zod";
-import { FargateSizeError, assertFargateSize } from "../contract.js";
+import { FargateSizeError, TASK_ARCHES, type TaskArch, assertFargateSize } from "../contract.js";
 import { formatIssues } from "cable-worker/contract";
 import type { ImageCompression } from "./image-build.js";
 
@@ -9,6 +9,8 @@ import type { ImageCompression } from "./image-build.js";
  * as strings, cdk.json values as JSON, so both are accepted.
  */
 export interface StackSettings {
+  /** The tasks' CPU architecture: x86_64 (default) or arm64 (Graviton); the image is built for it. */
+  arch: TaskArch;
   /** Task CPU units (1024 = 1 vCPU) and memory; a valid Fargate pair. */
   cpu: number;
   memoryMiB: number;
@@ -54,6 +56,13 @@ const tagPairs = (value: unknown): unknown =>
       )
     : value;
 
+/** `-c arch=`: Docker's name for x86_64 (`amd64`, as in linux/amd64) is taken too; any case. */
+const archName = (value: unknown): unknown => {
+  if (typeof value !== "string") return value;
+  const name = value.trim().toLowerCase();
+  return name === "amd64" ? "x86_64" : name;
+};
+
 const retentionValues = new Set<number>(Object.values(RetentionDays).filter((v): v is number => typeof v === "number"));
 
 const schema = z.object({
@@ -64,6 +73,7 @@ const schema = z.object({
       .nonempty("names no region")
       .refine((r) => new Set(r).size === r.length, "names a region twice"),
   ),
+  arch: z.preprocess(archName, z.enum(TASK_ARCHES, { errorMap: () => ({ message: "must be x86_64 or arm64 (Graviton), e.g. -c arch=arm64" }) }).default("x86_64")),
   cpu: z.coerce.number().int().default(4096),
   memoryMiB: z.coerce.number().int().default(8192),
   logRetentionDays: z.coerce
@@ -101,6 +111,7 @@ export function readAppSettings(context: ContextReader): AppSettings {
   return {
     regions: c.regions,
     stack: {
+      arch: c.arch,
       cpu: c.cpu,
       memoryMiB: c.memoryMiB,
       logRetention: c.logRetentionDays as RetentionDays,
