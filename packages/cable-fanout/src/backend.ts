@@ -93,6 +93,24 @@ export interface QuotaFact {
 /** The CPU architecture a stack's tasks run on (its `-c arch=` context; ECS's X86_64 and ARM64). */
 export type Arch = "x86_64" | "arm64";
 
+/**
+ * --subnets: where the tasks are taken to run when no stack says (`plan` without a reachable
+ * region): public subnets with a public IP each, or private ones reaching the target through a NAT
+ * gateway. A reached stack says it itself (RegionFacts.publicIp).
+ */
+export type SubnetKind = "public" | "private";
+
+/**
+ * What the run expects of every region's stack, which RunTask cannot change (--arch, --subnets):
+ * the backend's preflight holds each stack to it. Absent: whatever the stack has.
+ */
+export interface StackExpectations {
+  /** --arch: a stack of another architecture is a problem (no task starts anywhere). */
+  arch?: Arch;
+  /** --subnets: a stack whose subnets are the other kind is a warning (the stack's are what the tasks use). */
+  subnets?: SubnetKind;
+}
+
 /** What a region told the preflight, for the plan: the tasks' size, its quotas, its free addresses. */
 export interface RegionFacts {
   /** The architecture of the stack's task definition; undefined for stacks deployed before it was an output. */

@@ -31,6 +31,7 @@ import {
   parseTaskSize,
 } from "./options.js";
 import { DEFAULT_LIVE_HOST } from "./live/page.js";
+import type { Arch, StackExpectations, SubnetKind } from "./backend.js";
 import type { BackendKind } from "./region-names.js";
 import { parseSlo } from "./slo.js";
 import { parseTaskEnv, refuseEnvAndSecret } from "./task-env.js";
@@ -51,8 +52,11 @@ const runId = z.string().transform((t) => parseRunId(t));
 export const backendFlags = z
   .object({ out: z.string(), local: bare, store: text })
   .transform(({ out, local, store }) => ({ out, local, store, kind: backendKind(local) }));
-/** `taskEnv`: --env, which the backend gives every task it starts (cli.ts makeBackend); absent for commands that start none. */
-export type BackendFlags = z.output<typeof backendFlags> & { taskEnv?: Record<string, string> };
+/**
+ * `taskEnv`: --env, which the backend gives every task it starts (cli.ts makeBackend); `expected`:
+ * --arch and --subnets, which it holds every region's stack to; absent for commands that start none.
+ */
+export type BackendFlags = z.output<typeof backendFlags> & { taskEnv?: Record<string, string>; expected?: StackExpectations };
 
 function backendKind(local: boolean): BackendKind {
   return local ? "local" : "aws";
@@ -100,8 +104,43 @@ const startFlags = z
   .object({ spot: bare, spotOnly: bare, startDelay: duration("--start-delay").optional(), startTimeout: duration("--start-timeout").optional() })
   .transform((o) => ({ spot: o.spot || o.spotOnly, spotOnly: o.spotOnly, startDelayMs: o.startDelay, startTimeoutMs: o.startTimeout }));
 
+const ARCHES: Record<string, Arch> = { x86_64: "x86_64", amd64: "x86_64", arm64: "arm64" };
+
+/** --arch: x86_64 or arm64 (any case; Docker's amd64 is x86_64), as the stack's `-c arch=` takes them. */
+export function parseArch(text: string): Arch {
+  const arch = ARCHES[text.trim().toLowerCase()];
+  if (!arch) throw new FanoutInputError(`--arch wants x86_64 or arm64 (Graviton), not "${text}"`);
+  return arch;
+}
+
+export function parseSubnets(text: string): SubnetKind {
+  const kind = text.trim().toLowerCase();
+  if (kind !== "public" && kind !== "private") throw new FanoutInputError(`--subnets wants public (a public IP per task) or private (through a NAT gateway), not "${text}"`);
+  return kind;
+}
+
+/**
+ * --arch and --subnets: what the run expects of the stacks (RunOptions.arch/subnets for the plan,
+ * and the backend's `expected`, which the preflight holds each stack to); absent when not given.
+ */
+const stackFlags = z.object({ arch: text, subnets: text }).transform((o): StackExpectations => ({
+  ...(o.arch === undefined ? {} : { arch: parseArch(o.arch) }),
+  ...(o.subnets === undefined ? {} : { subnets: parseSubnets(o.subnets) }),
+}));
+
+/** The backend's share of the task flags: --arch and --subnets, when given. */
+const expectedOf = (o: StackExpectations): { expected?: StackExpectations } =>
+  o.arch === undefined && o.subnets === undefined ? {} : { expected: { ...(o.arch ? { arch: o.arch } : {}), ...(o.subnets ? { subnets: o.subnets } : {}) } };
+
+/** --arch and --subnets say what a stack is: there is none with --local. */
+function refuseLocalStackFlags(kind: BackendKind, o: StackExpectations): void {
+  if (kind !== "local") return;
+  const given = o.arch !== undefined ? "--arch" : o.subnets !== undefined ? "--subnets" : undefined;
+  if (given) throw new FanoutInputError(`${given} applies to Fargate tasks (the stack's ${given === "--arch" ? "architecture" : "subnets"}), not to --local`);
+}
+
 /** The task flags `run`, `compare`, `plan` and `capacity` share, one schema so that they cannot read them differently. */
-export const taskFlags = artilleryFlags.and(taskSizeFlags).and(startFlags);
+export const taskFlags = artilleryFlags.and(taskSizeFlags).and(startFlags).and(stackFlags);
 
 const maxCost = z.string().transform((t) => parseMaxCost(t));
 
@@ -253,6 +292,7 @@ function scenarioRunWithEnv(raw: unknown, kind: BackendKind) {
   const taskEnv = taskEnvFlags().parse(raw);
   const run = scenarioRunFlags(kind).parse(raw);
   checkTaskEnv(taskEnv, secrets, run);
+  refuseLocalStackFlags(kind, run);
   return { ...secrets, taskEnv, ...run };
 }
 
@@ -265,7 +305,7 @@ export function runOptions(raw: unknown) {
   const { detach } = detachFlags.parse(raw);
   checkDetach(detach, { ...run, ...report, live });
   return {
-    backend: { ...backend, taskEnv: scenarioRun.taskEnv },
+    backend: { ...backend, taskEnv: scenarioRun.taskEnv, ...expectedOf(scenarioRun) },
     scenarioRun,
     run: { ...run, ...(live ? { live } : {}), ...(detach ? { detach } : {}) },
     report,
@@ -282,17 +322,18 @@ export function compareOptions(raw: unknown) {
   const targets = compareTargetFlags.parse(raw);
   const run = scenarioRunFlags(backend.kind).parse(raw);
   checkTaskEnv(taskEnv, secrets, run);
+  refuseLocalStackFlags(backend.kind, run);
   if (detachFlags.parse(raw).detach) {
     throw new FanoutInputError("--detach does not apply to compare: it runs one server after another, and its runner must stay to start the next; start each server with `cable-fanout run --detach` instead");
   }
   const { live, warning } = liveFlags.parse(raw);
-  return { backend: { ...backend, taskEnv }, scenarioRun: { ...secrets, taskEnv, ...run, ...(live ? { live } : {}) }, targets, compare: { ...compareFlags.parse(raw), ...historyFlags.parse(raw) }, warnings: warning ? [warning] : [] };
+  return { backend: { ...backend, taskEnv, ...expectedOf(run) }, scenarioRun: { ...secrets, taskEnv, ...run, ...(live ? { live } : {}) }, targets, compare: { ...compareFlags.parse(raw), ...historyFlags.parse(raw) }, warnings: warning ? [warning] : [] };
 }
 
 export function planOptions(raw: unknown) {
   const backend = backendFlags.parse(raw);
   const scenarioRun = scenarioRunWithEnv(raw, backend.kind);
-  return { backend: { ...backend, taskEnv: scenarioRun.taskEnv }, scenarioRun: { ...scenarioRun, ...planFlags.parse(raw) } };
+  return { backend: { ...backend, taskEnv: scenarioRun.taskEnv, ...expectedOf(scenarioRun) }, scenarioRun: { ...scenarioRun, ...planFlags.parse(raw) } };
 }
 
 export function collectOptions(raw: unknown) {
@@ -335,6 +376,7 @@ export function capacityOptions(raw: unknown) {
   const taskEnv = taskEnvFlags().parse(raw);
   const task = taskFlags.parse(raw);
   checkTaskEnv(taskEnv, secrets, task);
+  refuseLocalStackFlags(backend.kind, task);
   const { live, warning } = liveFlags.parse(raw);
-  return { backend: { ...backend, taskEnv }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw), ...historyOf(historyFlags.parse(raw), "capacity") }, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
+  return { backend: { ...backend, taskEnv, ...expectedOf(task) }, placement, search, task: { ...secrets, taskEnv, ...task, ...capacityLimitFlags.parse(raw), ...historyOf(historyFlags.parse(raw), "capacity") }, ...(live ? { live } : {}), warnings: warning ? [warning] : [] };
 }

@@ -74,10 +74,15 @@ export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   }
 }
 
-/** The backend gives every task it starts the run's --env (flags.taskEnv). */
+/** --arch's and --subnets' help, for run, compare, plan and capacity. */
+export const ARCH_HELP =
+  "the tasks' CPU architecture, arm64 (Graviton) or x86_64: a region whose stack runs the other is refused before any task starts (the architecture is the stack's: cdk deploy -c arch=arm64); default: each stack's own";
+export const SUBNETS_HELP = "public (a public IP per task) or private (through a NAT gateway): for the plan's cost where no stack says; a reached stack's own subnets win (a warning when they differ)";
+
+/** The backend gives every task it starts the run's --env (flags.taskEnv), and holds every stack to --arch and --subnets (flags.expected). */
 function makeBackend(flags: BackendFlags): Backend {
   if (flags.local) return new LocalBackend({ storeDir: localStore(flags), taskEnv: flags.taskEnv });
-  return new AwsBackend({ retry: { sleep, log }, taskEnv: flags.taskEnv });
+  return new AwsBackend({ retry: { sleep, log }, taskEnv: flags.taskEnv, ...(flags.expected ? { expected: flags.expected } : {}) });
 }
 
 /**
@@ -154,6 +159,8 @@ function program(exit: (code: number) => void): Command {
       .option("--spot-only", "Fargate Spot and nothing else: tasks Spot cannot place are not started")
       .option("--cpu <units>", "task CPU units, overriding the stack's (1024 = 1 vCPU); with --memory, a Fargate pair")
       .option("--memory <MiB>", "task memory in MiB, overriding the stack's; with --cpu, a Fargate pair")
+      .option("--arch <x86_64|arm64>", ARCH_HELP)
+      .option("--subnets <public|private>", SUBNETS_HELP)
       .addOption(
         new Option(
           "--secret <NAME=ref>",

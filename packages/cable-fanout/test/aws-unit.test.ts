@@ -10,7 +10,7 @@ import { violations } from "cable-test-servers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AwsRegion, AWS_TIMING, defaultClients, STOP_TASKS_IN_FLIGHT } from "../src/aws/aws-backend";
 import { describeRegionStack, type RegionStack } from "../src/aws/discovery";
-import type { StartOptions } from "../src/backend";
+import type { StackExpectations, StartOptions } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
 import { watchRegion } from "../src/run/region-watch";
 import type { RunDeps } from "../src/run/run-options";
@@ -548,6 +548,45 @@ describe("preflight", () => {
       "region eu-west-2: 6 task(s) need an address each, and the task subnets (subnet-0a1b2c3d, subnet-0e1f2a3b) have 5 free; run fewer tasks or give the stack larger subnets",
     ]);
   });
+  describe("--arch and --subnets against the stack", () => {
+    const at = (stack: Partial<RegionStack>, expected: StackExpectations) => new AwsRegion({ ...STACK, ...stack }, defaultClients("eu-west-2"), { sleep: async () => undefined, log: (l) => logs.push(l) }, {}, expected);
+    const plan = { count: 2, spot: true, secretRefs: {} };
+
+    it("refuses, before any task, a region whose stack runs another architecture, naming the region and the redeploy that fixes it", async () => {
+      const refused = await at({ taskArch: "x86_64" }, { arch: "arm64" }).preflight(plan);
+      expect(refused.problems).toEqual([
+        "region eu-west-2: its stack runs x86_64 tasks, not arm64 (--arch), and RunTask cannot change a task definition's architecture; redeploy it with: cd infra && npx cdk deploy -c regions=eu-west-2 -c arch=arm64 CableLoadtest-eu-west-2, or drop --arch to run on x86_64",
+      ]);
+      expect(refused.facts.arch).toBe("x86_64");
+      const other = await at({ taskArch: "arm64" }, { arch: "x86_64" }).preflight(plan);
+      expect(other.problems).toEqual([expect.stringMatching(/^region eu-west-2: its stack runs arm64 tasks, not x86_64 \(--arch\).* -c arch=x86_64 CableLoadtest-eu-west-2, or drop --arch to run on arm64$/)]);
+      expect(ecs.calls()).toHaveLength(0);
+    });
+
+    it("takes a stack from before the TaskArch output as x86_64, and says so", async () => {
+      const old = await at({}, { arch: "arm64" }).preflight(plan);
+      expect(old.problems).toEqual([expect.stringContaining("region eu-west-2: its stack runs x86_64 tasks (deployed before its TaskArch output: x86_64), not arm64 (--arch)")]);
+      expect(old.facts).not.toHaveProperty("arch");
+      expect((await at({}, { arch: "x86_64" }).preflight(plan)).problems).toEqual([]);
+    });
+
+    it("runs on the stack's own architecture without --arch, and puts it in the facts", async () => {
+      const arm = await at({ taskArch: "arm64" }, {}).preflight(plan);
+      expect(arm.problems).toEqual([]);
+      expect(arm.facts.arch).toBe("arm64");
+      expect((await at({ taskArch: "arm64" }, { arch: "arm64" }).preflight(plan)).problems).toEqual([]);
+    });
+
+    it("only warns when --subnets says the other kind than the stack's: the stack's subnets are what the tasks use", async () => {
+      const privateWanted = await at({ assignPublicIp: "ENABLED" }, { subnets: "private" }).preflight(plan);
+      expect(privateWanted.problems).toEqual([]);
+      expect(privateWanted.warnings).toEqual(["region eu-west-2: --subnets private, but its stack's tasks run in public subnets with a public IP each (AssignPublicIp ENABLED); they use the stack's subnets"]);
+      expect(privateWanted.facts.publicIp).toBe(true);
+      const publicWanted = await at({ assignPublicIp: "DISABLED" }, { subnets: "public" }).preflight(plan);
+      expect(publicWanted.warnings).toEqual(["region eu-west-2: --subnets public, but its stack's tasks run in private subnets without a public IP (AssignPublicIp DISABLED), through a NAT gateway; they use the stack's subnets"]);
+      expect((await at({ assignPublicIp: "DISABLED" }, { subnets: "private" }).preflight(plan)).warnings).toEqual([]);
+    });
+  });
 });
 
 describe("discovery", () => {
@@ -566,6 +605,20 @@ describe("discovery", () => {
     const stack = await describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2");
     expect(stack).toMatchObject({ clusterArn: "c", subnetIds: ["s1", "s2"], bucketName: "b", logStreamPrefix: "loadgen", taskCpu: 4096 });
     expect(ecs.calls()).toHaveLength(0);
+  });
+
+  it("reads the TaskArch output; a stack from before it has none (it runs x86_64); a value that is no architecture asks to redeploy", async () => {
+    const base = { ClusterArn: "c", TaskDefinitionArn: "t", ContainerName: "loadgen", SubnetIds: "s1,s2", SecurityGroupId: "sg", AssignPublicIp: "ENABLED", BucketName: "b", LogGroupName: "l", LogStreamPrefix: "loadgen", TaskCpu: "4096" };
+    const describe = async (outputs: Record<string, string>) => {
+      cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: "CableLoadtest-eu-west-2", StackStatus: "CREATE_COMPLETE", CreationTime: new Date(), Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }] });
+      return describeRegionStack(new CloudFormationClient({ region: "eu-west-2" }), "eu-west-2");
+    };
+    expect((await describe({ ...base, TaskArch: "arm64" })).taskArch).toBe("arm64");
+    expect((await describe({ ...base, TaskArch: "x86_64" })).taskArch).toBe("x86_64");
+    expect(await describe(base)).not.toHaveProperty("taskArch");
+    await expect(describe({ ...base, TaskArch: "riscv64" })).rejects.toThrow(
+      'region eu-west-2: stack CableLoadtest-eu-west-2\'s TaskArch output is "riscv64", not x86_64 or arm64 (deployed by a newer version?); redeploy it with: cd infra && npx cdk deploy -c regions=eu-west-2 CableLoadtest-eu-west-2',
+    );
   });
 
   it("asks to redeploy a stack from before the LogStreamPrefix and TaskCpu outputs", async () => {

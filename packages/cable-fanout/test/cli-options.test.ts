@@ -11,6 +11,7 @@ import {
   compareFlags,
   compareOptions,
   compareTargetFlags,
+  parseArch,
   planOptions,
   reportFlags,
   runFlags,
@@ -26,11 +27,12 @@ import { parseAbortOn } from "../src/live/abort";
 import { parseSlo } from "../src/slo";
 
 // What the commands hand on is checked through the real CLI too: commander's option keys must be the schemas'.
-const calls = vi.hoisted(() => ({ runFanout: [] as unknown[], runCapacity: [] as unknown[] }));
+const calls = vi.hoisted(() => ({ runFanout: [] as unknown[], runCapacity: [] as unknown[], backends: [] as unknown[] }));
 vi.mock("../src/run/runner", async (importOriginal) => ({
   ...(await importOriginal<typeof import("../src/run/runner")>()),
-  runFanout: async (options: { outDir: string }) => {
+  runFanout: async (options: { outDir: string }, deps: { backend: unknown }) => {
     calls.runFanout.push(options);
+    calls.backends.push(deps.backend);
     return { exitCode: 0, failedRegions: [], runDir: options.outDir };
   },
 }));
@@ -153,6 +155,39 @@ describe("the scenario-run flags (run, compare, plan)", () => {
     expect(first({ startTimeout: "x", maxDuration: "x" })).toMatch(/^--start-timeout /);
     expect(first({ maxCost: "x", minReady: "0" })).toMatch(/^--max-cost /);
     expect(first({ heartbeatTimeout: "x", minReady: "0" })).toMatch(/^--min-ready /);
+  });
+});
+
+describe("--arch and --subnets (run, compare, plan, capacity)", () => {
+  const AWS = { out: "results", regions: "eu-west-2", count: "1" };
+
+  it("take x86_64 or arm64 (any case, amd64 as x86_64) and public or private, for the run and for the backend", () => {
+    expect(["x86_64", "X86_64", "amd64", "arm64", "ARM64", " arm64 "].map((t) => parseArch(t))).toEqual(["x86_64", "x86_64", "x86_64", "arm64", "arm64", "arm64"]);
+    expect(taskFlags.parse({ arch: "arm64", subnets: "Private" })).toMatchObject({ arch: "arm64", subnets: "private" });
+    const run = runOptions({ ...AWS, arch: "arm64", subnets: "public" });
+    expect(run.scenarioRun).toMatchObject({ arch: "arm64", subnets: "public" });
+    expect(run.backend.expected).toEqual({ arch: "arm64", subnets: "public" });
+    expect(planOptions({ ...AWS, subnets: "private" }).backend.expected).toEqual({ subnets: "private" });
+    expect(compareOptions({ ...AWS, pause: "10s", target: ["a=ws://127.0.0.1:1", "b=ws://127.0.0.1:2"], arch: "x86_64" }).backend.expected).toEqual({ arch: "x86_64" });
+    const capacity = capacityOptions({ ...AWS, start: "10", step: "10", max: "20", hold: "30", climb: "10", vary: "users", slo: ["errors<1%"], arch: "arm64" });
+    expect(capacity.task.arch).toBe("arm64");
+    expect(capacity.backend.expected).toEqual({ arch: "arm64" });
+  });
+
+  it("are absent when not given: each stack's own architecture, and nothing held against it", () => {
+    const run = runOptions(AWS);
+    expect(run.scenarioRun).not.toHaveProperty("arch");
+    expect(run.scenarioRun).not.toHaveProperty("subnets");
+    expect(run.backend).not.toHaveProperty("expected");
+  });
+
+  it("refuse another value naming the two allowed, and --local (no stack to hold them to)", () => {
+    for (const bad of ["aarch64", "arm", "graviton", ""]) expect(inputError(() => taskFlags.parse({ arch: bad }))).toBe(`--arch wants x86_64 or arm64 (Graviton), not "${bad}"`);
+    expect(inputError(() => taskFlags.parse({ subnets: "nat" }))).toBe('--subnets wants public (a public IP per task) or private (through a NAT gateway), not "nat"');
+    expect(inputError(() => runOptions({ ...RUN, arch: "arm64" }))).toBe("--arch applies to Fargate tasks (the stack's architecture), not to --local");
+    expect(inputError(() => planOptions({ ...RUN, subnets: "private" }))).toBe("--subnets applies to Fargate tasks (the stack's subnets), not to --local");
+    expect(inputError(() => compareOptions({ ...RUN, pause: "10s", target: ["a=ws://127.0.0.1:1", "b=ws://127.0.0.1:2"], arch: "arm64" }))).toMatch(/^--arch applies to Fargate tasks/);
+    expect(inputError(() => capacityOptions({ ...RUN, start: "10", step: "10", max: "20", hold: "30", climb: "10", vary: "users", slo: ["errors<1%"], arch: "arm64" }))).toMatch(/^--arch applies to Fargate tasks/);
   });
 });
 
@@ -309,6 +344,7 @@ describe("through the CLI", () => {
   beforeEach(() => {
     calls.runFanout.length = 0;
     calls.runCapacity.length = 0;
+    calls.backends.length = 0;
     vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     vi.spyOn(process.stdout, "write").mockImplementation(() => true);
   });
@@ -344,6 +380,13 @@ describe("through the CLI", () => {
         title: "T",
       }),
     ]);
+  });
+
+  it("hands --arch and --subnets, as commander names them, to the run and to the AWS backend (which holds every stack to them)", async () => {
+    const out = path.join(work, "arch");
+    expect(await main(["run", "s.yml", "--regions", "eu-west-2", "--out", out, "--arch", "ARM64", "--subnets", "private"])).toBe(0);
+    expect(calls.runFanout).toEqual([expect.objectContaining({ regions: ["eu-west-2"], arch: "arm64", subnets: "private" })]);
+    expect(calls.backends).toEqual([expect.objectContaining({ kind: "aws", options: expect.objectContaining({ expected: { arch: "arm64", subnets: "private" } }) })]);
   });
 
   it("hands capacity's flags, as commander names them, to the search", async () => {

@@ -9,7 +9,7 @@ import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { formatSlice, RUNS_PREFIX } from "cable-worker/contract";
 import { S3Store } from "cable-worker/s3-store";
-import { type Backend, type Preflight, type PreflightResult, type Region, type RunningRun, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
+import { type Backend, type Preflight, type PreflightResult, type Region, type RunningRun, type StackExpectations, type StartOptions, type StartOutcome, type TaskSnapshot, type Timing, taskSlice } from "../backend.js";
 import type { Bundle } from "../run/bundle.js";
 import pLimit from "p-limit";
 import { checkedRegionName } from "../region-names.js";
@@ -18,7 +18,7 @@ import { type Backoff, backoffDelay, RUN_TASK_MAX_COUNT, SPOT_BACKOFF, STOP_TASK
 import { uploadBundle } from "../store.js";
 import { describeRegionStack, type RegionStack } from "./discovery.js";
 import { containerEnvironment, overridesSizeProblem, runTaskOverrides } from "./overrides-size.js";
-import { checkSecrets, judgeQuotas, readQuotaFacts, readFreeAddresses } from "./preflight.js";
+import { checkSecrets, judgeQuotas, judgeStack, readQuotaFacts, readFreeAddresses } from "./preflight.js";
 
 /**
  * Fargate needs a minute or two to pull a large image: the ready barrier waits up to 10 minutes for
@@ -69,6 +69,8 @@ export interface AwsBackendOptions {
   retry: Omit<RetryDeps, "abort">;
   /** --env: plain variables every task of every region gets in its RunTask overrides (checked against their size in the preflight). */
   taskEnv?: Record<string, string>;
+  /** --arch and --subnets: what every region's stack is held to in the preflight (judgeStack). */
+  expected?: StackExpectations;
 }
 
 export const defaultClients = (region: string): AwsClients => ({
@@ -93,7 +95,7 @@ export class AwsBackend implements Backend {
   async openRegion(name: string): Promise<Region> {
     const clients = (this.options.clients ?? defaultClients)(checkedRegionName(name, this.kind));
     const stack = await describeRegionStack(clients.cloudFormation, name);
-    return new AwsRegion(stack, clients, this.options.retry, this.options.taskEnv);
+    return new AwsRegion(stack, clients, this.options.retry, this.options.taskEnv, this.options.expected);
   }
 }
 
@@ -106,6 +108,8 @@ export class AwsRegion implements Region {
     private readonly retry: Omit<RetryDeps, "abort">,
     /** --env, given to every task this region starts. */
     private readonly taskEnv: Record<string, string> = {},
+    /** --arch and --subnets, held against the stack in the preflight. */
+    private readonly expected: StackExpectations = {},
   ) {
     this.store = new S3Store(clients.s3, stack.bucketName);
   }
@@ -141,7 +145,8 @@ export class AwsRegion implements Region {
     const capacity = plan.spotOnly ? "spot-only" : plan.spot ? "spot" : "on-demand";
     const quota = cpu === undefined ? { problems: [], warnings: [] } : judgeQuotas(this.name, quotas, { tasks: plan.count, cpu, capacity });
     if (cpu === undefined) unchecked.push("the task's CPU (the stack gives none, and no --cpu): the quota was not compared");
-    const problems = [...secrets, ...quota.problems];
+    const stack = judgeStack(this.name, this.stack, this.expected);
+    const problems = [...stack.problems, ...secrets, ...quota.problems];
     const oversize = overridesSizeProblem({ containerName: this.stack.containerName, secretRefs: plan.secretRefs, env: { ...this.taskEnv, ...plan.env }, cpu: plan.cpu, memory: plan.memory });
     if (oversize) problems.push(`region ${this.name}: ${oversize}`);
     if (addresses.free === undefined) unchecked.push(`free addresses in the task subnets: ${addresses.error}`);
@@ -150,8 +155,8 @@ export class AwsRegion implements Region {
     }
     return {
       problems,
-      warnings: quota.warnings,
-      facts: { cpu, memoryMiB, quotas, ...(addresses.free !== undefined ? { freeAddresses: addresses.free } : {}), publicIp: this.stack.assignPublicIp === "ENABLED", unchecked },
+      warnings: [...stack.warnings, ...quota.warnings],
+      facts: { ...(this.stack.taskArch ? { arch: this.stack.taskArch } : {}), cpu, memoryMiB, quotas, ...(addresses.free !== undefined ? { freeAddresses: addresses.free } : {}), publicIp: this.stack.assignPublicIp === "ENABLED", unchecked },
     };
   }
 

@@ -1,6 +1,7 @@
 // A region's deployment, from the outputs of its CableLoadtest-<region> stack (cable-infra's contract).
 import { type CloudFormationClient, DescribeStacksCommand, type Stack } from "@aws-sdk/client-cloudformation";
-import { OUTPUT_KEYS, type OutputKey, stackNameFor, TASK_MEMORY_OUTPUT } from "cable-infra/contract";
+import { OUTPUT_KEYS, type OutputKey, stackNameFor, TASK_ARCH_OUTPUT, TASK_ARCHES, TASK_MEMORY_OUTPUT } from "cable-infra/contract";
+import type { Arch } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 
 export interface RegionStack {
@@ -19,12 +20,17 @@ export interface RegionStack {
   taskCpu?: number;
   /** Task memory (MiB), for the cost; stacks deployed before it was an output lack it. */
   taskMemory?: number;
+  /**
+   * The task definition's architecture (the TaskArch output). Undefined for stacks deployed before
+   * it was an output, which run x86_64: they could be deployed with no other.
+   */
+  taskArch?: Arch;
 }
 
 /** Stack states in which its resources exist and match its outputs. */
 const USABLE = new Set(["CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"]);
 
-const deployHint = (region: string): string => `cd infra && npx cdk deploy -c regions=${region} ${stackNameFor(region)}`;
+export const deployHint = (region: string): string => `cd infra && npx cdk deploy -c regions=${region} ${stackNameFor(region)}`;
 
 export async function describeRegionStack(cloudFormation: CloudFormationClient, region: string): Promise<RegionStack> {
   const name = stackNameFor(region);
@@ -46,6 +52,10 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
   const get = (key: OutputKey) => outputs.get(key)!;
   const cpu = Number(get("TaskCpu"));
   const memory = Number(outputs.get(TASK_MEMORY_OUTPUT));
+  const arch = outputs.get(TASK_ARCH_OUTPUT);
+  if (arch !== undefined && !(TASK_ARCHES as readonly string[]).includes(arch)) {
+    throw new FanoutInputError(`region ${region}: stack ${name}'s ${TASK_ARCH_OUTPUT} output is "${arch}", not ${TASK_ARCHES.join(" or ")} (deployed by a newer version?); redeploy it with: ${deployHint(region)}`);
+  }
   return {
     region,
     clusterArn: get("ClusterArn"),
@@ -59,5 +69,6 @@ export async function describeRegionStack(cloudFormation: CloudFormationClient, 
     logStreamPrefix: get("LogStreamPrefix"),
     ...(Number.isFinite(cpu) && cpu > 0 ? { taskCpu: cpu } : {}),
     ...(Number.isFinite(memory) && memory > 0 ? { taskMemory: memory } : {}),
+    ...(arch !== undefined ? { taskArch: arch as Arch } : {}),
   };
 }

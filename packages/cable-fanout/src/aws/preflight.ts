@@ -7,8 +7,8 @@ import { type CloudWatchClient, GetMetricDataCommand } from "@aws-sdk/client-clo
 import { DescribeSubnetsCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { GetAWSDefaultServiceQuotaCommand, GetServiceQuotaCommand, type ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { DescribeParametersCommand, type SSMClient } from "@aws-sdk/client-ssm";
-import { FARGATE_VCPU_QUOTA, SECRETS_MANAGER_SCHEME } from "cable-infra/contract";
-import type { QuotaFact } from "../backend.js";
+import { FARGATE_VCPU_QUOTA, SECRETS_MANAGER_SCHEME, stackNameFor } from "cable-infra/contract";
+import type { Arch, QuotaFact, StackExpectations } from "../backend.js";
 
 export interface PreflightClients {
   ssm: SSMClient;
@@ -195,4 +195,28 @@ export async function readFreeAddresses(ec2: EC2Client, subnetIds: string[]): Pr
   } catch (err) {
     return { error: (err as Error).name };
   }
+}
+
+/**
+ * The stack beside what the run expects of it (--arch, --subnets). ECS cannot override a task
+ * definition's architecture at RunTask, so another architecture is a problem whose fix is a
+ * redeploy; a stack that predates the TaskArch output is x86_64. Subnets of the other kind are only
+ * a warning: the stack's are what the tasks use, and the plan prices what the stack says.
+ */
+export function judgeStack(region: string, stack: { taskArch?: Arch; assignPublicIp: "ENABLED" | "DISABLED" }, expected: StackExpectations): { problems: string[]; warnings: string[] } {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const arch = stack.taskArch ?? "x86_64";
+  if (expected.arch !== undefined && expected.arch !== arch) {
+    problems.push(
+      `region ${region}: its stack runs ${arch} tasks${stack.taskArch ? "" : " (deployed before its TaskArch output: x86_64)"}, not ${expected.arch} (--arch), and RunTask cannot change a task definition's architecture; redeploy it with: cd infra && npx cdk deploy -c regions=${region} -c arch=${expected.arch} ${stackNameFor(region)}, or drop --arch to run on ${arch}`,
+    );
+  }
+  const publicIp = stack.assignPublicIp === "ENABLED";
+  if (expected.subnets === "private" && publicIp) {
+    warnings.push(`region ${region}: --subnets private, but its stack's tasks run in public subnets with a public IP each (AssignPublicIp ENABLED); they use the stack's subnets`);
+  } else if (expected.subnets === "public" && !publicIp) {
+    warnings.push(`region ${region}: --subnets public, but its stack's tasks run in private subnets without a public IP (AssignPublicIp DISABLED), through a NAT gateway; they use the stack's subnets`);
+  }
+  return { problems, warnings };
 }

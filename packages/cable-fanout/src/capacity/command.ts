@@ -98,6 +98,8 @@ export function registerCapacity(program: Command, hooks: Hooks): void {
     .option("--spot", "Fargate Spot capacity (FARGATE_SPOT)")
     .option("--cpu <units>", "task CPU units (with --memory, a Fargate pair)")
     .option("--memory <MiB>", "task memory in MiB (with --cpu)")
+    .option("--arch <x86_64|arm64>", "the tasks' CPU architecture, as for `run`: a region whose stack runs the other is refused before any task starts")
+    .option("--subnets <public|private>", "the tasks' subnets for the plan's cost where no stack says, as for `run`")
     .addOption(new Option("--secret <NAME=ref>", "a secret env var for the scenario, as for `run`; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .addOption(new Option("--env <NAME[=value]>", "a plain (non-secret) env var for every task, as for `run`: NAME passes this shell's $NAME, NAME=value the value; repeatable").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .option("--start-delay <duration>", "how far ahead each run's common start is set")

@@ -1,7 +1,7 @@
 // What a run is asked (RunOptions, as the CLI and the capacity search build it), what it is given
 // (RunDeps), what it answers (RunResult), and the overrides its tasks get.
 import type { LivePage, LivePageAddress } from "../live/page.js";
-import type { Backend, StartOptions } from "../backend.js";
+import type { Arch, Backend, StartOptions, SubnetKind } from "../backend.js";
 import type { AbortCondition } from "../live/abort.js";
 import type { LiveFeed } from "../live/feed.js";
 import type { Progress } from "../progress.js";
@@ -17,6 +17,17 @@ export interface RunOptions extends Pick<StartOptions, "spot" | "spotOnly" | "cp
   bundleRoot?: string;
   regions: string[];
   count: number;
+  /**
+   * --arch: the architecture the run expects the stacks to run (the backend refuses a region whose
+   * stack runs another, before any task starts); absent: each stack's own (RegionFacts.arch).
+   */
+  arch?: Arch;
+  /**
+   * --subnets: the tasks' subnets where no stack says (`plan` with no region reached): private ones
+   * reach the target through a NAT gateway. A reached stack's RegionFacts.publicIp wins (a
+   * contradicting --subnets is a preflight warning).
+   */
+  subnets?: SubnetKind;
   outDir: string;
   overrides?: Json;
   target?: string;
