@@ -5,6 +5,9 @@
 // - chat: seed 004's RelayBox user (the replay of bench/lib/arrivals.mjs: a private room of 100,
 //   10 stamped publishes 2 s apart through the HTTP API, 20 s listening, leave) at a sustained
 //   arrival rate; users held = the most connections open at once (≈ 40 × the rate).
+// - broadcast: scenarios/cable-broadcast.yml's users (200 on one stream, a fifth sending `broadcast`,
+//   which every user receives) at a sender pace the search moves; what it holds is frames received
+//   a second, the dimension that binds a fan-out.
 // A run holds when the engine's cable.event_loop_lag p99 is under 50 ms, nothing failed, and the
 // generator's peak RSS is under 80 % of the Fargate memory of the size it stands for.
 import { execFileSync } from "node:child_process";
@@ -346,6 +349,73 @@ export async function measureChatTask(target, { rate, cores, rooms = 100, memory
   });
 }
 
+/** broadcast: the users on the stream, a fifth of them sending; the loop's length. */
+export const BROADCAST_USERS = 200;
+const BROADCAST_LOOP_S = 40;
+
+/**
+ * broadcast: BROADCAST_USERS users arrive at 20/s, subscribe to BenchmarkChannel and stay; a fifth
+ * `perform broadcast` every `1 / sendsPerSender` s for BROADCAST_LOOP_S, each received by every
+ * user (the local target answers the sender with broadcastResult too). Frames = what the users
+ * received ÷ the loop's seconds; judged on the whole run.
+ */
+export async function measureBroadcastTask(target, { framesPerSecond, cores, memoryMiB = FARGATE_MEMORY_MIB[cores], load = { loadAverage: loadAverage(), othersCores: null } }) {
+  const startedAt = Date.now();
+  const senders = BROADCAST_USERS / 5;
+  const sendsPerSecond = framesPerSecond / BROADCAST_USERS;
+  const thinkMs = Math.max(1, Math.round((1000 * senders) / sendsPerSecond));
+  const passes = Math.round((BROADCAST_LOOP_S * 1000) / thinkMs);
+  const arriveS = BROADCAST_USERS / WARMUP.rate;
+  const deadline = Date.now() + (arriveS + BROADCAST_LOOP_S + 60) * 1000;
+  const flow = (sender) => [
+    { connect: {} },
+    { subscribe: { channel: "BenchmarkChannel", as: "bench" } },
+    // Everyone on the stream before the first send: the senders wait out the arrivals.
+    { think: arriveS + 2 },
+    ...(sender
+      ? [{ loop: [{ perform: { channel: "bench", action: "broadcast", data: { text: "hello" }, stamp: true } }, { think: `${thinkMs}ms` }], count: passes }]
+      : [{ listen: { channel: "bench", for: BROADCAST_LOOP_S + 2 } }]),
+  ];
+  const script = {
+    config: { target: target.cableUrl, engines: { cable: {} }, cable: { timeout: 30 }, phases: [{ name: "arrive", duration: arriveS, arrivalCount: BROADCAST_USERS }] },
+    scenarios: [
+      { name: "sender", weight: 1, engine: "cable", flow: flow(true) },
+      { name: "receiver", weight: 4, engine: "cable", flow: flow(false) },
+    ],
+  };
+  const { run, samples, pinned } = await runArtillery(`task-broadcast-${framesPerSecond}-${cores}c`, script, { target, cores, deadline });
+  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 30_000);
+  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
+  let aggregate = null;
+  try {
+    aggregate = run.collect();
+  } catch {}
+  const c = aggregate?.counters ?? {};
+  const received = c[METRICS.messagesReceived] ?? 0;
+  const sent = c[METRICS.messagesSent] ?? 0;
+  const delivered = received / BROADCAST_LOOP_S;
+  const bl = aggregate?.summaries?.[METRICS.broadcastLatency];
+  // A generator that falls behind sends less: under 90 % of the pace asked is not holding it.
+  const expectedSent = senders * passes;
+  const result = judge({
+    workload: "broadcast",
+    cores,
+    users: BROADCAST_USERS,
+    aggregate,
+    samples,
+    peakRss,
+    code,
+    memoryMiB,
+    load,
+    wallSeconds: round((Date.now() - startedAt) / 1000, 0),
+    extra: {
+      undelivered: sent < 0.9 * expectedSent ? `sent ${sent} of ${expectedSent} broadcasts` : null,
+      fields: { framesAsked: framesPerSecond, framesPerSecond: round(delivered, 0), thinkMs, sent, received, broadcastLatencyMs: bl ? { p50: bl.p50 ?? bl.median, p99: bl.p99 } : null, workerThreadsPinned: pinned },
+    },
+  });
+  return { ...result, rank: result.framesPerSecond };
+}
+
 /**
  * The largest step that holds, by bisection over `steps` (ascending), the first run at
  * `steps[start]`: at most `maxRuns` runs, each `run(step)` returning a result with `holds`. A step
@@ -362,7 +432,7 @@ export async function searchHeld(steps, start, maxRuns, run) {
     runs.push(r);
     if (r.holds) {
       lo = i;
-      if (!best || r.users > best.users) best = r;
+      if (!best || (r.rank ?? r.users) > (best.rank ?? best.users)) best = r;
     } else hi = i;
     i = (lo + hi) >> 1;
     if (i <= lo) i = lo + 1;

@@ -6,8 +6,9 @@ import { describe, expect, it } from "vitest";
 import { LOCAL_PREFLIGHT, type RegionFacts } from "../src/backend";
 import { FanoutInputError } from "../src/errors";
 import { billedCost, estimateCost, usd } from "../src/plan/estimate";
-import { ASK_ABOVE_USD, guardCost, holdsPerTask, makePlan, type PlanInput, smallestHolding } from "../src/plan/launch";
+import { ASK_ABOVE_USD, guardCost, makePlan, type PlanInput } from "../src/plan/launch";
 import { PRICES, type PriceTable } from "../src/plan/prices";
+import { holdsPerTask, shares } from "../src/plan/sizing";
 import { arrivalsPerSecond, estimateUsers, peakWithin } from "../src/plan/users";
 import { effectiveConfig, loadScenario } from "../src/scenario";
 
@@ -19,13 +20,27 @@ const TABLE: PriceTable = {
   asOf: "2026-01-01",
   fargate: {
     "us-east-1": {
-      onDemand: { value: { vcpuHour: 0.04048, gbHour: 0.004445 }, source: "test", asOf: "2026-01-01" },
-      spot: { value: { vcpuHour: 0.01288871, gbHour: 0.00141527 }, source: "test", asOf: "2026-01-01" },
+      x86_64: {
+        onDemand: { value: { vcpuHour: 0.04048, gbHour: 0.004445 }, source: "test", asOf: "2026-01-01" },
+        spot: { value: { vcpuHour: 0.01288871, gbHour: 0.00141527 }, source: "test", asOf: "2026-01-01" },
+      },
+      arm64: {
+        onDemand: { value: { vcpuHour: 0.03238, gbHour: 0.00356 }, source: "test", asOf: "2026-01-01" },
+        spot: { value: { vcpuHour: 0.0103, gbHour: 0.00113 }, source: "test", asOf: "2026-01-01" },
+      },
     },
-    "eu-west-2": { onDemand: { value: { vcpuHour: 0.04656, gbHour: 0.00511 }, source: "test", asOf: "2026-01-01" }, spot: null },
-    "sa-east-1": { onDemand: { value: { vcpuHour: 0.0696, gbHour: 0.0076 }, source: "test", asOf: "2026-01-01" }, spot: null },
+    "eu-west-2": { x86_64: { onDemand: { value: { vcpuHour: 0.04656, gbHour: 0.00511 }, source: "test", asOf: "2026-01-01" }, spot: null }, arm64: null },
+    "sa-east-1": { x86_64: { onDemand: { value: { vcpuHour: 0.0696, gbHour: 0.0076 }, source: "test", asOf: "2026-01-01" }, spot: null }, arm64: null },
   },
-  publicIpv4Hour: { value: 0.005, source: "test", asOf: "2026-01-01" },
+  extras: {
+    default: {
+      ...PRICES.extras.default,
+      publicIpv4Hour: { value: 0.005, source: "test", asOf: "2026-01-01" },
+      internetEgressPerGb: { value: 0.09, source: "test", asOf: "2026-01-01" },
+      natPerGb: { value: 0.045, source: "test", asOf: "2026-01-01" },
+    },
+    byRegion: {},
+  },
 };
 
 describe("users per task", () => {
@@ -181,16 +196,19 @@ const planOf = (over: Partial<PlanInput> = {}): PlanInput => ({
 });
 
 describe("the plan block", () => {
-  it("per task and in all: users, what one task holds, the suggested count and a smaller size, each region's quotas and addresses, the cost", () => {
+  it("per task and in all: users, what one task holds, the suggested count and the cheapest size, each region's quotas and addresses, the cost", () => {
     const plan = makePlan(planOf());
     expect(plan.users).toMatchObject({ peak: 300, workload: "listen" });
     expect(plan.holds).toBe(holdsPerTask("listen", 4096, 8192));
+    expect(plan.binding).toMatchObject({ dimension: "users" });
     // 10 tasks × 300 users a region fit in far fewer tasks of 4 vCPU.
     expect(plan.suggestedCount).toBe(Math.ceil(3000 / plan.holds!));
-    expect(plan.smaller).toMatchObject(smallestHolding("listen", 300)!);
-    expect(plan.cost!.total).toBeGreaterThan(plan.smaller!.cost!);
+    // The cheapest that holds 3,000 users a region: 1 vCPU tasks holding 2,000 each, on Spot.
+    expect(plan.cheapest).toMatchObject({ cpu: 1024, memoryMiB: 2048, count: 2, capacity: "spot" });
+    expect(plan.cost!.total).toBeGreaterThan(plan.cheapest!.cost);
     const text = plan.lines.join("\n");
-    expect(text).toMatch(/^plan: 10 task\(s\) in each of eu-west-2, us-east-1 \(20 in all\), 4 vCPU \/ 8 GiB each \(stack\), on-demand/);
+    expect(text).toContain(`cheapest that holds it: --count 2 --cpu 1024 --memory 2048`);
+    expect(text).toMatch(/^plan: 10 task\(s\) in each of eu-west-2, us-east-1 \(20 in all\), 4 vCPU \/ 8 GiB x86_64 each \(stack\), on-demand/);
     expect(text).toContain("users: about 300 at once per task at the peak (600 arrive over 60 s; a user stays about 30 s), 6,000 in all; each user receives (sized as the listen workload)");
     expect(text).toMatch(/eu-west-2: 10 task\(s\), 40 vCPU; on-demand 3,984 of 4,000 vCPU free \(16 in use\); 8,000 addresses free; \$\d+\.\d\d/);
     expect(text).toMatch(/cost: about \$\d+\.\d\d for about 4 min a task .*list prices as of \d{4}-\d\d-\d\d/);
@@ -213,7 +231,7 @@ describe("the plan block", () => {
     const heavy = makePlan(planOf({ count: 1, config: { phases: [{ duration: 60, arrivalRate: 1000 }] }, scenarios: [{ flow: [{ loop: [{ perform: { channel: "c", action: "a" } }, { think: 1 }], count: 60 }] }] }));
     expect(heavy.users!.workload).toBe("chat");
     expect(heavy.suggestedCount).toBeGreaterThan(1);
-    expect(heavy.lines.join("\n")).toMatch(/each task would carry \d[\d,]*% of it: the generator, not the server, would set the figures/);
+    expect(heavy.lines.join("\n")).toMatch(/each task would carry [\d,]+ (users at once|frames a second), [\d,]+% of what it holds: the generator, not the server, would set the figures/);
     const local = makePlan(planOf({ backend: "local", facts: new Map([["eu-west-2", LOCAL_PREFLIGHT.facts]]) }));
     expect(local.cost).toBeUndefined();
     expect(local.lines[0]).toContain("local processes");
@@ -233,7 +251,12 @@ describe("every scenario in scenarios/", () => {
     const plan = makePlan(planOf({ config: effectiveConfig(scenario), scenarios: scenario.scenarios, phasesMs: scenario.durationMs, count: 1, regions: ["eu-west-2"] }));
     expect(plan.users!.peak, plan.lines.join("\n")).toBeGreaterThan(0);
     expect(plan.holds).toBe(holdsPerTask(plan.users!.workload, 4096, 8192));
-    expect(plan.suggestedCount).toBe(Math.max(1, Math.ceil(plan.users!.peak / plan.holds!)));
+    // The count that brings the binding dimension to one task's worth: at it, every dimension fits.
+    const binding = shares(plan.users!, 1, 4096, 8192)[0];
+    expect(plan.binding).toEqual(binding);
+    expect(plan.suggestedCount).toBe(Math.max(1, Math.ceil(binding.share - 1e-9)));
+    // Every dimension falls as 1/count: at the suggested count, none is over one task's worth.
+    for (const d of shares(plan.users!, 1, 4096, 8192)) expect(d.share / plan.suggestedCount!).toBeLessThanOrEqual(1);
     expect(plan.cost!.total).toBeGreaterThan(0);
   });
 });
@@ -245,7 +268,7 @@ describe("the guard", () => {
     await expect(guardCost(plan(12), { maxCostUsd: 10 })).rejects.toThrow(new FanoutInputError("not starting any task: the estimate $12.00 is above --max-cost $10.00"));
     await expect(guardCost(plan(120), { maxCostUsd: 200 })).resolves.toBeUndefined();
     // With --spot, the guard judges the dearest case: every task on on-demand.
-    await expect(guardCost(plan(8, 30), { maxCostUsd: 20 })).rejects.toThrow("the estimate $30.00 (every task on on-demand) is above --max-cost $20.00");
+    await expect(guardCost(plan(8, 30), { maxCostUsd: 20 })).rejects.toThrow("the estimate $30.00 (its high end: every task on on-demand, traffic at its most) is above --max-cost $20.00");
   });
 
   it(`asks above ${usd(ASK_ABOVE_USD)}, needs --yes where nobody can answer, and starts nothing unless told yes`, async () => {

@@ -17,7 +17,7 @@ export function billedFromSnapshots(record: Pick<RunRecord, "estimate">, snapsho
     list.flatMap((t) => (t.billing?.pullStartedAt === undefined ? [] : [{ region, capacity: t.billing.capacity, seconds: ((t.billing.stoppedAt ?? now) - t.billing.pullStartedAt) / 1000 }])),
   );
   if (tasks.length === 0) return undefined;
-  const billed = billedCost(tasks, { cpu: estimate.cpu, memoryMiB: estimate.memoryMiB, publicIp: () => estimate.publicIp ?? true });
+  const billed = billedCost(tasks, { cpu: estimate.cpu, memoryMiB: estimate.memoryMiB, arch: estimate.arch ?? "x86_64", publicIp: () => estimate.publicIp ?? true });
   const round = (n: number) => Math.round(n * 100) / 100;
   return {
     taskSeconds: Math.round(billed.taskSeconds),
@@ -46,7 +46,7 @@ export function renderCostSection(record: Pick<RunRecord, "estimate" | "billed" 
   }
   lines.push(
     "",
-    `${e.cpu / 1024} vCPU / ${e.memoryMiB / 1024} GiB tasks, list prices as of ${e.pricesAsOf} (no Savings Plans, no free tier). Fargate bills from the image pull to the task's stop, a minute at least; S3 requests, logs and traffic are left out of the billed figure (the estimate counts S3 and logs, a few cents).`,
+    `${e.cpu / 1024} vCPU / ${e.memoryMiB / 1024} GiB ${e.arch ?? "x86_64"} tasks, list prices as of ${e.pricesAsOf} (no Savings Plans, no free tier). Fargate bills from the image pull to the task's stop, a minute at least; S3 requests, logs and traffic are left out of the billed figure (the estimate counts S3, logs and the traffic's range).`,
   );
   return `${lines.join("\n")}\n`;
 }

@@ -2,16 +2,18 @@
 // `cable-fanout plan` does): how many users each task will carry, what one task of that size holds
 // for this kind of workload, whether the regions' quotas and subnets hold the run, and what it will
 // cost; then the guard that refuses a run dearer than --max-cost, or asks above a threshold.
-import type { RegionFacts } from "../backend.js";
+import type { Arch, RegionFacts } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 import type { BackendKind } from "../region-names.js";
 import { planPayloads } from "../payloads.js";
 import { effectiveOverrides, type RunOptions } from "../run/run-options.js";
 import { effectiveConfig, loadScenario, type Scenario } from "../scenario.js";
 import { checkTaskEnv, missingEnvProblem, type TaskEnvCheck, taskEnvLines } from "../task-env.js";
-import { BILLED_BEYOND_PHASES, type CapacityChoice, type CostEstimate, estimateCost, type RegionCost, usd } from "./estimate.js";
-import { PRICES } from "./prices.js";
-import { TASK_CAPACITY, taskCapacity, type Workload } from "./task-capacity.js";
+import { BILLED_BEYOND_PHASES, type CapacityChoice, type CostEstimate, estimateCost, type EstimateInput, type RegionCost, type TaskBytes, usd } from "./estimate.js";
+import { fargatePrices, fargateRuns, PRICES, regionExtras } from "./prices.js";
+import { countHolding, type DimensionShare, shares, SIZES, taskFrames } from "./sizing.js";
+import { FRAME_CAPACITY, TASK_CAPACITY } from "./task-capacity.js";
+import { bytes, taskBytes } from "./traffic.js";
 import { estimateUsers, UsersUnknown, type UsersEstimate } from "./users.js";
 
 /** The task size a stack is deployed with unless told otherwise (infra's settings). */
@@ -20,8 +22,12 @@ export const STACK_DEFAULT_SIZE = { cpu: 4096, memoryMiB: 8192 } as const;
 /** Above this estimate, a run asks first (or needs --yes when nobody can answer). */
 export const ASK_ABOVE_USD = 25;
 
-/** Memory a task's users may fill before the size is judged too small (the rest is Node, Artillery, the kernel's buffers). */
-const MEMORY_HEADROOM = 0.8;
+/**
+ * The most tasks per region a plan without the region's facts lets start: the stack's own network
+ * (three /20 subnets, one address per task: infra/src/cdk/network.ts) holds 3 × 4,091. A reached
+ * region's preflight judges its free addresses and quotas instead.
+ */
+export const STACK_TASK_ADDRESSES = 3 * 4_091;
 
 export interface PlanInput {
   backend: BackendKind;
@@ -38,6 +44,10 @@ export interface PlanInput {
   startDelayMs: number;
   /** --cpu/--memory, when given. */
   size?: { cpu?: number; memory?: number };
+  /** --arch: the architecture asked for; the stack's (facts) otherwise. */
+  arch?: Arch;
+  /** --subnets private: the tasks reach the target through a NAT gateway (a reached stack's facts say it themselves). */
+  subnets?: "public" | "private";
   /** Per region, what its preflight found; absent when the region could not be reached (plan without an account). */
   facts: Map<string, RegionFacts>;
   /** Why regions could not be reached, for the "not checked" line. */
@@ -56,8 +66,14 @@ export interface LaunchPlan {
   holds?: number;
   /** Tasks per region that carry the same users a region gets from this run (count × a task's peak). */
   suggestedCount?: number;
-  /** A smaller task size that still holds a task's peak, with its cost. */
-  smaller?: { cpu: number; memoryMiB: number; holds: number; cost?: number };
+  /** The dimension that sets the suggested count, and its share of one task now. */
+  binding?: DimensionShare;
+  /** The architecture the estimate prices. */
+  arch: Arch;
+  /** What one task sends and receives, low and high. */
+  traffic?: TaskBytes;
+  /** The cheapest size, architecture and capacity that holds the load, when it is not this run's. */
+  cheapest?: Choice;
   /** undefined on the local backend: nothing is billed. */
   cost?: CostEstimate;
   lines: string[];
@@ -68,25 +84,6 @@ export interface LaunchPlan {
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const gib = (mib: number) => `${mib % 1024 === 0 ? mib / 1024 : (mib / 1024).toFixed(1)} GiB`;
 
-/** What one task of `cpu`/`memoryMiB` holds of `workload`: the measured figure at its vCPU, bounded by its memory. */
-export function holdsPerTask(workload: Workload, cpu: number, memoryMiB: number): number | undefined {
-  const entry = taskCapacity(workload, cpu / 1024);
-  if (!entry) return undefined;
-  const byMemory = Math.floor((memoryMiB * 1024 * MEMORY_HEADROOM) / entry.kibPerUser);
-  return Math.min(entry.users, byMemory);
-}
-
-/** The smallest Fargate size (1, 2 or 4 vCPU, the least memory each allows) that holds `peak` users of `workload`. */
-export function smallestHolding(workload: Workload, peak: number): { cpu: number; memoryMiB: number; holds: number } | undefined {
-  for (const vcpu of [1, 2, 4]) {
-    const cpu = vcpu * 1024;
-    const memoryMiB = cpu * 2;
-    const holds = holdsPerTask(workload, cpu, memoryMiB);
-    if (holds !== undefined && holds >= peak) return { cpu, memoryMiB, holds };
-  }
-  return undefined;
-}
-
 /** The run's flags a plan reads (RunOptions' own fields). */
 export interface PlanFlags {
   regions: string[];
@@ -95,6 +92,8 @@ export interface PlanFlags {
   spotOnly?: boolean;
   cpu?: number;
   memory?: number;
+  arch?: Arch;
+  subnets?: "public" | "private";
   environment?: string;
   runsInAll?: number;
   /** --env and --secret: what the tasks' environment holds beside the runtime's own. */
@@ -125,6 +124,8 @@ export function planInput(
     phasesMs: scenario.durationMs,
     ...limits,
     size: { cpu: flags.cpu, memory: flags.memory },
+    ...(flags.arch ? { arch: flags.arch } : {}),
+    ...(flags.subnets ? { subnets: flags.subnets } : {}),
     facts,
     ...(unreached ? { unreached } : {}),
     ...(flags.runsInAll ? { runsInAll: flags.runsInAll } : {}),
@@ -141,9 +142,12 @@ export function makePlan(input: PlanInput): LaunchPlan {
       : stackCpu !== undefined
         ? { cpu: stackCpu, memoryMiB: stackMemory ?? Math.max(STACK_DEFAULT_SIZE.memoryMiB, stackCpu * 2), from: "stack" }
         : { ...STACK_DEFAULT_SIZE, from: "stack default" };
+  const arch: Arch = input.arch ?? facts.find((f) => f.arch !== undefined)?.arch ?? "x86_64";
   const lines: string[] = [];
   const total = input.count * input.regions.length;
-  lines.push(`plan: ${input.count} task(s) in each of ${input.regions.join(", ")} (${fmt(total)} in all)${input.backend === "aws" ? `, ${size.cpu / 1024} vCPU / ${gib(size.memoryMiB)} each (${size.from}), ${input.capacity}` : ", local processes"}`);
+  lines.push(
+    `plan: ${input.count} task(s) in each of ${input.regions.join(", ")} (${fmt(total)} in all)${input.backend === "aws" ? `, ${size.cpu / 1024} vCPU / ${gib(size.memoryMiB)} ${arch} each (${size.from}), ${input.capacity}` : ", local processes"}`,
+  );
 
   let users: UsersEstimate | undefined;
   try {
@@ -152,65 +156,187 @@ export function makePlan(input: PlanInput): LaunchPlan {
     if (!(err instanceof UsersUnknown)) throw err;
     lines.push(`  users: not estimated (${err.message})`);
   }
-  const plan: LaunchPlan = { size, lines, ...(users ? { users } : {}) };
+  const plan: LaunchPlan = { size, arch, lines, ...(users ? { users } : {}) };
+  const refusals: string[] = [];
   if (input.env) {
     lines.push(...taskEnvLines(input.env));
     const missing = missingEnvProblem(input.env, input.backend);
-    if (missing) plan.refusals = [missing];
+    if (missing) refusals.push(missing);
   }
   if (users) {
     const stay = users.flowSeconds === undefined ? "a user's stay is not known, so every arrival is counted as staying" : `a user stays about ${fmt(users.flowSeconds)} s`;
-    const sends = users.sendsPerUserSecond > 0 ? `, each sending ${users.sendsPerUserSecond.toFixed(2)} message(s)/s` : "";
+    const sends = users.sendsPerUserSecond > 0 ? `, each sending ${rate(users.sendsPerUserSecond)} message(s)/s` : "";
     lines.push(`  users: about ${fmt(users.peak)} at once per task at the peak (${fmt(users.arrivals)} arrive over ${fmt(users.phasesSeconds)} s; ${stay}), ${fmt(users.peak * total)} in all; each user ${users.does}${sends} (sized as the ${users.workload} workload)`);
+    lines.push(...receiveLines(users, total));
     // A local task is a process on this machine: what a Fargate task holds says nothing of it.
-    const holds = input.backend === "aws" ? holdsPerTask(users.workload, size.cpu, size.memoryMiB) : undefined;
-    if (input.backend === "aws" && holds === undefined) {
+    const dims = input.backend === "aws" ? shares(users, total, size.cpu, size.memoryMiB) : [];
+    if (input.backend === "aws" && dims.length === 0) {
       lines.push(`  one task: no measured capacity for ${users.workload} at ${size.cpu / 1024} vCPU (${TASK_CAPACITY.doc})`);
-    } else if (holds !== undefined) {
-      plan.holds = holds;
-      plan.suggestedCount = Math.max(1, Math.ceil((users.peak * input.count) / holds));
-      const share = users.peak / holds;
-      const verdict =
-        share > 1
-          ? `each task would carry ${fmt(share * 100)}% of it: the generator, not the server, would set the figures`
-          : `each task carries ${fmt(share * 100)}% of it`;
-      lines.push(`  one ${size.cpu / 1024} vCPU task holds about ${fmt(holds)} ${users.workload} users (measured ${TASK_CAPACITY.measuredOn}: ${TASK_CAPACITY.criterion}; ${TASK_CAPACITY.doc}): ${verdict}`);
+    } else if (dims.length > 0) {
+      const binding = dims[0];
+      plan.binding = binding;
+      plan.holds = dims.find((d) => d.dimension === "users")?.holds;
+      plan.suggestedCount = countHolding(input.count, binding);
+      lines.push(`  one ${size.cpu / 1024} vCPU task holds ${dims.map(holdsText).join(" and ")} (measured ${TASK_CAPACITY.measuredOn}, ${FRAME_CAPACITY.measuredOn}: ${TASK_CAPACITY.criterion}; ${TASK_CAPACITY.doc})${arch === "arm64" ? "; on ARM64 as on x86, assumed: ARM64 is not measured here" : ""}`);
+      lines.push(`  ${binding.dimension === "frames" ? "frames received bind" : "users at once bind"}: ${verdict(binding)}`);
       if (plan.suggestedCount !== input.count) {
         const factor = input.count / plan.suggestedCount;
-        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(2)).toLocaleString("en-US")} (--overrides on config.phases)`);
+        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(3)).toLocaleString("en-US")} (--overrides on config.phases)`);
       }
-      const smaller = smallestHolding(users.workload, users.peak);
-      if (input.backend === "aws" && smaller && smaller.cpu < size.cpu) plan.smaller = smaller;
     }
   }
 
   if (input.backend === "aws") {
+    const phasesKnown = input.phasesMs !== undefined;
     const taskSeconds = BILLED_BEYOND_PHASES.readyS + input.startDelayMs / 1000 + (input.phasesMs ?? input.maxDurationMs) / 1000 + BILLED_BEYOND_PHASES.stopS;
-    const regions = input.regions.map((region) => ({ region, tasks: input.count, publicIp: input.facts.get(region)?.publicIp ?? true }));
+    const publicIp = (region: string) => input.facts.get(region)?.publicIp ?? input.subnets !== "private";
+    const tls = typeof input.config.target === "string" && /^(wss|https):/i.test(input.config.target);
+    const protocol = isRecord(input.config.cable) && input.config.cable.protocol === "pusher" ? "pusher" : "actioncable";
+    plan.traffic = users ? taskBytes({ users, framesPerSecond: taskFrames(users, total), protocol, tls }) : undefined;
     const runs = input.runsInAll ?? 1;
-    const cost = scaleCost(estimateCost({ regions, cpu: size.cpu, memoryMiB: size.memoryMiB, capacity: input.capacity, taskSeconds }), runs);
+    const estimateAt = (choice: Omit<Choice, "cost" | "upTo">) =>
+      scaleCost(
+        estimateCost({
+          regions: input.regions.map((region) => ({ region, tasks: choice.count, publicIp: publicIp(region) })),
+          cpu: choice.cpu,
+          memoryMiB: choice.memoryMiB,
+          arch: choice.arch,
+          capacity: choice.capacity,
+          taskSeconds,
+          ...(plan.traffic ? { traffic: scaleBytes(plan.traffic, input.count / choice.count) } : {}),
+        } satisfies EstimateInput),
+        runs,
+      );
+    const cost = estimateAt({ count: input.count, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
     plan.cost = cost;
-    if (plan.smaller) {
-      plan.smaller.cost = scaleCost(estimateCost({ regions, cpu: plan.smaller.cpu, memoryMiB: plan.smaller.memoryMiB, capacity: input.capacity, taskSeconds }), runs).total;
-      lines.push(`  a ${plan.smaller.cpu / 1024} vCPU / ${gib(plan.smaller.memoryMiB)} task holds ${fmt(plan.smaller.holds)}: --cpu ${plan.smaller.cpu} --memory ${plan.smaller.memoryMiB} would cost about ${usd(plan.smaller.cost)} instead of ${usd(cost.total)}`);
+    if (users && plan.binding) {
+      const cheapest = cheapestHolding(users, input, estimateAt);
+      // Against this size at the count that holds the load: the run as asked may not hold it at all.
+      const holding = plan.suggestedCount === undefined ? cost : estimateAt({ count: plan.suggestedCount, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
+      const same = cheapest && cheapest.cpu === size.cpu && cheapest.arch === arch && cheapest.capacity === input.capacity;
+      if (cheapest && !same && cheapest.cost < holding.total) {
+        plan.cheapest = cheapest;
+        lines.push(`  cheapest that holds it: ${choiceFlags(cheapest)}: about ${usd(cheapest.cost)}${cheapest.upTo > cheapest.cost ? ` (up to ${usd(cheapest.upTo)} if every task falls back to on-demand)` : ""}${cheapest.arch === "arm64" ? "; ARM64 needs a stack deployed with -c arch=arm64, and holds what x86 holds by assumption (not measured)" : ""}`);
+      }
     }
     for (const region of input.regions) lines.push(`  ${regionLine(region, input, size.cpu, cost)}`);
     const parts = (pick: (r: CostEstimate["regions"][number]) => number) => usd(cost.regions.reduce((n, r) => n + pick(r), 0));
-    const upTo = cost.upTo > cost.total ? ` (up to ${usd(cost.upTo)} if every task falls back to on-demand)` : "";
+    const upTo = cost.upTo > cost.total ? ` (up to ${usd(cost.upTo)}${input.capacity === "spot" ? " if every task falls back to on-demand" : ""}${plan.traffic ? ", traffic at its high end" : ""})` : "";
     const inAll = runs > 1 ? `, ${runs} runs like this one in all` : "";
+    const spotNote = input.capacity === "on-demand" ? "" : ` on Fargate Spot${input.capacity === "spot" ? " (falling back to on-demand where Spot has no room)" : ""}`;
+    const duration = phasesKnown ? `${BILLED_BEYOND_PHASES.readyS} s to be ready, the phases, ${BILLED_BEYOND_PHASES.stopS} s to stop` : `the phases cannot be read, so each task is priced for --max-duration (${fmt(input.maxDurationMs / 60_000)} min), a placeholder: the real run may be far shorter`;
     lines.push(
-      `  cost: about ${usd(cost.total)}${upTo}${inAll} for about ${fmt(cost.taskSeconds / 60)} min a task (${BILLED_BEYOND_PHASES.readyS} s to be ready, the phases, ${BILLED_BEYOND_PHASES.stopS} s to stop): Fargate ${parts((r) => r.fargate)}, public IPv4 ${parts((r) => r.publicIpv4)}, S3 ${parts((r) => r.s3)}, logs ${parts((r) => r.logs)}; list prices as of ${cost.asOf} (packages/cable-fanout/src/plan/prices.ts)`,
+      `  cost: about ${usd(cost.total)}${spotNote}${upTo}${inAll} for about ${fmt(cost.taskSeconds / 60)} min a task (${duration}): Fargate ${parts((r) => r.fargate)}, public IPv4 ${parts((r) => r.publicIpv4)}, S3 ${parts((r) => r.s3)}, logs ${parts((r) => r.logs)}, traffic ${plan.traffic ? `${parts((r) => r.traffic[0])}–${parts((r) => r.traffic[1])}` : "not estimated"}; list prices as of ${cost.asOf} (packages/cable-fanout/src/plan/prices.ts)`,
     );
-    const unpriced = cost.regions.filter((r) => r.unpriced).map((r) => r.region);
-    if (unpriced.length > 0) lines.push(`  not in the price table: ${unpriced.join(", ")} (priced at its dearest region's rates)`);
-    const spotUnpriced = cost.regions.filter((r) => r.spotUnpriced && !r.unpriced).map((r) => r.region);
-    if (spotUnpriced.length > 0) lines.push(`  no Spot price in the table for ${spotUnpriced.join(", ")}: priced at on-demand, an upper bound`);
-    const egress = `${usd(PRICES.internetEgressPerGb.value)}/GB to the internet${PRICES.interRegionPerGb ? `, ${usd(PRICES.interRegionPerGb.value)}/GB to another region` : ""}`;
-    lines.push(`  traffic is not in it: what the tasks send the target is billed as egress (${egress}; within a region over public addresses too); what they receive is on the server's side of the bill`);
+    lines.push(...priceNotes(input, cost, arch));
+    lines.push(trafficLine(plan.traffic, input.regions, publicIp));
     const unchecked = [...new Set([...(input.unreached ? [input.unreached] : []), ...[...input.facts].flatMap(([region, f]) => f.unchecked.map((u) => `${region}: ${u}`))])];
     if (unchecked.length > 0) lines.push(`  not checked: ${unchecked.join("; ")}`);
+    const unreachedRegions = input.regions.filter((r) => !input.facts.has(r));
+    if (unreachedRegions.length > 0 && input.count > STACK_TASK_ADDRESSES) {
+      refusals.push(`--count ${fmt(input.count)} is more tasks than a region's network holds: the stack's own VPC has ${fmt(STACK_TASK_ADDRESSES)} task addresses (three /20 subnets, one address per task), and Fargate's default vCPU quota is far below that; split the load over more regions or make each task carry more (${unreachedRegions.join(", ")} not reached, so neither was read)`);
+    }
   }
+  if (refusals.length > 0) plan.refusals = refusals;
   return plan;
+}
+
+/** A size, architecture, capacity and count, with its cost. */
+export interface Choice {
+  count: number;
+  cpu: number;
+  memoryMiB: number;
+  arch: Arch;
+  capacity: CapacityChoice;
+  cost: number;
+  upTo: number;
+}
+
+/**
+ * The cheapest of every Fargate size, architecture and capacity the table prices in all the run's
+ * regions, each at the count that holds the load (its binding share brought to 1).
+ */
+function cheapestHolding(users: UsersEstimate, input: PlanInput, estimateAt: (c: Omit<Choice, "cost" | "upTo">) => CostEstimate): Choice | undefined {
+  const total = input.count * input.regions.length;
+  const priced = (arch: Arch, spot: boolean) =>
+    input.regions.every((r) => {
+      const p = fargatePrices(r)?.[arch];
+      return p && (!spot || p.spot);
+    });
+  let best: Choice | undefined;
+  for (const s of SIZES) {
+    const binding = shares(users, total, s.cpu, s.memoryMiB)[0];
+    if (!binding) continue;
+    const count = countHolding(input.count, binding);
+    for (const arch of ["x86_64", "arm64"] as const) {
+      for (const capacity of ["on-demand", "spot"] as const) {
+        if (!priced(arch, capacity === "spot")) continue;
+        const e = estimateAt({ count, cpu: s.cpu, memoryMiB: s.memoryMiB, arch, capacity });
+        if (!best || e.total < best.cost) best = { count, cpu: s.cpu, memoryMiB: s.memoryMiB, arch, capacity, cost: e.total, upTo: e.upTo };
+      }
+    }
+  }
+  return best;
+}
+
+const choiceFlags = (c: Choice) => `--count ${c.count} --cpu ${c.cpu} --memory ${c.memoryMiB}${c.arch === "arm64" ? " --arch arm64" : ""}${c.capacity === "spot" ? " --spot" : ""}`;
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const rate = (n: number) => (n >= 10 ? fmt(n) : Number(n.toFixed(2)).toLocaleString("en-US"));
+
+function holdsText(d: DimensionShare): string {
+  return d.dimension === "users" ? `about ${fmt(d.holds)} users at once` : `about ${fmt(d.holds)} broadcast frames received a second`;
+}
+
+function verdict(d: DimensionShare): string {
+  const what = d.dimension === "users" ? `${fmt(d.demand)} users at once` : `${fmt(d.demand)} frames a second`;
+  return d.share > 1
+    ? `each task would carry ${what}, ${fmt(d.share * 100)}% of what it holds: the generator, not the server, would set the figures`
+    : `each task carries ${what}, ${fmt(d.share * 100)}% of what it holds`;
+}
+
+/** What a task's users receive: the broadcasts' frames per channel the script names, and what it cannot say. */
+function receiveLines(users: UsersEstimate, tasksInAll: number): string[] {
+  const lines: string[] = [];
+  const frames = taskFrames(users, tasksInAll);
+  if (frames > 0) {
+    const by = users.audiences
+      .map((a) => `${a.channel}: ${rate(a.sendsPerUserSecond * users.peak * tasksInAll)} sends/s in all, heard by ${fmt(a.subscribedShare * users.peak)} users a task${a.spread === "per-user" ? " (each their own)" : a.spread > 1 ? ` spread over ${fmt(a.spread)} channels` : ""}`)
+      .join("; ");
+    lines.push(`  receives: about ${fmt(frames)} broadcast frames a second per task at the peak (${by}${users.echoesPerUserSecond > 0 ? `; echoes ${rate(users.echoesPerUserSecond * users.peak)}/s` : ""}); assumed: a perform other than echo is broadcast to the channel's subscribers`);
+  }
+  if (users.unreadable.length > 0) {
+    lines.push(`  receives: who hears ${users.unreadable.map((c) => JSON.stringify(c)).join(", ")} cannot be read from the script (picked at run time, or streamed by the app): sized by the measured ${users.workload} workload`);
+  }
+  return lines;
+}
+
+/** Prices the table borrows or lacks, said once. */
+function priceNotes(input: PlanInput, cost: CostEstimate, arch: Arch): string[] {
+  const out: string[] = [];
+  const notRun = input.regions.filter((r) => !fargateRuns(r));
+  if (notRun.length > 0) out.push(`  not in AWS's list of Fargate regions (${PRICES.fargateRegions.asOf}): ${notRun.join(", ")}`);
+  const unpriced = cost.regions.filter((r) => r.unpriced).map((r) => r.region);
+  if (unpriced.length > 0) out.push(`  no ${arch} Fargate price in the table for ${unpriced.join(", ")}: priced at ${arch === "arm64" ? "its x86 rate, or " : ""}the dearest region's rates`);
+  const spotUnpriced = cost.regions.filter((r) => r.spotUnpriced && !r.unpriced).map((r) => r.region);
+  if (spotUnpriced.length > 0) out.push(`  no Spot price in the table for ${spotUnpriced.join(", ")}: priced at on-demand, an upper bound`);
+  const borrowed = cost.regions.filter((r) => r.borrowed.length > 0 && r.region !== "us-east-1");
+  if (borrowed.length > 0) out.push(`  priced at us-east-1's rates for want of the region's own: ${borrowed.map((r) => `${r.region} (${r.borrowed.join(", ")})`).join("; ")}`);
+  return out;
+}
+
+function trafficLine(traffic: TaskBytes | undefined, regions: string[], publicIp: (region: string) => boolean): string {
+  const e = regionExtras(regions[0]);
+  const egress = `${usd(e.internetEgressPerGb.value)}/GB to the internet, ${usd(e.interRegionPerGb.value)}/GB to another region`;
+  const nat = regions.filter((r) => !publicIp(r));
+  const natText = nat.length > 0 ? `; ${nat.join(", ")} without public addresses: both ways through a NAT gateway at ${usd(regionExtras(nat[0]).natPerGb.value)}/GB processed (its hourly charge is the VPC's own)` : "";
+  if (!traffic) return `  traffic: not estimated (a user's stay is not known); what the tasks send is billed as egress (${egress})${natText}`;
+  return `  traffic per task: sends ${bytes(traffic.sent[0])}–${bytes(traffic.sent[1])}, receives ${bytes(traffic.received[0])}–${bytes(traffic.received[1])} (frames × their size as the script writes them, alone or packed in packets); sending is billed as egress (${egress}), receiving is free${natText}`;
+}
+
+/** A task's bytes when its region's users are spread over `ratio` times fewer tasks (count ÷ ratio): the same users each, so bytes scale with users per task. */
+function scaleBytes(b: TaskBytes, ratio: number): TaskBytes {
+  return { sent: [b.sent[0] * ratio, b.sent[1] * ratio], received: [b.received[0] * ratio, b.received[1] * ratio] };
 }
 
 function regionLine(region: string, input: PlanInput, cpu: number, cost: CostEstimate): string {
@@ -281,6 +407,9 @@ export function estimateRecord(plan: LaunchPlan) {
     ...(plan.users ? { peakUsersPerTask: plan.users.peak, workload: plan.users.workload } : {}),
     ...(plan.holds !== undefined ? { holdsPerTask: plan.holds } : {}),
     ...(plan.suggestedCount !== undefined ? { suggestedCount: plan.suggestedCount } : {}),
+    arch: plan.arch,
+    ...(plan.binding ? { binding: plan.binding.dimension } : {}),
+    ...(plan.traffic ? { traffic: { sent: plan.traffic.sent.map(Math.round) as [number, number], received: plan.traffic.received.map(Math.round) as [number, number] } } : {}),
   };
 }
 
@@ -304,7 +433,7 @@ export async function guardCost(plan: LaunchPlan, guard: GuardInput): Promise<vo
   if (plan.refusals?.length) throw new FanoutInputError(`not starting any task: ${plan.refusals.join("\n")}`);
   if (!plan.cost) return;
   const figure = plan.cost.upTo;
-  const shown = `the estimate ${usd(figure)}${plan.cost.upTo > plan.cost.total ? " (every task on on-demand)" : ""}`;
+  const shown = `the estimate ${usd(figure)}${plan.cost.upTo > plan.cost.total ? " (its high end: every task on on-demand, traffic at its most)" : ""}`;
   if (guard.maxCostUsd !== undefined) {
     if (figure > guard.maxCostUsd) throw new FanoutInputError(`not starting any task: ${shown} is above --max-cost ${usd(guard.maxCostUsd)}`);
     return;

@@ -54,3 +54,36 @@ export const TASK_CAPACITY: {
 export function taskCapacity(workload: Workload, vcpu: number): TaskCapacity | undefined {
   return TASK_CAPACITY.entries.find((e) => e.workload === workload && e.vcpu === vcpu);
 }
+
+/** Broadcast frames a second one task receives and holds, by size: the binding figure of a fan-out. */
+export interface FrameCapacity {
+  vcpu: 1 | 2 | 4;
+  memoryMiB: number;
+  framesPerSecond: number;
+  basis: "measured" | "extrapolated";
+}
+
+// The broadcast workload: scenarios/cable-broadcast.yml's users (a fifth send `broadcast` on one
+// stream every socket hears, the rest listen) against the local target, the senders' pace moved
+// until the generator's lag breaks the criterion above. Measured with
+// `node bench/task-size.mjs --workload broadcast`.
+export const FRAME_CAPACITY: {
+  measuredOn: string;
+  workload: string;
+  command: string;
+  entries: readonly FrameCapacity[];
+} = {
+  measuredOn: "2026-11-29",
+  workload: "200 users on one stream, a fifth of them sending `broadcast` (each received by all 200), for 40 s; frames = the broadcasts the users received a second",
+  command: "node bench/task-size.mjs --workload broadcast",
+  entries: [
+    { vcpu: 1, memoryMiB: 2048, framesPerSecond: 20_000, basis: "measured" },
+    { vcpu: 2, memoryMiB: 4096, framesPerSecond: 20_000, basis: "measured" },
+    { vcpu: 4, memoryMiB: 8192, framesPerSecond: 40_000, basis: "extrapolated" },
+  ],
+};
+
+/** Frames a second one task of `vcpu` holds, or undefined without a figure. */
+export function framesHeld(vcpu: number): FrameCapacity | undefined {
+  return FRAME_CAPACITY.entries.find((e) => e.vcpu === vcpu);
+}

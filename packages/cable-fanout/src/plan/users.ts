@@ -3,6 +3,7 @@
 // its `think`s and `listen`s, loops multiplied out). Every task runs the whole script, so this is a
 // task's peak, and the report's "peak connections" of one task should read about the same.
 import { durationToMs } from "../scenario.js";
+import { type AudienceRate, emptyTraffic, type FlowTraffic, sendTarget, type Spread, subscription } from "./audience.js";
 import type { Workload } from "./task-capacity.js";
 
 type Json = Record<string, unknown>;
@@ -23,6 +24,14 @@ export interface UsersEstimate {
   does: FlowKind;
   /** Messages a user sends a second over its flow (0 for listeners). */
   sendsPerUserSecond: number;
+  /** Per channel the script can name: who sends to it and who hears it (audience.ts). */
+  audiences: AudienceRate[];
+  /** Sends a user makes a second that only the sender hears (echo). */
+  echoesPerUserSecond: number;
+  /** Channels whose audience cannot be read before the run, as written (a room a processor picks, a stream the app subscribes to). */
+  unreadable: string[];
+  /** The mean size (bytes) of what a send carries as the script writes it: its data as JSON. */
+  sendBytes: number;
 }
 
 /** Why the users of a script cannot be counted (a templated rate, no phases), as one line. */
@@ -48,12 +57,13 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
   let flowSeconds: number | undefined = 0;
   let sends = 0;
   let receives = false;
-  for (const flow of flows) {
-    const walk = walkSteps(flow.steps, variables);
+  const walks = flows.map((flow) => {
+    const walk = walkSteps(flow.steps, variables, new Map());
     flowSeconds = flowSeconds === undefined || walk.seconds === undefined ? undefined : flowSeconds + (walk.seconds * flow.weight) / totalWeight;
     sends += (walk.sends * flow.weight) / totalWeight;
     receives ||= walk.receives;
-  }
+    return { share: flow.weight / totalWeight, walk };
+  });
   const arrivals = perSecond.reduce((n, a) => n + a, 0);
   const peak = flowSeconds === undefined ? arrivals : peakWithin(perSecond, Math.max(1, Math.ceil(flowSeconds)));
   return {
@@ -65,7 +75,38 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
     workload: sends > 0 ? "chat" : "listen",
     does: sends > 0 ? (receives ? "sends and receives" : "sends") : receives ? "receives" : "connects",
     sendsPerUserSecond: flowSeconds ? sends / flowSeconds : 0,
+    ...audienceRates(walks, flowSeconds),
   };
+}
+
+/**
+ * Per channel, sends a second per user at the peak and the share of users subscribed, by Little's
+ * law: a flow's share of the users at once is its share of arrivals × its length, and its users
+ * send its sends over that length.
+ */
+function audienceRates(walks: { share: number; walk: Walk }[], flowSeconds: number | undefined): Pick<UsersEstimate, "audiences" | "echoesPerUserSecond" | "unreadable" | "sendBytes"> {
+  const unreadable = new Set(walks.flatMap((w) => [...w.walk.traffic.unreadable]));
+  const bodies = walks.flatMap((w) => w.walk.traffic.sendBodies);
+  const sendBytes = bodies.length > 0 ? bodies.reduce((n, b) => n + b, 0) / bodies.length : 0;
+  if (!flowSeconds || walks.some((w) => w.walk.seconds === undefined)) return { audiences: [], echoesPerUserSecond: 0, unreadable: [...unreadable], sendBytes };
+  const spreads = new Map<string, Spread>();
+  for (const { walk } of walks) for (const [key, spread] of walk.traffic.subscribes) spreads.set(key, spread);
+  const audiences = new Map<string, AudienceRate>();
+  const rate = (key: string, spread: Spread) => audiences.get(key) ?? audiences.set(key, { channel: key, sendsPerUserSecond: 0, subscribedShare: 0, spread }).get(key)!;
+  let echoes = 0;
+  for (const { share, walk } of walks) {
+    // Per user at the peak: this flow's users are share × seconds / flowSeconds of them.
+    const present = (share * walk.seconds!) / flowSeconds;
+    echoes += (share * walk.traffic.echoes) / flowSeconds;
+    for (const [key, n] of walk.traffic.sendsTo) {
+      const spread = spreads.get(key);
+      // A send to a channel no subscription in the script names: only the app knows who hears it.
+      if (spread === undefined) unreadable.add(key);
+      else rate(key, spread).sendsPerUserSecond += (share * n) / flowSeconds;
+    }
+    for (const [key, spread] of walk.traffic.subscribes) rate(key, spread).subscribedShare += present;
+  }
+  return { audiences: [...audiences.values()].filter((a) => a.sendsPerUserSecond > 0), echoesPerUserSecond: echoes, unreadable: [...unreadable], sendBytes };
 }
 
 /** Arrivals in each second of the phases (Artillery's arrivalRate, rampTo, arrivalCount and pause). */
@@ -146,12 +187,15 @@ interface Walk {
   seconds: number | undefined;
   sends: number;
   receives: boolean;
+  traffic: FlowTraffic;
 }
 
-function walkSteps(steps: unknown[], variables: Json): Walk {
+/** `aliases`: the subscriptions made so far in this flow, by the name steps call them. */
+function walkSteps(steps: unknown[], variables: Json, aliases: Map<string, string>): Walk {
   let seconds: number | undefined = 0;
   let sends = 0;
   let receives = false;
+  const traffic = emptyTraffic();
   const add = (s: number | undefined) => (seconds = seconds === undefined || s === undefined ? undefined : seconds + s);
   for (const step of steps) {
     if (!isRecord(step)) continue;
@@ -162,19 +206,45 @@ function walkSteps(steps: unknown[], variables: Json): Walk {
         add(undefined);
         continue;
       }
-      const inner = walkSteps(step.loop, variables);
+      const inner = walkSteps(step.loop, variables, aliases);
       add(inner.seconds === undefined ? undefined : inner.seconds * count);
       sends += inner.sends * count;
       receives ||= inner.receives;
+      mergeTraffic(traffic, inner.traffic, count);
       continue;
     }
     if (step.think !== undefined) add(stepSeconds(step.think, variables));
     else if (isRecord(step.listen)) add(stepSeconds(step.listen.for, variables));
+    if (isRecord(step.subscribe)) {
+      const sub = subscription(step.subscribe, variables);
+      if (sub.name) {
+        aliases.set(sub.alias, sub.name.key);
+        traffic.subscribes.set(sub.name.key, sub.name.spread);
+      } else traffic.unreadable.add(sub.written);
+    }
     const kind = Object.keys(step).find((k) => SENDS.has(k));
-    if (kind) sends += 1;
+    if (kind) {
+      // Artillery's per-step `probability`, in percent (the engine's send steps take it).
+      const p = typeof step.probability === "number" ? Math.min(100, Math.max(0, step.probability)) / 100 : 1;
+      sends += p;
+      const spec = isRecord(step[kind]) ? (step[kind] as Json) : {};
+      traffic.sendBodies.push(JSON.stringify(spec.data ?? {}).length);
+      const target = sendTarget(kind, spec, aliases, variables);
+      if (target === "echo") traffic.echoes += p;
+      else if ("unreadable" in target) traffic.unreadable.add(target.unreadable);
+      else for (const key of target.keys) traffic.sendsTo.set(key, (traffic.sendsTo.get(key) ?? 0) + p);
+    }
     if (Object.keys(step).some((k) => RECEIVES.has(k))) receives = true;
   }
-  return { seconds, sends, receives };
+  return { seconds, sends, receives, traffic };
+}
+
+function mergeTraffic(into: FlowTraffic, inner: FlowTraffic, times: number): void {
+  into.echoes += inner.echoes * times;
+  for (const [key, n] of inner.sendsTo) into.sendsTo.set(key, (into.sendsTo.get(key) ?? 0) + n * times);
+  for (const [key, spread] of inner.subscribes) into.subscribes.set(key, spread);
+  for (const name of inner.unreadable) into.unreadable.add(name);
+  into.sendBodies.push(...inner.sendBodies);
 }
 
 function stepSeconds(value: unknown, variables: Json): number | undefined {

@@ -143,6 +143,12 @@ export const recordSchema = z.object({
       workload: z.string().optional(),
       holdsPerTask: z.number().optional(),
       suggestedCount: z.number().optional(),
+      /** The stack's architecture the estimate priced; absent before Graviton: x86_64. */
+      arch: z.enum(["x86_64", "arm64"]).optional(),
+      /** The dimension that set the suggested count (users at once, or broadcast frames a second). */
+      binding: z.enum(["users", "frames"]).optional(),
+      /** What one task sends and receives, low and high (bytes). */
+      traffic: z.object({ sent: z.tuple([z.number(), z.number()]), received: z.tuple([z.number(), z.number()]) }).optional(),
     })
     .optional(),
   /** Written when results are collected: what Fargate billed, from each task's pull start to its stop, at list prices (plan/estimate.ts billedCost). */
