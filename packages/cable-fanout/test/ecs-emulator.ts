@@ -5,7 +5,7 @@
 // region would: ready markers, the start gate, heartbeats, self-stops and results in the bucket.
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
-import { DescribeTasksCommand, ECSClient, ListTasksCommand, StopTaskCommand } from "@aws-sdk/client-ecs";
+import { DescribeTaskDefinitionCommand, DescribeTasksCommand, ECSClient, ListTasksCommand, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
 import type { RegionStack } from "../src/aws/discovery";
 
 export interface EmulatedTask {
@@ -16,6 +16,10 @@ export interface EmulatedTask {
   worker: ChildProcess;
   exitCode: number | null | undefined;
   output: string;
+  /** The capacity ECS placed it on (FARGATE_SPOT with --spot), as DescribeTasks says. */
+  capacityProviderName?: string;
+  /** Its task definition's runtime platform, as DescribeTaskDefinition says (the worker runs on this machine's CPU whatever it is: Node and the engine are pure JavaScript). */
+  runtimePlatform?: { cpuArchitecture?: string; operatingSystemFamily?: string };
 }
 
 const WORKER = require.resolve("cable-worker/main");
@@ -27,7 +31,24 @@ export async function emulateEcs(stacks: RegionStack[], env: Record<string, stri
   const ignored = new Set<string>();
   const clients = new Map(stacks.map((s) => [s.region, new ECSClient({ region: s.region })]));
 
-  const startWorker = (stack: RegionStack, arn: string, overrides: Array<{ name?: string; value?: string }>) => {
+  const platforms = new Map<string, Promise<EmulatedTask["runtimePlatform"]>>();
+  const platformOf = (stack: RegionStack, taskDefinitionArn: string | undefined) => {
+    if (!taskDefinitionArn) return Promise.resolve(undefined);
+    if (!platforms.has(taskDefinitionArn)) {
+      platforms.set(
+        taskDefinitionArn,
+        clients
+          .get(stack.region)!
+          .send(new DescribeTaskDefinitionCommand({ taskDefinition: taskDefinitionArn }))
+          .then((out) => out.taskDefinition?.runtimePlatform),
+      );
+    }
+    return platforms.get(taskDefinitionArn)!;
+  };
+
+  const startWorker = (stack: RegionStack, described: Task) => {
+    const arn = described.taskArn!;
+    const overrides = described.overrides?.containerOverrides?.[0]?.environment ?? [];
     const taskId = arn.slice(arn.lastIndexOf("/") + 1);
     const fromRunTask = Object.fromEntries(overrides.map((o) => [o.name!, o.value!]));
     const worker = spawn(process.execPath, [WORKER], {
@@ -44,7 +65,11 @@ export async function emulateEcs(stacks: RegionStack[], env: Record<string, stri
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const task: EmulatedTask = { region: stack.region, arn, taskId, runId: fromRunTask.CABLE_RUN_ID, worker, exitCode: undefined, output: "" };
+    const task: EmulatedTask = { region: stack.region, arn, taskId, runId: fromRunTask.CABLE_RUN_ID, worker, exitCode: undefined, output: "", capacityProviderName: described.capacityProviderName };
+    void platformOf(stack, described.taskDefinitionArn).then(
+      (platform) => (task.runtimePlatform = platform),
+      () => undefined,
+    );
     worker.stdout!.on("data", (d) => (task.output += d));
     worker.stderr!.on("data", (d) => (task.output += d));
     worker.once("exit", (code) => {
@@ -69,7 +94,7 @@ export async function emulateEcs(stacks: RegionStack[], env: Record<string, stri
           const { tasks: described = [] } = await ecs.send(new DescribeTasksCommand({ cluster: stack.clusterArn, tasks: taskArns.slice(i, i + 100) }));
           for (const t of described) {
             const known = tasks.get(t.taskArn!);
-            if (!known && !ignored.has(t.taskArn!) && t.desiredStatus === "RUNNING") startWorker(stack, t.taskArn!, t.overrides?.containerOverrides?.[0]?.environment ?? []);
+            if (!known && !ignored.has(t.taskArn!) && t.desiredStatus === "RUNNING") startWorker(stack, t);
             // StopTask: ECS sends the container SIGTERM.
             if (known && known.exitCode === undefined && t.desiredStatus === "STOPPED" && !known.worker.killed) known.worker.kill("SIGTERM");
           }

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CloudFormationClient, CreateStackCommand, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { DescribeTaskDefinitionCommand, ECSClient, RegisterTaskDefinitionCommand, type TaskDefinition } from "@aws-sdk/client-ecs";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { stackNameFor } from "cable-infra/contract";
 import type { Moto } from "cable-test-servers";
@@ -13,7 +14,7 @@ import type { Moto } from "cable-test-servers";
  * In a Node process of its own: vitest's processes resolve the workspace packages to their
  * TypeScript sources (the "development" condition), which the built app cannot load.
  */
-export function synthesizeTemplates(regions: string[]): Map<string, Record<string, unknown>> {
+export function synthesizeTemplates(regions: string[], context: Record<string, string> = {}): Map<string, Record<string, unknown>> {
   const infra = path.resolve(__dirname, "../../../infra");
   // The image's build context, staged as `cdk synth` would (a clean clone has none in infra/image).
   const dir = mkdtempSync(path.join(os.tmpdir(), "cable-image-"));
@@ -24,7 +25,7 @@ export function synthesizeTemplates(regions: string[]): Map<string, Record<strin
     const { stageImage } = require(${JSON.stringify(path.join(infra, "dist/image/stage.js"))});
     const imageDir = ${JSON.stringify(path.join(dir, "image"))};
     stageImage(imageDir);
-    const app = new App({ context: { regions: ${JSON.stringify(regions.join(","))} } });
+    const app = new App({ context: ${JSON.stringify({ ...context, regions: regions.join(",") })} });
     const stacks = buildApp(app, imageDir);
     const assembly = app.synth();
     require("node:fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(stacks.map((s) => [s.region, assembly.getStackArtifact(s.artifactId).template])));
@@ -45,6 +46,46 @@ export async function deployStack(region: string, template: Record<string, unkno
   await cfn.send(new CreateStackCommand({ StackName: name, TemplateBody: JSON.stringify(template), Capabilities: ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"] }));
   const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: name }));
   return Stacks?.[0]?.StackStatus ?? "unknown";
+}
+
+/**
+ * moto's CloudFormation registers a task definition with its family, containers, volumes and memory
+ * only: the template's RuntimePlatform, Cpu, NetworkMode and RequiresCompatibilities are dropped, so
+ * an ARM64 stack would run tasks of no architecture. registerFullTaskDefinition registers the next
+ * revision of the stack's family with its runtime platform and size (RegisterTaskDefinition, through the strict double: the
+ * runtime platform is held to what AWS documents); deploy the template with
+ * `taskDefinitionOutput(template, that revision)` so that the stack's TaskDefinitionArn names it.
+ */
+export function taskDefinitionOutput(template: Record<string, unknown>, revision: number): Record<string, unknown> {
+  const resources = template.Resources as Record<string, { Type: string; Properties: Record<string, unknown> }>;
+  const family = Object.values(resources).find((r) => r.Type === "AWS::ECS::TaskDefinition")!.Properties.Family as string;
+  const outputs = template.Outputs as Record<string, { Value: unknown }>;
+  return {
+    ...template,
+    Outputs: { ...outputs, TaskDefinitionArn: { ...outputs.TaskDefinitionArn, Value: { "Fn::Sub": `arn:\${AWS::Partition}:ecs:\${AWS::Region}:\${AWS::AccountId}:task-definition/${family}:${revision}` } } },
+  };
+}
+
+/** Registers the template's task definition with its runtime platform and size (see taskDefinitionOutput) after moto's CloudFormation registered its partial one; returns the new revision's description. */
+export async function registerFullTaskDefinition(region: string, template: Record<string, unknown>): Promise<TaskDefinition> {
+  const resources = template.Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
+  const properties = Object.values(resources).find((r) => r.Type === "AWS::ECS::TaskDefinition")!.Properties;
+  const ecs = new ECSClient({ region });
+  // The containers as moto resolved them (the template's are full of Ref and Fn::Join).
+  const { taskDefinition: partial } = await ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: properties.Family }));
+  const { taskDefinition } = await ecs.send(
+    new RegisterTaskDefinitionCommand({
+      family: properties.Family,
+      containerDefinitions: partial!.containerDefinitions!,
+      cpu: String(properties.Cpu),
+      memory: String(properties.Memory),
+      // Not networkMode (awsvpc) nor requiresCompatibilities (FARGATE, which makes moto take awsvpc):
+      // moto 5.2.1's RunTask fails on an awsvpc task definition (HTTP 500, AttributeError building the
+      // task's network interface), so they are left out as moto's CloudFormation leaves them.
+      runtimePlatform: { cpuArchitecture: properties.RuntimePlatform.CpuArchitecture, operatingSystemFamily: properties.RuntimePlatform.OperatingSystemFamily },
+    }),
+  );
+  return taskDefinition!;
 }
 
 /**

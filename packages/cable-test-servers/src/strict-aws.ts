@@ -22,6 +22,9 @@ const API = {
   stopTask: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_StopTask.html",
   describeTasks: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_DescribeTasks.html",
   taskOverride: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_TaskOverride.html",
+  runtimePlatform: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RuntimePlatform.html",
+  capacityProviderStrategyItem: "https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_CapacityProviderStrategyItem.html",
+  cfnRuntimePlatform: "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-ecs-taskdefinition-runtimeplatform.html",
   s3Keys: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html",
   s3Metadata: "https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html",
   getParameter: "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetParameter.html",
@@ -53,7 +56,89 @@ function parameterName(name: unknown): string | undefined {
   return undefined;
 }
 
+const CPU_ARCHITECTURES = ["X86_64", "ARM64"];
+const OS_FAMILIES = [
+  "LINUX",
+  "WINDOWS_SERVER_2016_FULL",
+  "WINDOWS_SERVER_2019_FULL",
+  "WINDOWS_SERVER_2019_CORE",
+  "WINDOWS_SERVER_2004_CORE",
+  "WINDOWS_SERVER_20H2_CORE",
+  "WINDOWS_SERVER_2022_CORE",
+  "WINDOWS_SERVER_2022_FULL",
+  "WINDOWS_SERVER_2025_CORE",
+  "WINDOWS_SERVER_2025_FULL",
+];
+
+/**
+ * A task definition's runtime platform (RuntimePlatform: cpuArchitecture X86_64 or ARM64, an
+ * operating system family of the list; ARM64 runs Linux tasks only), as RegisterTaskDefinition takes
+ * it (camelCase) or a template's AWS::ECS::TaskDefinition (PascalCase).
+ */
+function runtimePlatform(platform: Record<string, unknown> | undefined, keys: { cpu: string; os: string }): string | undefined {
+  if (!platform) return undefined;
+  const cpu = platform[keys.cpu];
+  const os = platform[keys.os];
+  if (cpu !== undefined && !CPU_ARCHITECTURES.includes(String(cpu))) return `${keys.cpu} "${cpu}" (X86_64 or ARM64)`;
+  if (os !== undefined && !OS_FAMILIES.includes(String(os))) return `${keys.os} "${os}"`;
+  if (cpu === "ARM64" && os !== undefined && os !== "LINUX") return `${keys.cpu} ARM64 with ${keys.os} ${os} (ARM64 runs Linux tasks only)`;
+  return undefined;
+}
+
+/** The AWS::ECS::TaskDefinition resources of a CreateStack/UpdateStack TemplateBody (JSON; YAML and TemplateURL are not read). */
+function templateTaskDefinitions(body: unknown): Array<[string, Record<string, unknown>]> {
+  if (typeof body !== "string") return [];
+  let template: { Resources?: Record<string, { Type?: string; Properties?: Record<string, unknown> }> };
+  try {
+    template = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  return Object.entries(template.Resources ?? {}).flatMap(([id, r]) => (r?.Type === "AWS::ECS::TaskDefinition" ? [[id, r.Properties ?? {}] as [string, Record<string, unknown>]] : []));
+}
+
+/** "1.3.0" → [1, 3, 0]; LATEST and anything else → undefined. */
+const platformVersion = (v: unknown): number[] | undefined => (typeof v === "string" && /^\d+\.\d+\.\d+$/.test(v) ? v.split(".").map(Number) : undefined);
+const before = (v: number[], [a, b, c]: number[]) => v[0] < a || (v[0] === a && (v[1] < b || (v[1] === b && v[2] < c)));
+
 export const CONSTRAINTS: Constraint[] = [
+  {
+    call: "ECSClient.RegisterTaskDefinitionCommand",
+    error: "ClientException",
+    rule: "runtimePlatform: cpuArchitecture is X86_64 or ARM64, operatingSystemFamily LINUX or a listed Windows Server; ARM64 runs Linux tasks only",
+    source: API.runtimePlatform,
+    check: (i) => runtimePlatform(i.runtimePlatform, { cpu: "cpuArchitecture", os: "operatingSystemFamily" }),
+  },
+  ...["CreateStackCommand", "UpdateStackCommand"].map(
+    (command): Constraint => ({
+      call: `CloudFormationClient.${command}`,
+      // CloudFormation takes the call and then fails the resource (CREATE_FAILED, ECS's ClientException);
+      // the double refuses the call instead, so that a test sees the template's fault at once.
+      error: "ValidationError",
+      rule: "an AWS::ECS::TaskDefinition's RuntimePlatform: CpuArchitecture X86_64 or ARM64, OperatingSystemFamily LINUX or a listed Windows Server; ARM64 runs Linux tasks only",
+      source: API.cfnRuntimePlatform,
+      check: (i) => {
+        for (const [id, properties] of templateTaskDefinitions(i.TemplateBody)) {
+          const bad = runtimePlatform(properties.RuntimePlatform as Record<string, unknown> | undefined, { cpu: "CpuArchitecture", os: "OperatingSystemFamily" });
+          if (bad) return `${id}: ${bad}`;
+        }
+        return undefined;
+      },
+    }),
+  ),
+  {
+    call: "ECSClient.RunTaskCommand",
+    error: "InvalidParameterException",
+    // The task definition's architecture is not in RunTask's input: the stricter ARM64 bound (1.4.0)
+    // cannot be told from it, and the runner gives no platformVersion (LATEST, 1.4.0) anyway.
+    rule: "FARGATE_SPOT runs Linux tasks on platform version 1.3.0 or later (X86_64; ARM64 1.4.0 or later)",
+    source: API.capacityProviderStrategyItem,
+    check: (i) => {
+      const spot = ((i.capacityProviderStrategy ?? []) as Array<{ capacityProvider?: string }>).some((p) => p.capacityProvider === "FARGATE_SPOT");
+      const version = platformVersion(i.platformVersion);
+      return spot && version && before(version, [1, 3, 0]) ? `FARGATE_SPOT with platformVersion ${i.platformVersion}` : undefined;
+    },
+  },
   {
     call: "ECSClient.ListTasksCommand",
     error: "InvalidParameterException",

@@ -12,6 +12,12 @@ const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> =
   ["ECSClient.RunTaskCommand", { count: 1, startedBy: "r".repeat(37) }, { count: 1, startedBy: "capacity/r".padEnd(36, "x") }],
   ["ECSClient.RunTaskCommand", { count: 1, launchType: "FARGATE", capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }] }, { count: 1, capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }] }],
   ["ECSClient.RunTaskCommand", { count: 1, overrides: { containerOverrides: [{ environment: [{ name: "X", value: "x".repeat(9000) }] }] } }, { count: 1, overrides: { containerOverrides: [{ environment: [{ name: "X", value: "x" }] }] } }],
+  ["ECSClient.RegisterTaskDefinitionCommand", { family: "f", runtimePlatform: { cpuArchitecture: "AARCH64", operatingSystemFamily: "LINUX" } }, { family: "f", runtimePlatform: { cpuArchitecture: "ARM64", operatingSystemFamily: "LINUX" } }],
+  ["ECSClient.RegisterTaskDefinitionCommand", { family: "f", runtimePlatform: { cpuArchitecture: "ARM64", operatingSystemFamily: "WINDOWS_SERVER_2022_CORE" } }, { family: "f", runtimePlatform: { cpuArchitecture: "X86_64", operatingSystemFamily: "WINDOWS_SERVER_2022_CORE" } }],
+  ["ECSClient.RegisterTaskDefinitionCommand", { family: "f", runtimePlatform: { operatingSystemFamily: "UBUNTU" } }, { family: "f" }],
+  ["CloudFormationClient.CreateStackCommand", { StackName: "s", TemplateBody: template("ARM") }, { StackName: "s", TemplateBody: template("ARM64") }],
+  ["CloudFormationClient.UpdateStackCommand", { StackName: "s", TemplateBody: template("ARM64", "WINDOWS_SERVER_2019_FULL") }, { StackName: "s", TemplateBody: template("X86_64") }],
+  ["ECSClient.RunTaskCommand", { count: 1, capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }], platformVersion: "1.2.0" }, { count: 1, capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT" }], platformVersion: "1.4.0" }],
   ["ECSClient.StopTaskCommand", { task: "t", reason: "r".repeat(256) }, { task: "t", reason: "r".repeat(255) }],
   ["ECSClient.DescribeTasksCommand", { tasks: Array.from({ length: 101 }, (_, i) => `t${i}`) }, { tasks: ["t"] }],
   ["S3Client.PutObjectCommand", { Key: "k".repeat(1025) }, { Key: "runs/x/€".repeat(100) }],
@@ -30,6 +36,11 @@ const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> =
   ["CloudWatchClient.GetMetricDataCommand", usage({ Period: 90 }), usage({ Period: 60 })],
   ["EC2Client.DescribeSubnetsCommand", { SubnetIds: ["subnet-1"], MaxResults: 2 }, { SubnetIds: ["subnet-0a1b2c3d4e5f60789"] }],
 ];
+
+/** A CloudFormation template (JSON) with one Fargate task definition on this runtime platform. */
+function template(cpuArchitecture: string, operatingSystemFamily = "LINUX"): string {
+  return JSON.stringify({ Resources: { Bucket: { Type: "AWS::S3::Bucket" }, TaskDefinition: { Type: "AWS::ECS::TaskDefinition", Properties: { RequiresCompatibilities: ["FARGATE"], RuntimePlatform: { CpuArchitecture: cpuArchitecture, OperatingSystemFamily: operatingSystemFamily } } } } });
+}
 
 /** A GetMetricData call for Fargate's vCPU usage, with its MetricStat changed by `stat`. */
 function usage(stat: Record<string, unknown>): Record<string, unknown> {
