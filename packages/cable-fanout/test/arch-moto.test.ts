@@ -131,7 +131,7 @@ describe("--arch arm64 on the AWS path (moto)", () => {
     expect(input).toMatchObject({ taskDefinition: stacks.get(ARM)!.taskDefinitionArn, capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] });
     expect(input).not.toHaveProperty("launchType");
     expect(input).not.toHaveProperty("platformVersion");
-    expect(violations("ECSClient", "RunTaskCommand", input as Record<string, unknown>)).toEqual([]);
+    expect(violations("ECSClient", "RunTaskCommand", input as unknown as Record<string, unknown>)).toEqual([]);
     // A platform version before Spot's is what the double refuses.
     expect(violations("ECSClient", "RunTaskCommand", { ...input, platformVersion: "1.2.0" }).map((v) => v.constraint.rule)).toEqual([expect.stringContaining("FARGATE_SPOT runs Linux tasks on platform version 1.3.0 or later")]);
   });
