@@ -12,18 +12,18 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { startTarget } from "./lib/target.mjs";
-import { FARGATE_MEMORY_MIB, FARGATE_NOFILE, MEMORY_SHARE, LAYOUTS, liveGenerators, machineLine, measureBroadcastTask, measureChatTask, measureListenTask, searchHeld, waitForQuiet } from "./lib/task-size.mjs";
+import { FARGATE_MEMORY_MIB, FARGATE_NOFILE, MEMORY_SHARE, LAYOUTS, liveGenerators, machineLine, measureArrivalsTask, measureBroadcastTask, measureChatTask, measureListenTask, searchHeld, waitForQuiet } from "./lib/task-size.mjs";
 
 const { values: flags } = parseArgs({
   options: { workload: { type: "string" }, quick: { type: "boolean", default: false }, out: { type: "string" }, from: { type: "string" }, help: { type: "boolean", default: false } },
 });
 if (flags.help) {
-  console.log("Usage: node bench/task-size.mjs [--workload listen|chat|broadcast] [--quick] [--out results.json]\n  --workload  one workload only (default: all three)\n  --quick     one run per workload and size (the search's first step), shorter listen holds\n  --out       where the JSON results go (default: $TMPDIR/task-size-<date>.json)\n  --from      no runs: the table and the entries again from an earlier run's results file");
+  console.log("Usage: node bench/task-size.mjs [--workload listen|chat|broadcast|arrivals] [--quick] [--out results.json]\n  --workload  one workload only (default: all four)\n  --quick     one run per workload and size (the search's first step), shorter listen holds\n  --out       where the JSON results go (default: $TMPDIR/task-size-<date>.json)\n  --from      no runs: the table and the entries again from an earlier run's results file");
   process.exit(0);
 }
-const workloads = flags.workload ? [flags.workload] : ["listen", "chat", "broadcast"];
-if (!workloads.every((w) => w === "listen" || w === "chat" || w === "broadcast")) {
-  console.error(`--workload: listen, chat or broadcast, not ${JSON.stringify(flags.workload)}`);
+const workloads = flags.workload ? [flags.workload] : ["listen", "chat", "broadcast", "arrivals"];
+if (!workloads.every((w) => ["listen", "chat", "broadcast", "arrivals"].includes(w))) {
+  console.error(`--workload: listen, chat, broadcast or arrivals, not ${JSON.stringify(flags.workload)}`);
   process.exit(2);
 }
 const quick = flags.quick;
@@ -46,7 +46,10 @@ const SEARCH = {
   chat: { steps: [20, 30, 40, 50, 60, 70, 80, 90, 100, 115, 130], start: { 1: 4, 2: 6 }, maxRuns: quick ? 1 : 3 },
   // broadcast: frames received a second by the task's 200 users (a fifth sending); issue 55's
   // whole-process figure (about 70,000 frames per CPU-second) puts one core's limit in this range.
-  broadcast: { steps: [5_000, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 80_000, 100_000], start: { 1: 3, 2: 4 }, maxRuns: quick ? 1 : 3 },
+  // arrivals: users a second who connect, subscribe, stay 2 s and leave (issue 40's listen ramp
+  // read lag p99 over 50 ms at 250/s on one core).
+  arrivals: { steps: [25, 50, 75, 100, 150, 200, 250, 300, 400], start: { 1: 4, 2: 5 }, maxRuns: quick ? 1 : 3 },
+  broadcast: { steps: [5_000, 10_000, 20_000, 25_000, 30_000, 35_000, 40_000, 50_000, 60_000, 80_000], start: { 1: 4, 2: 4 }, maxRuns: quick ? 1 : 3 },
 };
 
 const log = (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -61,20 +64,22 @@ if (target) try {
       const { best, runs, bracket } = await searchHeld(steps, start[cores], maxRuns, async (step) => {
         // Before each run: until other work takes under 0.3 of a core (60 s at most), then say what it took.
         const load = await waitForQuiet([target.child.pid], { belowCores: 0.3, maxMs: quick ? 30_000 : 60_000 });
-        log(`${workload}, ${cores} core(s), ${workload === "listen" ? `${step} users` : workload === "broadcast" ? `${step} frames/s` : `sustained ${step}/s`}; load average ${load.loadAverage.join(" ")}, other work ${load.othersCores} cores`);
+        log(`${workload}, ${cores} core(s), ${workload === "listen" ? `${step} users` : workload === "broadcast" ? `${step} frames/s` : workload === "arrivals" ? `${step} arrivals/s` : `sustained ${step}/s`}; load average ${load.loadAverage.join(" ")}, other work ${load.othersCores} cores`);
         const r =
           workload === "listen"
             ? await measureListenTask(target, { users: step, cores, holdSeconds: quick ? 25 : 40, load })
             : workload === "broadcast"
               ? await measureBroadcastTask(target, { framesPerSecond: step, cores, load })
-              : await measureChatTask(target, { rate: step, cores, load });
+              : workload === "arrivals"
+                ? await measureArrivalsTask(target, { rate: step, cores, load })
+                : await measureChatTask(target, { rate: step, cores, load });
         log(`  ${r.holds ? "holds" : "does not hold"}: users ${r.users}${r.framesPerSecond !== undefined ? `, ${r.framesPerSecond} frames/s received` : ""}, lag p99 ${r.lagMs?.p99} ms, other work during it ${r.othersCoresDuring} cores, peak RSS ${r.peakRssMiB} MiB, ${r.kibPerUser} KiB/user${r.reasons.length ? `; ${r.reasons.join("; ")}` : ""}`);
         return r;
       });
       results.runs.push(...runs);
       results.held[`${workload}-${cores}`] = best;
       results.brackets = { ...results.brackets, [`${workload}-${cores}`]: bracket };
-      log(`${workload}, ${cores} core(s): held ${bracket.held ?? "none of the steps tried"}, failed ${bracket.failed ?? "none"} (${workload === "chat" ? "sustained arrivals/s" : workload === "broadcast" ? "frames/s" : "users"})`);
+      log(`${workload}, ${cores} core(s): held ${bracket.held ?? "none of the steps tried"}, failed ${bracket.failed ?? "none"} (${workload === "chat" ? "sustained arrivals/s" : workload === "broadcast" ? "frames/s" : workload === "arrivals" ? "arrivals/s" : "users"})`);
     }
   }
 } finally {
@@ -87,12 +92,17 @@ if (flags.from && !flags.workload) workloads.splice(0, workloads.length, ...new 
 // open-files limit (one descriptor per user, 100 kept for the process itself).
 const entries = [];
 const frameEntries = [];
+const arrivalEntries = [];
+for (const workload of workloads.filter((w) => w === "arrivals")) {
+  for (const cores of [1, 2]) arrivalEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], arrivalsPerSecond: results.held[`arrivals-${cores}`]?.arrivalsPerSecond ?? 0, basis: "measured" });
+  arrivalEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], arrivalsPerSecond: 2 * (results.held["arrivals-2"]?.arrivalsPerSecond ?? 0), basis: "extrapolated" });
+}
 for (const workload of workloads.filter((w) => w === "broadcast")) {
   // Frames a second received in the held run (what the users got, not the pace asked); 4 vCPU twice 2.
   for (const cores of [1, 2]) frameEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], framesPerSecond: results.held[`broadcast-${cores}`]?.framesPerSecond ?? 0, basis: "measured" });
   frameEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], framesPerSecond: 2 * (results.held["broadcast-2"]?.framesPerSecond ?? 0), basis: "extrapolated" });
 }
-for (const workload of workloads.filter((w) => w !== "broadcast")) {
+for (const workload of workloads.filter((w) => w === "listen" || w === "chat")) {
   // Memory per user: the largest of the workload's runs, held or not (peak RSS, garbage included,
   // over the RSS when the first user connected, ÷ the most users at once): what the task must fit.
   const all = results.runs.filter((r) => r.workload === workload && r.kibPerUser !== null);
@@ -108,6 +118,7 @@ for (const workload of workloads.filter((w) => w !== "broadcast")) {
 }
 results.entries = entries;
 results.frameEntries = frameEntries;
+results.arrivalEntries = arrivalEntries;
 
 const pad = (s, n) => String(s).padEnd(n);
 console.log(`\n${results.machine}; ${results.quick ? "quick" : "full"} run of ${results.startedAt}`);
@@ -117,6 +128,7 @@ for (const r of results.runs.filter((x) => workloads.includes(x.workload))) {
 }
 console.log("\nentries:");
 console.log(JSON.stringify(entries, null, 2));
+if (arrivalEntries.length > 0) console.log(`\narrival entries (ARRIVAL_CAPACITY):\n${JSON.stringify(arrivalEntries, null, 2)}`);
 if (frameEntries.length > 0) console.log(`\nframe entries (FRAME_CAPACITY):\n${JSON.stringify(frameEntries, null, 2)}`);
 if (!flags.from) {
   const out = flags.out ?? path.join(os.tmpdir(), `task-size-${started.toISOString().slice(0, 10)}.json`);

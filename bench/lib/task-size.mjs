@@ -349,6 +349,57 @@ export async function measureChatTask(target, { rate, cores, rooms = 100, memory
   });
 }
 
+/** arrivals: how long each user stays, and the sustained phase's length. */
+const ARRIVALS = { stayS: 2, sustainS: 40 };
+
+/**
+ * arrivals: users connect, subscribe to BenchmarkChannel, stay ARRIVALS.stayS and disconnect, at
+ * `rate` a second for ARRIVALS.sustainS after the warm-up (20/s for 10 s): the cost of a user's
+ * coming and going, which churning flows (a chat user of a few seconds) pay over and over.
+ */
+export async function measureArrivalsTask(target, { rate, cores, memoryMiB = FARGATE_MEMORY_MIB[cores], load = { loadAverage: loadAverage(), othersCores: null } }) {
+  const startedAt = Date.now();
+  const deadline = Date.now() + (WARMUP.seconds + ARRIVALS.sustainS + ARRIVALS.stayS + 60) * 1000;
+  const script = {
+    config: {
+      target: target.cableUrl,
+      engines: { cable: {} },
+      cable: { timeout: 30, localAddress: ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"] },
+      phases: [
+        { name: "warmup", duration: WARMUP.seconds, arrivalRate: WARMUP.rate },
+        { name: "sustained", duration: ARRIVALS.sustainS, arrivalRate: rate },
+      ],
+    },
+    scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "BenchmarkChannel", as: "bench" } }, { think: ARRIVALS.stayS }, { disconnect: {} }] }],
+  };
+  const { run, samples, pinned } = await runArtillery(`task-arrivals-${rate}-${cores}c`, script, { target, cores, deadline });
+  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 30_000);
+  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
+  let aggregate = null;
+  try {
+    aggregate = run.collect();
+  } catch {}
+  const c = aggregate?.counters ?? {};
+  const expected = WARMUP.rate * WARMUP.seconds + rate * ARRIVALS.sustainS;
+  const result = judge({
+    workload: "arrivals",
+    cores,
+    users: Math.max(0, ...samples.map((x) => x.connections)),
+    aggregate,
+    samples,
+    peakRss,
+    code,
+    memoryMiB,
+    load,
+    wallSeconds: round((Date.now() - startedAt) / 1000, 0),
+    extra: {
+      undelivered: (c["vusers.completed"] ?? 0) < expected ? `${c["vusers.completed"] ?? 0} of ${expected} users completed` : null,
+      fields: { arrivalsPerSecond: rate, completed: c["vusers.completed"] ?? 0, workerThreadsPinned: pinned },
+    },
+  });
+  return { ...result, rank: rate };
+}
+
 /** broadcast: the users on the stream, a fifth of them sending; the loop's length. */
 export const BROADCAST_USERS = 200;
 const BROADCAST_LOOP_S = 40;
@@ -396,7 +447,8 @@ export async function measureBroadcastTask(target, { framesPerSecond, cores, mem
   const delivered = received / BROADCAST_LOOP_S;
   const bl = aggregate?.summaries?.[METRICS.broadcastLatency];
   // A generator that falls behind sends less: under 90 % of the pace asked is not holding it.
-  const expectedSent = senders * passes;
+  // Artillery picks each user's scenario by weight at random: count the senders it made.
+  const expectedSent = (c["vusers.created_by_name.sender"] ?? senders) * passes;
   const result = judge({
     workload: "broadcast",
     cores,

@@ -203,12 +203,12 @@ describe("cable-fanout run against moto", () => {
     const result = await cli(["plan", path.join(ROOT, "scenarios/pubsub-rooms.yml"), "--regions", REGIONS.join(","), "--count", "3", "--out", out], moto.env, work);
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.split("\n");
-    expect(lines[0]).toBe("plan: 3 task(s) in each of eu-west-2, us-east-1 (6 in all), 4 vCPU / 8 GiB each (stack), on-demand");
+    expect(lines[0]).toBe("plan: 3 task(s) in each of eu-west-2, us-east-1 (6 in all), 4 vCPU / 8 GiB x86_64 each (stack), on-demand");
     expect(result.stdout).toContain("users: about 4,000 at once per task at the peak (6,500 arrive over 90 s; a user stays about 40 s), 24,000 in all; each user sends and receives, each sending");
-    expect(result.stdout).toMatch(/one 4 vCPU task holds about [\d,]+ chat users/);
+    expect(result.stdout).toMatch(/one 4 vCPU task holds about [\d,]+ users at once/);
     // moto serves no Fargate quota: said, not guessed; its subnets' free addresses are read.
     expect(result.stdout).toMatch(/eu-west-2: 3 task\(s\), 12 vCPU; on-demand quota unknown; [\d,]+ addresses free; \$\d+\.\d\d/);
-    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d for about \d+ min a task/);
+    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d( \(up to [^)]*\))? for about \d+ min a task/);
     expect(result.stdout).toContain("not checked: eu-west-2: Fargate On-Demand vCPU quota:");
     expect(result.stderr).toContain("warning: region eu-west-2: could not read the Fargate On-Demand vCPU quota");
     expect(result.stdout.trim().split("\n").at(-1)).toBe("plan: nothing was started");
@@ -225,23 +225,23 @@ describe("cable-fanout run against moto", () => {
       work,
     );
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/cable-fanout: not starting any task: the estimate \$\d+\.\d\d is above --max-cost \$0\.50/);
+    expect(result.stderr).toMatch(/cable-fanout: not starting any task: the estimate \$\d+\.\d\d( \([^)]*\))? is above --max-cost \$0\.50/);
     expect(result.stderr).not.toContain("bundled ");
     expect(await Promise.all(REGIONS.map(countTasks))).toEqual(before);
     expect(existsSync(out)).toBe(false);
     // Above the asking threshold, where nobody can answer (no terminal), a run needs --yes.
     const unasked = await cli(["run", path.join(ROOT, "scenarios/soak.yml"), "--regions", REGIONS.join(","), "--count", "200", "--out", out], moto.env, work);
     expect(unasked.code).toBe(2);
-    expect(unasked.stderr).toMatch(/not starting any task: the estimate \$[\d,]+\.\d\d is above \$25\.00; add --yes, or --max-cost <usd>, to start it without asking/);
+    expect(unasked.stderr).toMatch(/not starting any task: the estimate \$[\d,]+\.\d\d( \([^)]*\))? is above \$25\.00; add --yes, or --max-cost <usd>, to start it without asking/);
     expect(await Promise.all(REGIONS.map(countTasks))).toEqual(before);
   });
 
   it("plan without a reachable account still prices the run, and says what it could not check", async () => {
     const result = await cli(["plan", path.join(ROOT, "scenarios/soak.yml"), "--regions", "eu-west-2", "--count", "2", "--cpu", "2048", "--memory", "4096"], { ...moto.env, AWS_ENDPOINT_URL: "http://127.0.0.1:9", AWS_MAX_ATTEMPTS: "1" }, work);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain("plan: 2 task(s) in each of eu-west-2 (2 in all), 2 vCPU / 4 GiB each (flags), on-demand");
+    expect(result.stdout).toContain("plan: 2 task(s) in each of eu-west-2 (2 in all), 2 vCPU / 4 GiB x86_64 each (flags), on-demand");
     expect(result.stdout).toContain("eu-west-2: 2 task(s), 4 vCPU; quota not checked; addresses not checked;");
-    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d for about 33 min a task/);
+    expect(result.stdout).toMatch(/cost: about \$\d+\.\d\d( \(up to [^)]*\))? for about 33 min a task/);
     expect(result.stdout).toMatch(/not checked: the regions could not be reached, so no quota, address or stack size was read \(region eu-west-2: DescribeStacks CableLoadtest-eu-west-2 failed: /);
   });
 

@@ -8,7 +8,7 @@ import { estimateCost } from "../src/plan/estimate";
 import { makePlan, type PlanInput, STACK_TASK_ADDRESSES } from "../src/plan/launch";
 import { fargatePrices, fargateRuns, PRICES } from "../src/plan/prices";
 import { shares } from "../src/plan/sizing";
-import { FRAME_CAPACITY } from "../src/plan/task-capacity";
+import { ARRIVAL_CAPACITY, FRAME_CAPACITY } from "../src/plan/task-capacity";
 import { taskBytes } from "../src/plan/traffic";
 import { estimateUsers } from "../src/plan/users";
 import { effectiveConfig, loadScenario } from "../src/scenario";
@@ -41,18 +41,22 @@ describe("what a broadcast's users receive", () => {
     expect(framesPerTask(users.audiences, users.echoesPerUserSecond, users.peak, 10)).toBeCloseTo(10 * 80 * 200, 6);
   });
 
-  it("the count it suggests is set by the frames, and spreads them to one task's worth", () => {
+  it("the count it suggests is set by the frames and the arrivals together, and spreads them to one task's worth", () => {
     const plan = makePlan(planOf());
     const held = FRAME_CAPACITY.entries.find((e) => e.vcpu === 1)!.framesPerSecond;
-    expect(plan.binding).toMatchObject({ dimension: "frames", demand: expect.closeTo(160_000, 6), holds: held });
-    // Frames a task receives fall as 1/count (all sends × its own subscribers, both ÷ count).
-    expect(plan.suggestedCount).toBe(Math.ceil((10 * 160_000) / held));
+    const taken = ARRIVAL_CAPACITY.entries.find((e) => e.vcpu === 1)!.arrivalsPerSecond;
+    // 160,000 frames and 20 arrivals a second into each 1-vCPU task: the two shares, added.
+    const share = 160_000 / held + 20 / taken;
+    expect(plan.binding).toMatchObject({ dimension: "work", share: expect.closeTo(share, 9) });
+    // Frames and arrivals a task takes fall as 1/count (all sends × its own subscribers, both ÷ count).
+    expect(plan.suggestedCount).toBe(Math.ceil(10 * share));
     const users = estimateUsers(effectiveConfig(broadcast), broadcast.scenarios);
-    const perTask = { ...users, peak: (users.peak * 10) / plan.suggestedCount! };
-    expect(framesPerTask(perTask.audiences, 0, perTask.peak, plan.suggestedCount!)).toBeLessThanOrEqual(held);
+    const perTask = (users.peak * 10) / plan.suggestedCount!;
+    const frames = framesPerTask(users.audiences, 0, perTask, plan.suggestedCount!);
+    expect(frames / held + (20 * 10) / plan.suggestedCount! / taken).toBeLessThanOrEqual(1);
     const text = plan.lines.join("\n");
     expect(text).toContain("receives: about 160,000 broadcast frames a second per task at the peak (BenchmarkChannel: 800 sends/s in all, heard by 200 users a task)");
-    expect(text).toContain("frames received bind");
+    expect(text).toContain("frames received and arrivals together bind: each task's work would take");
     expect(text).toContain(`suggested: --count ${plan.suggestedCount} per region`);
   });
 
@@ -85,11 +89,13 @@ describe("what a broadcast's users receive", () => {
     expect(echo.echoesPerUserSecond).toBeCloseTo(1, 10);
   });
 
-  it("a room a processor picks cannot be read: named, and sized by the chat measurement alone", () => {
+  it("a room a processor picks cannot be read: named, and sized by the chat measurement, its HTTP publishes and arrivals", () => {
     const rooms = loadScenario(path.join(repo, "scenarios/pubsub-rooms.yml"));
     const plan = makePlan(planOf({ config: effectiveConfig(rooms), scenarios: rooms.scenarios, phasesMs: rooms.durationMs, count: 1 }));
     expect(plan.users!.unreadable).toEqual(["{{ room }}"]);
-    expect(plan.binding).toMatchObject({ dimension: "users" });
+    // Its publishes (4,000 × 0.25 a second against the chat figure's 212.5) and its 100 arrivals a second (against 250), added.
+    expect(plan.binding).toMatchObject({ dimension: "work", parts: ["arrivals", "publishes"] });
+    expect(plan.binding!.share).toBeCloseTo(1000 / 212.5 + 100 / 250, 9);
     expect(plan.lines.join("\n")).toContain('who hears "{{ room }}" cannot be read from the script');
   });
 });
@@ -118,8 +124,9 @@ describe("prices: Spot, ARM64, regions", () => {
 
   it("the plan names the cheapest capacity that holds the load, ARM64 Spot where it is priced", () => {
     const plan = makePlan(planOf());
-    expect(plan.cheapest).toMatchObject({ arch: "arm64", capacity: "spot", count: plan.suggestedCount });
-    expect(plan.lines.join("\n")).toMatch(/cheapest that holds it: --count \d+ --cpu 1024 --memory 2048 --arch arm64 --spot: about \$/);
+    expect(plan.cheapest).toMatchObject({ arch: "arm64", capacity: "spot" });
+    expect(plan.cheapest!.cost).toBeLessThan(plan.cost!.total * plan.suggestedCount! / 10);
+    expect(plan.lines.join("\n")).toMatch(/cheapest that holds it: --count \d+ --cpu \d+ --memory \d+ --arch arm64 --spot: about \$/);
   });
 
   it("traffic for a known frame size and count: sends out as egress, both ways through NAT without public addresses", () => {
@@ -165,7 +172,33 @@ describe("runs refused or flagged before they start", () => {
   });
 });
 
-it("shares are measured dimensions only", () => {
-  const users = estimateUsers(effectiveConfig(broadcast), broadcast.scenarios);
-  expect(shares(users, 10, 1024, 2048).map((d) => d.dimension)).toEqual(["frames", "users"]);
+describe("dimensions that add up", () => {
+  it("cable-broadcast.yml: frames, arrivals and their sum, beside users at once; the sum is the two shares added", () => {
+    const users = estimateUsers(effectiveConfig(broadcast), broadcast.scenarios);
+    const dims = shares(users, 10, 1024, 2048);
+    expect(dims.map((d) => d.dimension).sort()).toEqual(["arrivals", "frames", "users", "work"]);
+    const of = (name: string) => dims.find((d) => d.dimension === name)!;
+    expect(of("arrivals")).toMatchObject({ demand: 20, holds: ARRIVAL_CAPACITY.entries[0].arrivalsPerSecond });
+    expect(of("work").share).toBeCloseTo(of("frames").share + of("arrivals").share, 12);
+    expect(dims[0].dimension).toBe("work");
+  });
+
+  it("HTTP publishes: pubsub-rooms.yml's 0.25 a user a second, against what the chat figure's users published", () => {
+    const rooms = loadScenario(path.join(repo, "scenarios/pubsub-rooms.yml"));
+    const users = estimateUsers(effectiveConfig(rooms), rooms.scenarios);
+    expect(users.publishesPerUserSecond).toBeCloseTo(10 / 40, 10);
+    const publishes = shares(users, 1, 1024, 2048).find((d) => d.dimension === "publishes")!;
+    expect(publishes.demand).toBeCloseTo(4000 * 0.25, 6);
+    expect(publishes.holds).toBeCloseTo((850 * 10) / 40, 6);
+  });
+
+  it("a flow that sends as fast as the server answers is said to be unpaced; processor functions are named as assumed", () => {
+    const bots = loadScenario(path.join(repo, "scenarios/bot-stress.yml"));
+    const plan = makePlan(planOf({ config: effectiveConfig(bots), scenarios: bots.scenarios, phasesMs: bots.durationMs }));
+    expect(plan.users!.unpaced).toBe(true);
+    expect(plan.lines.join("\n")).toContain("as fast as the server answers, so its rate (and the CPU it takes) is not known before the run");
+    const waves = loadScenario(path.join(repo, "scenarios/avalanche.yml"));
+    const avalanche = makePlan(planOf({ config: effectiveConfig(waves), scenarios: waves.scenarios, phasesMs: waves.durationMs }));
+    expect(avalanche.lines.join("\n")).toContain("assumed: the flow's functions (waitForWave, startClock, recordConnectToConfirm, waveDone) take no time");
+  });
 });

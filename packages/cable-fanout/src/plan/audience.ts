@@ -22,6 +22,8 @@ export interface FlowTraffic {
   sendsTo: Map<string, number>;
   /** Sends answered to the sender alone (the benchmark protocol's `echo`). */
   echoes: number;
+  /** Sends made as HTTP requests (publish: the Pusher API, AnyCable's broadcast endpoint). */
+  publishes: number;
   subscribes: Map<string, Spread>;
   /** Channel names that cannot be read before the run, as written. */
   unreadable: Set<string>;
@@ -29,7 +31,7 @@ export interface FlowTraffic {
   sendBodies: number[];
 }
 
-export const emptyTraffic = (): FlowTraffic => ({ sendsTo: new Map(), echoes: 0, subscribes: new Map(), unreadable: new Set(), sendBodies: [] });
+export const emptyTraffic = (): FlowTraffic => ({ sendsTo: new Map(), echoes: 0, publishes: 0, subscribes: new Map(), unreadable: new Set(), sendBodies: [] });
 
 /**
  * A channel name's key and spread: a fixed name; `{{ $randomNumber(a, b) }}` spreads over b − a + 1

@@ -168,6 +168,8 @@ export function makePlan(input: PlanInput): LaunchPlan {
     const sends = users.sendsPerUserSecond > 0 ? `, each sending ${rate(users.sendsPerUserSecond)} message(s)/s` : "";
     lines.push(`  users: about ${fmt(users.peak)} at once per task at the peak (${fmt(users.arrivals)} arrive over ${fmt(users.phasesSeconds)} s; ${stay}), ${fmt(users.peak * total)} in all; each user ${users.does}${sends} (sized as the ${users.workload} workload)`);
     lines.push(...receiveLines(users, total));
+    if (users.functions.length > 0) lines.push(`  assumed: the flow's functions (${users.functions.join(", ")}) take no time and leave its pacing as written; one that holds users back and releases them together (a wave) makes bursts the plan does not see`);
+    if (users.unpaced) lines.push("  sends: a flow sends with no think or listen between its sends, only waits for answers: as fast as the server answers, so its rate (and the CPU it takes) is not known before the run; sized by its users and arrivals alone");
     // A local task is a process on this machine: what a Fargate task holds says nothing of it.
     const dims = input.backend === "aws" ? shares(users, total, size.cpu, size.memoryMiB) : [];
     if (input.backend === "aws" && dims.length === 0) {
@@ -177,11 +179,11 @@ export function makePlan(input: PlanInput): LaunchPlan {
       plan.binding = binding;
       plan.holds = dims.find((d) => d.dimension === "users")?.holds;
       plan.suggestedCount = countHolding(input.count, binding);
-      lines.push(`  one ${size.cpu / 1024} vCPU task holds ${dims.map(holdsText).join(" and ")} (measured ${TASK_CAPACITY.measuredOn}, ${FRAME_CAPACITY.measuredOn}: ${TASK_CAPACITY.criterion}; ${TASK_CAPACITY.doc})${arch === "arm64" ? "; on ARM64 as on x86, assumed: ARM64 is not measured here" : ""}`);
-      lines.push(`  ${binding.dimension === "frames" ? "frames received bind" : "users at once bind"}: ${verdict(binding)}`);
+      lines.push(`  one ${size.cpu / 1024} vCPU task holds ${dims.filter((d) => d.dimension !== "work").map(holdsText).join(", ")} (measured ${TASK_CAPACITY.measuredOn}, ${FRAME_CAPACITY.measuredOn}: ${TASK_CAPACITY.criterion}; ${TASK_CAPACITY.doc})${arch === "arm64" ? "; on ARM64 as on x86, assumed: ARM64 is not measured here" : ""}`);
+      lines.push(`  ${binding.dimension === "work" ? `${(binding.parts ?? []).map((p) => PART[p]).join(" and ")} together bind` : BINDS[binding.dimension]}: ${verdict(binding)}`);
       if (plan.suggestedCount !== input.count) {
         const factor = input.count / plan.suggestedCount;
-        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(3)).toLocaleString("en-US")} (--overrides on config.phases)`);
+        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(3)).toLocaleString("en-US")} (--overrides on config.phases)${SUGGESTED_COST_MARK}`);
       }
     }
   }
@@ -209,10 +211,12 @@ export function makePlan(input: PlanInput): LaunchPlan {
       );
     const cost = estimateAt({ count: input.count, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
     plan.cost = cost;
+    const suggestedAt = lines.findIndex((l) => l.endsWith(SUGGESTED_COST_MARK));
+    const holding = plan.suggestedCount === undefined ? cost : estimateAt({ count: plan.suggestedCount, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
+    if (suggestedAt >= 0) lines[suggestedAt] = `${lines[suggestedAt].slice(0, -SUGGESTED_COST_MARK.length)}: about ${usd(holding.total)}`;
     if (users && plan.binding) {
       const cheapest = cheapestHolding(users, input, estimateAt);
       // Against this size at the count that holds the load: the run as asked may not hold it at all.
-      const holding = plan.suggestedCount === undefined ? cost : estimateAt({ count: plan.suggestedCount, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
       const same = cheapest && cheapest.cpu === size.cpu && cheapest.arch === arch && cheapest.capacity === input.capacity;
       if (cheapest && !same && cheapest.cost < holding.total) {
         plan.cheapest = cheapest;
@@ -221,12 +225,12 @@ export function makePlan(input: PlanInput): LaunchPlan {
     }
     for (const region of input.regions) lines.push(`  ${regionLine(region, input, size.cpu, cost)}`);
     const parts = (pick: (r: CostEstimate["regions"][number]) => number) => usd(cost.regions.reduce((n, r) => n + pick(r), 0));
-    const upTo = cost.upTo > cost.total ? ` (up to ${usd(cost.upTo)}${input.capacity === "spot" ? " if every task falls back to on-demand" : ""}${plan.traffic ? ", traffic at its high end" : ""})` : "";
+    const upTo = usd(cost.upTo) !== usd(cost.total) ? ` (up to ${usd(cost.upTo)}${input.capacity === "spot" ? " if every task falls back to on-demand" : ""}${plan.traffic ? ", traffic at its high end" : ""})` : "";
     const inAll = runs > 1 ? `, ${runs} runs like this one in all` : "";
     const spotNote = input.capacity === "on-demand" ? "" : ` on Fargate Spot${input.capacity === "spot" ? " (falling back to on-demand where Spot has no room)" : ""}`;
     const duration = phasesKnown ? `${BILLED_BEYOND_PHASES.readyS} s to be ready, the phases, ${BILLED_BEYOND_PHASES.stopS} s to stop` : `the phases cannot be read, so each task is priced for --max-duration (${fmt(input.maxDurationMs / 60_000)} min), a placeholder: the real run may be far shorter`;
     lines.push(
-      `  cost: about ${usd(cost.total)}${spotNote}${upTo}${inAll} for about ${fmt(cost.taskSeconds / 60)} min a task (${duration}): Fargate ${parts((r) => r.fargate)}, public IPv4 ${parts((r) => r.publicIpv4)}, S3 ${parts((r) => r.s3)}, logs ${parts((r) => r.logs)}, traffic ${plan.traffic ? `${parts((r) => r.traffic[0])}–${parts((r) => r.traffic[1])}` : "not estimated"}; list prices as of ${cost.asOf} (packages/cable-fanout/src/plan/prices.ts)`,
+      `  cost: about ${usd(cost.total)}${spotNote}${upTo}${inAll} for about ${fmt(cost.taskSeconds / 60)} min a task (${duration}): Fargate ${parts((r) => r.fargate)}, public IPv4 ${parts((r) => r.publicIpv4)}, S3 ${parts((r) => r.s3)}, logs ${parts((r) => r.logs)}, traffic ${plan.traffic ? range(parts((r) => r.traffic[0]), parts((r) => r.traffic[1])) : "not estimated"}; list prices as of ${cost.asOf} (packages/cable-fanout/src/plan/prices.ts)`,
     );
     lines.push(...priceNotes(input, cost, arch));
     lines.push(trafficLine(plan.traffic, input.regions, publicIp));
@@ -279,17 +283,34 @@ function cheapestHolding(users: UsersEstimate, input: PlanInput, estimateAt: (c:
   return best;
 }
 
+/** Where the suggested count's cost goes once the cost is known (the line is written before it). */
+const SUGGESTED_COST_MARK = "\u0000cost";
+const range = (low: string, high: string) => (low === high ? low : `${low}–${high}`);
+
 const choiceFlags = (c: Choice) => `--count ${c.count} --cpu ${c.cpu} --memory ${c.memoryMiB}${c.arch === "arm64" ? " --arch arm64" : ""}${c.capacity === "spot" ? " --spot" : ""}`;
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 const rate = (n: number) => (n >= 10 ? fmt(n) : Number(n.toFixed(2)).toLocaleString("en-US"));
 
+const BINDS: Record<Exclude<DimensionShare["dimension"], "work">, string> = {
+  users: "users at once bind",
+  frames: "frames received bind",
+  arrivals: "arrivals bind",
+  publishes: "HTTP publishes bind",
+};
+const PART: Record<DimensionShare["dimension"], string> = { users: "users", frames: "frames received", arrivals: "arrivals", publishes: "HTTP publishes", work: "work" };
+
 function holdsText(d: DimensionShare): string {
-  return d.dimension === "users" ? `about ${fmt(d.holds)} users at once` : `about ${fmt(d.holds)} broadcast frames received a second`;
+  if (d.dimension === "users") return `about ${fmt(d.holds)} users at once`;
+  if (d.dimension === "frames") return `about ${fmt(d.holds)} broadcast frames received a second`;
+  if (d.dimension === "publishes") return `about ${fmt(d.holds)} HTTP publishes a second`;
+  return `about ${fmt(d.holds)} arrivals a second`;
 }
 
 function verdict(d: DimensionShare): string {
-  const what = d.dimension === "users" ? `${fmt(d.demand)} users at once` : `${fmt(d.demand)} frames a second`;
+  if (d.dimension === "work") return `each task's work ${d.share > 1 ? "would take" : "takes"} ${fmt(d.share * 100)}% of what it holds (the measured shares added)${d.share > 1 ? ": the generator, not the server, would set the figures" : ""}`;
+  const unit = { users: "users at once", frames: "frames a second", arrivals: "arrivals a second", publishes: "HTTP publishes a second" }[d.dimension];
+  const what = `${fmt(d.demand)} ${unit}`;
   return d.share > 1
     ? `each task would carry ${what}, ${fmt(d.share * 100)}% of what it holds: the generator, not the server, would set the figures`
     : `each task carries ${what}, ${fmt(d.share * 100)}% of what it holds`;

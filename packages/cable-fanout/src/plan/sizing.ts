@@ -1,11 +1,13 @@
 // How many tasks a run needs, from what one task must carry on each measured dimension: the users
-// at once (the listen or chat measurement) and the broadcast frames it receives a second (the
-// broadcast measurement). Each dimension's share is demand ÷ what one task holds; the largest
-// binds. Every dimension falls as 1/count when the same users are spread over more tasks (frames
-// too: a task's frames are all tasks' sends × its own subscribers, and both shrink with count), so
-// the count that brings the binding share to 1 is ⌈count × share⌉.
+// at once (the listen or chat measurement), the broadcast frames it receives a second (the
+// broadcast measurement), the users it takes in a second (the arrivals measurement) and the HTTP
+// publishes it makes a second (from the chat measurement). Each dimension's share is demand ÷ what
+// one task holds. Frames, arrivals and publishes each measured a task's worth of work on their
+// own, so where a flow has several their shares add ("work"); the largest share binds. Every dimension falls as 1/count when the same users are spread over more tasks
+// (frames too: a task's frames are all tasks' sends × its own subscribers, and both shrink with
+// count), so the count that brings the binding share to 1 is ⌈count × share⌉.
 import { framesPerTask } from "./audience.js";
-import { framesHeld, taskCapacity, type Workload } from "./task-capacity.js";
+import { arrivalsHeld, framesHeld, publishesHeld, taskCapacity, type Workload } from "./task-capacity.js";
 import type { UsersEstimate } from "./users.js";
 
 /** Memory a task's users may fill before the size is judged too small (the rest is Node, Artillery, the kernel's buffers). */
@@ -18,15 +20,17 @@ export const SIZES = [
   { cpu: 4096, memoryMiB: 8192 },
 ] as const;
 
-export type Dimension = "users" | "frames";
+export type Dimension = "users" | "frames" | "arrivals" | "publishes" | "work";
 
 export interface DimensionShare {
   dimension: Dimension;
-  /** What one task must carry: users at once, or frames received a second. */
+  /** What one task must carry: users at once, frames received a second, users taken in a second; for work, the sum of the two shares in %. */
   demand: number;
   /** What one task of the size holds. */
   holds: number;
   share: number;
+  /** For work: the dimensions added. */
+  parts?: Dimension[];
 }
 
 /** What one task of `cpu`/`memoryMiB` holds of `workload`: the measured figure at its vCPU, bounded by its memory. */
@@ -49,7 +53,20 @@ export function shares(users: UsersEstimate, tasksInAll: number, cpu: number, me
   if (holds !== undefined) out.push({ dimension: "users", demand: users.peak, holds, share: users.peak / holds });
   const frames = taskFrames(users, tasksInAll);
   const held = framesHeld(cpu / 1024);
-  if (frames > 0 && held) out.push({ dimension: "frames", demand: frames, holds: held.framesPerSecond, share: frames / held.framesPerSecond });
+  const frameShare = frames > 0 && held ? { dimension: "frames" as const, demand: frames, holds: held.framesPerSecond, share: frames / held.framesPerSecond } : undefined;
+  const taken = arrivalsHeld(cpu / 1024);
+  const arrivalShare = users.peakArrivalsPerSecond > 0 && taken ? { dimension: "arrivals" as const, demand: users.peakArrivalsPerSecond, holds: taken.arrivalsPerSecond, share: users.peakArrivalsPerSecond / taken.arrivalsPerSecond } : undefined;
+  const publishes = users.publishesPerUserSecond * users.peak;
+  const posted = publishesHeld(cpu / 1024);
+  const publishShare = publishes > 0 && posted ? { dimension: "publishes" as const, demand: publishes, holds: posted.publishesPerSecond, share: publishes / posted.publishesPerSecond } : undefined;
+  const parts: DimensionShare[] = [];
+  for (const d of [frameShare, arrivalShare, publishShare]) if (d) parts.push(d);
+  out.push(...parts);
+  // Together: the CPU each measured alone, added (at the same peak: an upper bound where one's peak comes before another's).
+  if (parts.length > 1) {
+    const share = parts.reduce((n, d) => n + d.share, 0);
+    out.push({ dimension: "work", demand: share * 100, holds: 100, share, parts: parts.map((d) => d.dimension) });
+  }
   return out.sort((a, b) => b.share - a.share);
 }
 

@@ -14,6 +14,8 @@ export interface UsersEstimate {
   peak: number;
   /** Users the phases start in one task. */
   arrivals: number;
+  /** The most users the phases start in one second, in one task. */
+  peakArrivalsPerSecond: number;
   /** How long a user's flow lasts (weighted over the scenarios); undefined when some step's length cannot be known. */
   flowSeconds: number | undefined;
   /** The phases' length. */
@@ -22,12 +24,18 @@ export interface UsersEstimate {
   workload: Workload;
   /** What the flow does, in the plan's words. */
   does: FlowKind;
-  /** Messages a user sends a second over its flow (0 for listeners). */
+  /** Messages a user sends a second over its flow (0 for listeners, and where `unpaced`). */
   sendsPerUserSecond: number;
+  /** Some flow sends with nothing between its sends but waits for answers: its rate is the server's round trip, not the script's. */
+  unpaced: boolean;
+  /** The processor functions the flows call (`function` steps), whose pacing the plan cannot read. */
+  functions: string[];
   /** Per channel the script can name: who sends to it and who hears it (audience.ts). */
   audiences: AudienceRate[];
   /** Sends a user makes a second that only the sender hears (echo). */
   echoesPerUserSecond: number;
+  /** Sends a user makes a second as HTTP requests (publish), each far dearer than a frame. */
+  publishesPerUserSecond: number;
   /** Channels whose audience cannot be read before the run, as written (a room a processor picks, a stream the app subscribes to). */
   unreadable: string[];
   /** The mean size (bytes) of what a send carries as the script writes it: its data as JSON. */
@@ -64,17 +72,22 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
     receives ||= walk.receives;
     return { share: flow.weight / totalWeight, walk };
   });
+  const unpaced = walks.some(({ walk }) => walk.sends > 0 && walk.seconds === 0);
+  const functions = [...new Set(flows.flatMap((f) => functionNames(f.steps)))];
   const arrivals = perSecond.reduce((n, a) => n + a, 0);
   const peak = flowSeconds === undefined ? arrivals : peakWithin(perSecond, Math.max(1, Math.ceil(flowSeconds)));
   return {
     peak: Math.round(peak),
     arrivals: Math.round(arrivals),
+    peakArrivalsPerSecond: Math.max(0, ...perSecond),
     flowSeconds,
     phasesSeconds: perSecond.length,
     // A user that sends at all pays for its sends and their echoes: sized by the chat measurement.
     workload: sends > 0 ? "chat" : "listen",
     does: sends > 0 ? (receives ? "sends and receives" : "sends") : receives ? "receives" : "connects",
     sendsPerUserSecond: flowSeconds ? sends / flowSeconds : 0,
+    unpaced,
+    functions,
     ...audienceRates(walks, flowSeconds),
   };
 }
@@ -84,17 +97,19 @@ export function estimateUsers(config: Json, scenarios: unknown[]): UsersEstimate
  * law: a flow's share of the users at once is its share of arrivals × its length, and its users
  * send its sends over that length.
  */
-function audienceRates(walks: { share: number; walk: Walk }[], flowSeconds: number | undefined): Pick<UsersEstimate, "audiences" | "echoesPerUserSecond" | "unreadable" | "sendBytes"> {
+function audienceRates(walks: { share: number; walk: Walk }[], flowSeconds: number | undefined): Pick<UsersEstimate, "audiences" | "echoesPerUserSecond" | "publishesPerUserSecond" | "unreadable" | "sendBytes"> {
   const unreadable = new Set(walks.flatMap((w) => [...w.walk.traffic.unreadable]));
   const bodies = walks.flatMap((w) => w.walk.traffic.sendBodies);
   const sendBytes = bodies.length > 0 ? bodies.reduce((n, b) => n + b, 0) / bodies.length : 0;
-  if (!flowSeconds || walks.some((w) => w.walk.seconds === undefined)) return { audiences: [], echoesPerUserSecond: 0, unreadable: [...unreadable], sendBytes };
+  if (!flowSeconds || walks.some((w) => w.walk.seconds === undefined)) return { audiences: [], echoesPerUserSecond: 0, publishesPerUserSecond: 0, unreadable: [...unreadable], sendBytes };
   const spreads = new Map<string, Spread>();
   for (const { walk } of walks) for (const [key, spread] of walk.traffic.subscribes) spreads.set(key, spread);
   const audiences = new Map<string, AudienceRate>();
   const rate = (key: string, spread: Spread) => audiences.get(key) ?? audiences.set(key, { channel: key, sendsPerUserSecond: 0, subscribedShare: 0, spread }).get(key)!;
   let echoes = 0;
+  let publishes = 0;
   for (const { share, walk } of walks) {
+    publishes += (share * walk.traffic.publishes) / flowSeconds;
     // Per user at the peak: this flow's users are share × seconds / flowSeconds of them.
     const present = (share * walk.seconds!) / flowSeconds;
     echoes += (share * walk.traffic.echoes) / flowSeconds;
@@ -106,7 +121,7 @@ function audienceRates(walks: { share: number; walk: Walk }[], flowSeconds: numb
     }
     for (const [key, spread] of walk.traffic.subscribes) rate(key, spread).subscribedShare += present;
   }
-  return { audiences: [...audiences.values()].filter((a) => a.sendsPerUserSecond > 0), echoesPerUserSecond: echoes, unreadable: [...unreadable], sendBytes };
+  return { audiences: [...audiences.values()].filter((a) => a.sendsPerUserSecond > 0), echoesPerUserSecond: echoes, publishesPerUserSecond: publishes, unreadable: [...unreadable], sendBytes };
 }
 
 /** Arrivals in each second of the phases (Artillery's arrivalRate, rampTo, arrivalCount and pause). */
@@ -230,6 +245,7 @@ function walkSteps(steps: unknown[], variables: Json, aliases: Map<string, strin
       const spec = isRecord(step[kind]) ? (step[kind] as Json) : {};
       traffic.sendBodies.push(JSON.stringify(spec.data ?? {}).length);
       const target = sendTarget(kind, spec, aliases, variables);
+      if (kind === "publish") traffic.publishes += p;
       if (target === "echo") traffic.echoes += p;
       else if ("unreadable" in target) traffic.unreadable.add(target.unreadable);
       else for (const key of target.keys) traffic.sendsTo.set(key, (traffic.sendsTo.get(key) ?? 0) + p);
@@ -239,8 +255,14 @@ function walkSteps(steps: unknown[], variables: Json, aliases: Map<string, strin
   return { seconds, sends, receives, traffic };
 }
 
+/** The `function` steps of a flow, loops included. */
+function functionNames(steps: unknown[]): string[] {
+  return steps.flatMap((step) => (!isRecord(step) ? [] : Array.isArray(step.loop) ? functionNames(step.loop) : typeof step.function === "string" ? [step.function] : []));
+}
+
 function mergeTraffic(into: FlowTraffic, inner: FlowTraffic, times: number): void {
   into.echoes += inner.echoes * times;
+  into.publishes += inner.publishes * times;
   for (const [key, n] of inner.sendsTo) into.sendsTo.set(key, (into.sendsTo.get(key) ?? 0) + n * times);
   for (const [key, spread] of inner.subscribes) into.subscribes.set(key, spread);
   for (const name of inner.unreadable) into.unreadable.add(name);

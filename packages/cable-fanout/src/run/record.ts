@@ -145,8 +145,8 @@ export const recordSchema = z.object({
       suggestedCount: z.number().optional(),
       /** The stack's architecture the estimate priced; absent before Graviton: x86_64. */
       arch: z.enum(["x86_64", "arm64"]).optional(),
-      /** The dimension that set the suggested count (users at once, or broadcast frames a second). */
-      binding: z.enum(["users", "frames"]).optional(),
+      /** The dimension that set the suggested count (users at once, broadcast frames a second, arrivals a second, or frames and arrivals together). */
+      binding: z.enum(["users", "frames", "arrivals", "publishes", "work"]).optional(),
       /** What one task sends and receives, low and high (bytes). */
       traffic: z.object({ sent: z.tuple([z.number(), z.number()]), received: z.tuple([z.number(), z.number()]) }).optional(),
     })
