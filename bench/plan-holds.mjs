@@ -40,7 +40,7 @@ const share = Number(flags.share);
 const LOCAL = {
   "chat.yml": {},
   "active-chat.yml": {},
-  "bot-stress.yml": {},
+  "bot-stress.yml": { variables: { commands: 20000 } },
   "spike.yml": { variables: { messages: 10 } },
   "soak.yml": { variables: { stay_messages: 3 } },
   "soak-pubsub.yml": { variables: { stay_messages: 3 } },

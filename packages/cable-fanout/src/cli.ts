@@ -54,10 +54,14 @@ export const PLAN_HELP = `
 Every run prints this block before its first RunTask, and --max-cost refuses a run whose estimate is
 higher; above ${usd(ASK_ABOVE_USD)} a run asks at the terminal, or needs --yes where nobody can answer.
 Users per task come from the phases and the flow's thinks and listens (every task runs the whole
-script); what one task holds, from the capacities measured per workload at 1, 2 and 4 vCPU
-(docs/benchmarks.md, "What one task holds"); prices, from the table in src/plan/prices.ts (its
-sources and date are printed). Without credentials or a deployed stack, plan still prices the run
-from --cpu/--memory or the stack's default size (4 vCPU / 8 GiB) and says what it could not check.
+script); what they receive, from each send's channel and its subscribers in every task; what one
+task holds, from the capacities measured at 1, 2 and 4 vCPU (users at once, broadcast frames and
+arrivals a second: docs/benchmarks.md, "What one task holds"), the dimension that binds setting the
+suggested --count, with the cheapest size, architecture and capacity that holds the load; prices
+(Spot and ARM64 included), from the table in src/plan/prices.ts (its sources and dates are
+printed), with the traffic's bytes. Without credentials or a deployed stack, plan still prices the
+run from --cpu/--memory, --arch and --subnets or the stack's default size (4 vCPU / 8 GiB x86_64)
+and says what it could not check.
 Exit status: 0 the run would start; 2 it would not (a quota, addresses, a secret, --max-cost).`;
 
 /** --env's help, for run, compare, plan and capacity. */
