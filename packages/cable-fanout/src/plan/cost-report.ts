@@ -35,7 +35,8 @@ export function renderCostSection(record: Pick<RunRecord, "estimate" | "billed" 
   if (!e) return "";
   const tasks = record.count * record.regions.length;
   const lines = ["", "### Cost", "", "| | Tasks | Task time | Cost |", "|---|---|---|---|"];
-  const upTo = e.upToUsd > e.usd ? ` (up to ${usd(e.upToUsd)} on on-demand)` : "";
+  // The high end: every Spot task fallen back to on-demand, the traffic at its most.
+  const upTo = usd(e.upToUsd) !== usd(e.usd) ? ` (up to ${usd(e.upToUsd)} at its high end)` : "";
   lines.push(`| Estimate before the run | ${tasks} | ${tasks} × ${minutes(e.taskSeconds)} | ${usd(e.usd)}${upTo} |`);
   const b = record.billed;
   if (b) {
