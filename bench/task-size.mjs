@@ -94,13 +94,13 @@ const entries = [];
 const frameEntries = [];
 const arrivalEntries = [];
 for (const workload of workloads.filter((w) => w === "arrivals")) {
-  for (const cores of [1, 2]) arrivalEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], arrivalsPerSecond: results.held[`arrivals-${cores}`]?.arrivalsPerSecond ?? 0, basis: "measured" });
-  arrivalEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], arrivalsPerSecond: 2 * (results.held["arrivals-2"]?.arrivalsPerSecond ?? 0), basis: "extrapolated" });
+  for (const cores of [1, 2]) arrivalEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], perSecond: results.held[`arrivals-${cores}`]?.arrivalsPerSecond ?? 0, basis: "measured" });
+  arrivalEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], perSecond: 2 * (results.held["arrivals-2"]?.arrivalsPerSecond ?? 0), basis: "extrapolated" });
 }
 for (const workload of workloads.filter((w) => w === "broadcast")) {
   // Frames a second received in the held run (what the users got, not the pace asked); 4 vCPU twice 2.
-  for (const cores of [1, 2]) frameEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], framesPerSecond: results.held[`broadcast-${cores}`]?.framesPerSecond ?? 0, basis: "measured" });
-  frameEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], framesPerSecond: 2 * (results.held["broadcast-2"]?.framesPerSecond ?? 0), basis: "extrapolated" });
+  for (const cores of [1, 2]) frameEntries.push({ vcpu: cores, memoryMiB: FARGATE_MEMORY_MIB[cores], perSecond: results.held[`broadcast-${cores}`]?.framesPerSecond ?? 0, basis: "measured" });
+  frameEntries.push({ vcpu: 4, memoryMiB: FARGATE_MEMORY_MIB[4], perSecond: 2 * (results.held["broadcast-2"]?.framesPerSecond ?? 0), basis: "extrapolated" });
 }
 for (const workload of workloads.filter((w) => w === "listen" || w === "chat")) {
   // Memory per user: the largest of the workload's runs, held or not (peak RSS, garbage included,

@@ -312,14 +312,8 @@ export async function measureChatTask(target, { rate, cores, rooms = 100, memory
   const deadline = Date.now() + (seconds + messages * 2 + stay + 60) * 1000;
   const script = replayScript(target, { phases, rooms, messages, stay });
   const { run, samples, pinned } = await runArtillery(`task-chat-${rate}-${cores}c`, script, { target, cores, deadline, env: { PUSHER_APP_SECRET: "local-secret" } });
-  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()));
-  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
-  let aggregate = null;
-  try {
-    aggregate = run.collect();
-  } catch {}
+  const { code, peakRss, aggregate, counters: c } = await settle(run, samples, deadline, 0);
   const s = aggregate?.summaries ?? {};
-  const c = aggregate?.counters ?? {};
   const pick = (name) => (s[name] ? { p50: s[name].p50 ?? s[name].median, p99: s[name].p99 } : null);
   const peak = Math.max(0, ...samples.map((x) => x.connections));
   return judge({
@@ -349,6 +343,17 @@ export async function measureChatTask(target, { rate, cores, rooms = 100, memory
   });
 }
 
+/** The generator's exit within its deadline (and `graceMs`), its peak RSS, and Artillery's aggregate (null if it wrote none). */
+async function settle(run, samples, deadline, graceMs) {
+  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + graceMs);
+  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
+  let aggregate = null;
+  try {
+    aggregate = run.collect();
+  } catch {}
+  return { code, peakRss, aggregate, counters: aggregate?.counters ?? {} };
+}
+
 /** arrivals: how long each user stays, and the sustained phase's length. */
 const ARRIVALS = { stayS: 2, sustainS: 40 };
 
@@ -373,13 +378,7 @@ export async function measureArrivalsTask(target, { rate, cores, memoryMiB = FAR
     scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "BenchmarkChannel", as: "bench" } }, { think: ARRIVALS.stayS }, { disconnect: {} }] }],
   };
   const { run, samples, pinned } = await runArtillery(`task-arrivals-${rate}-${cores}c`, script, { target, cores, deadline });
-  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 30_000);
-  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
-  let aggregate = null;
-  try {
-    aggregate = run.collect();
-  } catch {}
-  const c = aggregate?.counters ?? {};
+  const { code, peakRss, aggregate, counters: c } = await settle(run, samples, deadline, 30_000);
   const expected = WARMUP.rate * WARMUP.seconds + rate * ARRIVALS.sustainS;
   const result = judge({
     workload: "arrivals",
@@ -435,13 +434,7 @@ export async function measureBroadcastTask(target, { framesPerSecond, cores, mem
     ],
   };
   const { run, samples, pinned } = await runArtillery(`task-broadcast-${framesPerSecond}-${cores}c`, script, { target, cores, deadline });
-  const code = await exitWithin(run.child, Math.max(0, deadline - Date.now()) + 30_000);
-  const peakRss = Math.max(0, ...samples.map((x) => x.rss));
-  let aggregate = null;
-  try {
-    aggregate = run.collect();
-  } catch {}
-  const c = aggregate?.counters ?? {};
+  const { code, peakRss, aggregate, counters: c } = await settle(run, samples, deadline, 30_000);
   const received = c[METRICS.messagesReceived] ?? 0;
   const sent = c[METRICS.messagesSent] ?? 0;
   const delivered = received / BROADCAST_LOOP_S;

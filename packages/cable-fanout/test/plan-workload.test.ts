@@ -43,8 +43,8 @@ describe("what a broadcast's users receive", () => {
 
   it("the count it suggests is set by the frames and the arrivals together, and spreads them to one task's worth", () => {
     const plan = makePlan(planOf());
-    const held = FRAME_CAPACITY.entries.find((e) => e.vcpu === 1)!.framesPerSecond;
-    const taken = ARRIVAL_CAPACITY.entries.find((e) => e.vcpu === 1)!.arrivalsPerSecond;
+    const held = FRAME_CAPACITY.entries.find((e) => e.vcpu === 1)!.perSecond;
+    const taken = ARRIVAL_CAPACITY.entries.find((e) => e.vcpu === 1)!.perSecond;
     // 160,000 frames and 20 arrivals a second into each 1-vCPU task: the two shares, added.
     const share = 160_000 / held + 20 / taken;
     expect(plan.binding).toMatchObject({ dimension: "work", share: expect.closeTo(share, 9) });
@@ -178,7 +178,7 @@ describe("dimensions that add up", () => {
     const dims = shares(users, 10, 1024, 2048);
     expect(dims.map((d) => d.dimension).sort()).toEqual(["arrivals", "frames", "users", "work"]);
     const of = (name: string) => dims.find((d) => d.dimension === name)!;
-    expect(of("arrivals")).toMatchObject({ demand: 20, holds: ARRIVAL_CAPACITY.entries[0].arrivalsPerSecond });
+    expect(of("arrivals")).toMatchObject({ demand: 20, holds: ARRIVAL_CAPACITY.entries[0].perSecond });
     expect(of("work").share).toBeCloseTo(of("frames").share + of("arrivals").share, 12);
     expect(dims[0].dimension).toBe("work");
   });

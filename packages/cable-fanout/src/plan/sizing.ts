@@ -7,7 +7,7 @@
 // (frames too: a task's frames are all tasks' sends × its own subscribers, and both shrink with
 // count), so the count that brings the binding share to 1 is ⌈count × share⌉.
 import { framesPerTask } from "./audience.js";
-import { arrivalsHeld, framesHeld, publishesHeld, taskCapacity, type Workload } from "./task-capacity.js";
+import { ARRIVAL_CAPACITY, FRAME_CAPACITY, publishesHeld, rateHeld, taskCapacity, type Workload } from "./task-capacity.js";
 import type { UsersEstimate } from "./users.js";
 
 /** Memory a task's users may fill before the size is judged too small (the rest is Node, Artillery, the kernel's buffers). */
@@ -52,10 +52,11 @@ export function shares(users: UsersEstimate, tasksInAll: number, cpu: number, me
   const holds = holdsPerTask(users.workload, cpu, memoryMiB);
   if (holds !== undefined) out.push({ dimension: "users", demand: users.peak, holds, share: users.peak / holds });
   const frames = taskFrames(users, tasksInAll);
-  const held = framesHeld(cpu / 1024);
-  const frameShare = frames > 0 && held ? { dimension: "frames" as const, demand: frames, holds: held.framesPerSecond, share: frames / held.framesPerSecond } : undefined;
-  const taken = arrivalsHeld(cpu / 1024);
-  const arrivalShare = users.peakArrivalsPerSecond > 0 && taken ? { dimension: "arrivals" as const, demand: users.peakArrivalsPerSecond, holds: taken.arrivalsPerSecond, share: users.peakArrivalsPerSecond / taken.arrivalsPerSecond } : undefined;
+  const held = rateHeld(FRAME_CAPACITY, cpu / 1024);
+  const frameShare = frames > 0 && held ? { dimension: "frames" as const, demand: frames, holds: held.perSecond, share: frames / held.perSecond } : undefined;
+  const taken = rateHeld(ARRIVAL_CAPACITY, cpu / 1024);
+  const arrivals = users.peakArrivalsPerSecond;
+  const arrivalShare = arrivals > 0 && taken ? { dimension: "arrivals" as const, demand: arrivals, holds: taken.perSecond, share: arrivals / taken.perSecond } : undefined;
   const publishes = users.publishesPerUserSecond * users.peak;
   const posted = publishesHeld(cpu / 1024);
   const publishShare = publishes > 0 && posted ? { dimension: "publishes" as const, demand: publishes, holds: posted.publishesPerSecond, share: publishes / posted.publishesPerSecond } : undefined;

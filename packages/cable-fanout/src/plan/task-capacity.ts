@@ -55,71 +55,62 @@ export function taskCapacity(workload: Workload, vcpu: number): TaskCapacity | u
   return TASK_CAPACITY.entries.find((e) => e.workload === workload && e.vcpu === vcpu);
 }
 
-/** Broadcast frames a second one task receives and holds, by size: the binding figure of a fan-out. */
-export interface FrameCapacity {
+/** A rate one task of a size holds: broadcast frames received, or users taken in, a second. */
+export interface RateCapacity {
   vcpu: 1 | 2 | 4;
   memoryMiB: number;
-  framesPerSecond: number;
+  perSecond: number;
   basis: "measured" | "extrapolated";
 }
 
-// The broadcast workload: scenarios/cable-broadcast.yml's users (a fifth send `broadcast` on one
-// stream every socket hears, the rest listen) against the local target, the senders' pace moved
-// until the generator's lag breaks the criterion above; frames = what the users received a second.
-// Measured with `node bench/task-size.mjs --workload broadcast` on the quiet machine
-// (bench/results/task-size-broadcast-2026-11-29.json; docs/benchmarks.md, "Broadcast frames one
-// task receives (issue 54)"). 2 vCPU is a lower bound: the local target, fanning out 50,000 frames
-// a second, shares this machine's second core with Artillery's main thread.
-export const FRAME_CAPACITY: {
+/** A rate's table: what was measured, how, and its entries by size. */
+export interface RateTable {
   measuredOn: string;
   workload: string;
   command: string;
-  entries: readonly FrameCapacity[];
-} = {
+  entries: readonly RateCapacity[];
+}
+
+// Frames: scenarios/cable-broadcast.yml's users (a fifth send `broadcast` on one stream every socket
+// hears, the rest listen) against the local target, the senders' pace moved until the generator's
+// lag breaks the criterion above; frames = what the users received a second. Measured with
+// `node bench/task-size.mjs --workload broadcast` on the quiet machine
+// (bench/results/task-size-broadcast-2026-11-29.json; docs/benchmarks.md, "What one task
+// receives, takes in and publishes (issue 54)"). 2 vCPU is a lower bound: the local target,
+// fanning out 50,000 frames a second, shares this machine's second core with Artillery's main thread.
+export const FRAME_CAPACITY: RateTable = {
   measuredOn: "2026-11-29",
   workload: "200 users on one stream, a fifth of them sending `broadcast` (each received by all 200), for 40 s; frames = the broadcasts the users received a second",
   command: "node bench/task-size.mjs --workload broadcast",
   entries: [
     // Held 32,745 a second (lag p99 34.1 ms); 50,433 did not (67.4 ms).
-    { vcpu: 1, memoryMiB: 2048, framesPerSecond: 32_745, basis: "measured" },
+    { vcpu: 1, memoryMiB: 2048, perSecond: 32_745, basis: "measured" },
     // Held 50,313 (24.3 ms); asked for 60,000, the target delivered 48,903 (10.1 ms): the target's limit here, not the generator's.
-    { vcpu: 2, memoryMiB: 4096, framesPerSecond: 50_313, basis: "measured" },
-    { vcpu: 4, memoryMiB: 8192, framesPerSecond: 100_626, basis: "extrapolated" },
+    { vcpu: 2, memoryMiB: 4096, perSecond: 50_313, basis: "measured" },
+    { vcpu: 4, memoryMiB: 8192, perSecond: 100_626, basis: "extrapolated" },
   ],
 };
 
-/** Frames a second one task of `vcpu` holds, or undefined without a figure. */
-export function framesHeld(vcpu: number): FrameCapacity | undefined {
-  return FRAME_CAPACITY.entries.find((e) => e.vcpu === vcpu);
-}
-
-/** Users a second one task can take in (connect, subscribe, leave): what a churning flow pays for over and over. */
-export interface ArrivalCapacity {
-  vcpu: 1 | 2 | 4;
-  memoryMiB: number;
-  arrivalsPerSecond: number;
-  basis: "measured" | "extrapolated";
-}
-
-// Users connect, subscribe to one stream, stay 2 s and leave, at a sustained rate the search moves.
-// Measured with `node bench/task-size.mjs --workload arrivals` on the quiet machine
+// Arrivals: users connect, subscribe to one stream, stay 2 s and leave, at a sustained rate the
+// search moves: what a churning flow pays for over and over. Measured with
+// `node bench/task-size.mjs --workload arrivals` on the quiet machine
 // (bench/results/task-size-arrivals-2026-11-29.json).
-export const ARRIVAL_CAPACITY: { measuredOn: string; workload: string; command: string; entries: readonly ArrivalCapacity[] } = {
+export const ARRIVAL_CAPACITY: RateTable = {
   measuredOn: "2026-11-29",
   workload: "users connect, subscribe to one stream, stay 2 s and leave, at a sustained rate for 40 s",
   command: "node bench/task-size.mjs --workload arrivals",
   entries: [
     // Held 250 a second (lag p99 48.9 ms); 300 did not (64.7 ms).
-    { vcpu: 1, memoryMiB: 2048, arrivalsPerSecond: 250, basis: "measured" },
+    { vcpu: 1, memoryMiB: 2048, perSecond: 250, basis: "measured" },
     // Held 400 (40.9 ms), the largest step tried: a lower bound.
-    { vcpu: 2, memoryMiB: 4096, arrivalsPerSecond: 400, basis: "measured" },
-    { vcpu: 4, memoryMiB: 8192, arrivalsPerSecond: 800, basis: "extrapolated" },
+    { vcpu: 2, memoryMiB: 4096, perSecond: 400, basis: "measured" },
+    { vcpu: 4, memoryMiB: 8192, perSecond: 800, basis: "extrapolated" },
   ],
 };
 
-/** Arrivals a second one task of `vcpu` takes in, or undefined without a figure. */
-export function arrivalsHeld(vcpu: number): ArrivalCapacity | undefined {
-  return ARRIVAL_CAPACITY.entries.find((e) => e.vcpu === vcpu);
+/** The entry of a rate's table for `vcpu`, or undefined without a figure. */
+export function rateHeld(table: RateTable, vcpu: number): RateCapacity | undefined {
+  return table.entries.find((e) => e.vcpu === vcpu);
 }
 
 /**
