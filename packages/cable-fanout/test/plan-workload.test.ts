@@ -172,6 +172,21 @@ describe("runs refused or flagged before they start", () => {
   });
 });
 
+it("a scenario's channel and function names reach the terminal as one printable line", () => {
+  const evil = "room\u001b]8;;http://x\u0007\nfake: line";
+  const plan = makePlan(
+    planOf({
+      config: { phases: [{ duration: 10, arrivalRate: 1 }] },
+      scenarios: [{ flow: [{ function: "pick\u001b[2J" }, { subscribe: { channel: evil, as: "r" } }, { loop: [{ perform: { channel: "r", action: "speak" } }, { think: 1 }], count: 5 }, { publish: { channel: "{{ picked }}\r\nx" } }] }],
+    }),
+  );
+  const text = plan.lines.join("\n");
+  expect(text).toContain("room ]8;;http://x fake: line:");
+  expect(text).toContain("functions (pick [2J)");
+  expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+  expect(plan.lines.every((l) => !l.includes("\n"))).toBe(true);
+});
+
 describe("dimensions that add up", () => {
   it("cable-broadcast.yml: frames, arrivals and their sum, beside users at once; the sum is the two shares added", () => {
     const users = estimateUsers(effectiveConfig(broadcast), broadcast.scenarios);

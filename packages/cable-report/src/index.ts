@@ -41,7 +41,7 @@ export { BUSIEST_TASK, liveResults, type LivePeriodFold, type LiveRegion, type L
 export { LivePageServer, type LiveServerOptions, type LiveTransfer } from "./live-server.js";
 export { evaluateVerdictCheck, judgeVerdictChecks, parseVerdictCheck, verdictCheckProblems, VerdictCheckError, type VerdictCheck } from "./verdict-checks.js";
 export { JUDGED_BY_RUNNER_ENV, judgeFailedUsers, overLineMessage, readMaxFailedUsers, type FailedUsersVerdict, type MaxFailedUsers } from "artillery-engine-cable/failed-users";
-export { inline, LIMITS } from "./text.js";
+export { inline, LIMITS, plain } from "./text.js";
 export { historyRecord, scenarioHash, HISTORY_FORMAT, RUN_KINDS, type HistoryRecord, type RunIdentity as HistoryRunIdentity, type RunKind } from "./history/record.js";
 export { HistoryInputError, openHistory, parseHistoryLocation, type HistoryRead, type HistoryStore } from "./history/store.js";
 export { HISTORY_GATE, judgeAgainstHistory, type HistoryVerdict } from "./history/gate.js";

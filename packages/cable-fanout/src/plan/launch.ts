@@ -2,6 +2,7 @@
 // `cable-fanout plan` does): how many users each task will carry, what one task of that size holds
 // for this kind of workload, whether the regions' quotas and subnets hold the run, and what it will
 // cost; then the guard that refuses a run dearer than --max-cost, or asks above a threshold.
+import { plain } from "artillery-plugin-cable-report";
 import type { Arch, RegionFacts } from "../backend.js";
 import { FanoutInputError } from "../errors.js";
 import type { BackendKind } from "../region-names.js";
@@ -158,6 +159,7 @@ export function makePlan(input: PlanInput): LaunchPlan {
   }
   const plan: LaunchPlan = { size, arch, lines, ...(users ? { users } : {}) };
   const refusals: string[] = [];
+  let suggestedLine: number | undefined;
   if (input.env) {
     lines.push(...taskEnvLines(input.env));
     const missing = missingEnvProblem(input.env, input.backend);
@@ -168,7 +170,7 @@ export function makePlan(input: PlanInput): LaunchPlan {
     const sends = users.sendsPerUserSecond > 0 ? `, each sending ${rate(users.sendsPerUserSecond)} message(s)/s` : "";
     lines.push(`  users: about ${fmt(users.peak)} at once per task at the peak (${fmt(users.arrivals)} arrive over ${fmt(users.phasesSeconds)} s; ${stay}), ${fmt(users.peak * total)} in all; each user ${users.does}${sends} (sized as the ${users.workload} workload)`);
     lines.push(...receiveLines(users, total));
-    if (users.functions.length > 0) lines.push(`  assumed: the flow's functions (${users.functions.join(", ")}) take no time and leave its pacing as written; one that holds users back and releases them together (a wave) makes bursts the plan does not see`);
+    if (users.functions.length > 0) lines.push(`  assumed: the flow's functions (${users.functions.map((f) => named(f)).join(", ")}) take no time and leave its pacing as written; one that holds users back and releases them together (a wave) makes bursts the plan does not see`);
     if (users.unpaced) lines.push("  sends: a flow sends with no think or listen between its sends, only waits for answers: as fast as the server answers, so its rate (and the CPU it takes) is not known before the run; sized by its users and arrivals alone");
     // A local task is a process on this machine: what a Fargate task holds says nothing of it.
     const dims = input.backend === "aws" ? shares(users, total, size.cpu, size.memoryMiB) : [];
@@ -183,7 +185,8 @@ export function makePlan(input: PlanInput): LaunchPlan {
       lines.push(`  ${binding.dimension === "work" ? `${(binding.parts ?? []).map((p) => PART[p]).join(" and ")} together bind` : BINDS[binding.dimension]}: ${verdict(binding)}`);
       if (plan.suggestedCount !== input.count) {
         const factor = input.count / plan.suggestedCount;
-        lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(3)).toLocaleString("en-US")} (--overrides on config.phases)${SUGGESTED_COST_MARK}`);
+        // Its cost is added once the run is priced, below (an AWS run; a local one has no suggestion).
+        suggestedLine = lines.push(`  suggested: --count ${plan.suggestedCount} per region carries the same ${fmt(users.peak * input.count)} users a region gets, each task's arrivals ×${Number(factor.toFixed(3)).toLocaleString("en-US")} (--overrides on config.phases)`) - 1;
       }
     }
   }
@@ -211,9 +214,8 @@ export function makePlan(input: PlanInput): LaunchPlan {
       );
     const cost = estimateAt({ count: input.count, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
     plan.cost = cost;
-    const suggestedAt = lines.findIndex((l) => l.endsWith(SUGGESTED_COST_MARK));
     const holding = plan.suggestedCount === undefined ? cost : estimateAt({ count: plan.suggestedCount, cpu: size.cpu, memoryMiB: size.memoryMiB, arch, capacity: input.capacity });
-    if (suggestedAt >= 0) lines[suggestedAt] = `${lines[suggestedAt].slice(0, -SUGGESTED_COST_MARK.length)}: about ${usd(holding.total)}`;
+    if (suggestedLine !== undefined) lines[suggestedLine] += `: about ${usd(holding.total)}`;
     if (users && plan.binding) {
       const cheapest = cheapestHolding(users, input, estimateAt);
       // Against this size at the count that holds the load: the run as asked may not hold it at all.
@@ -283,9 +285,10 @@ function cheapestHolding(users: UsersEstimate, input: PlanInput, estimateAt: (c:
   return best;
 }
 
-/** Where the suggested count's cost goes once the cost is known (the line is written before it). */
-const SUGGESTED_COST_MARK = "\u0000cost";
 const range = (low: string, high: string) => (low === high ? low : `${low}–${high}`);
+
+/** A name the scenario wrote, as one printable line for the terminal (no escape sequence, no line break). */
+const named = (text: string) => plain(text, 120);
 
 const choiceFlags = (c: Choice) => `--count ${c.count} --cpu ${c.cpu} --memory ${c.memoryMiB}${c.arch === "arm64" ? " --arch arm64" : ""}${c.capacity === "spot" ? " --spot" : ""}`;
 
@@ -322,12 +325,12 @@ function receiveLines(users: UsersEstimate, tasksInAll: number): string[] {
   const frames = taskFrames(users, tasksInAll);
   if (frames > 0) {
     const by = users.audiences
-      .map((a) => `${a.channel}: ${rate(a.sendsPerUserSecond * users.peak * tasksInAll)} sends/s in all, heard by ${fmt(a.subscribedShare * users.peak)} users a task${a.spread === "per-user" ? " (each their own)" : a.spread > 1 ? ` spread over ${fmt(a.spread)} channels` : ""}`)
+      .map((a) => `${named(a.channel)}: ${rate(a.sendsPerUserSecond * users.peak * tasksInAll)} sends/s in all, heard by ${fmt(a.subscribedShare * users.peak)} users a task${a.spread === "per-user" ? " (each their own)" : a.spread > 1 ? ` spread over ${fmt(a.spread)} channels` : ""}`)
       .join("; ");
     lines.push(`  receives: about ${fmt(frames)} broadcast frames a second per task at the peak (${by}${users.echoesPerUserSecond > 0 ? `; echoes ${rate(users.echoesPerUserSecond * users.peak)}/s` : ""}); assumed: a perform other than echo is broadcast to the channel's subscribers`);
   }
   if (users.unreadable.length > 0) {
-    lines.push(`  receives: who hears ${users.unreadable.map((c) => JSON.stringify(c)).join(", ")} cannot be read from the script (picked at run time, or streamed by the app): sized by the measured ${users.workload} workload`);
+    lines.push(`  receives: who hears ${users.unreadable.map((c) => JSON.stringify(named(c))).join(", ")} cannot be read from the script (picked at run time, or streamed by the app): sized by the measured ${users.workload} workload`);
   }
   return lines;
 }
