@@ -36,7 +36,7 @@ export function renderCostSection(record: Pick<RunRecord, "estimate" | "billed" 
   const tasks = record.count * record.regions.length;
   const lines = ["", "### Cost", "", "| | Tasks | Task time | Cost |", "|---|---|---|---|"];
   // The high end: every Spot task fallen back to on-demand, the traffic at its most.
-  const upTo = usd(e.upToUsd) !== usd(e.usd) ? ` (up to ${usd(e.upToUsd)} at its high end)` : "";
+  const upTo = usd(e.upToUsd) !== usd(e.usd) ? ` (up to ${usd(e.upToUsd)} if Spot tasks fall back to on-demand and the traffic is at its most)` : "";
   lines.push(`| Estimate before the run | ${tasks} | ${tasks} × ${minutes(e.taskSeconds)} | ${usd(e.usd)}${upTo} |`);
   const b = record.billed;
   if (b) {

@@ -18,8 +18,8 @@ const ENVELOPE = {
 const CONNECT = { sent: 450, received: 400 } as const;
 /** A WebSocket frame's header: client frames are masked (RFC 6455 §5.2), payloads under 126 bytes. */
 const WS_HEADER = { client: 6, server: 2 } as const;
-/** Per packet when a frame travels alone: IPv4 + TCP with timestamps (52), a TLS 1.3 record (22 + a 1-byte type … rounded to 29). */
-const PACKET = { tcpIp: 52, tls: 29 } as const;
+/** Per packet when a frame travels alone: IPv4 + TCP with timestamps (20 + 32), a TLS 1.3 record (5-byte header, 1-byte inner type, 16-byte AEAD tag). */
+const PACKET = { tcpIp: 52, tls: 22 } as const;
 
 export interface TrafficInput {
   users: UsersEstimate;
