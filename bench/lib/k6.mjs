@@ -61,7 +61,7 @@ export function k6Scenarios({ n0, n, pauseMs, ratePerSecond, deadline }) {
   return scenarios;
 }
 
-const LISTEN_SCRIPT = `
+export const LISTEN_SCRIPT = `
 import cable from "k6/x/cable";
 import { sleep } from "k6";
 import { Counter, Trend } from "k6/metrics";
@@ -93,7 +93,7 @@ export default function () {
 // The capacity scenario (scenarios/capacity-anycable.yml with capacity_rate/capacity_users) as a
 // k6 user writes it: follow one of the rooms' public streams, publish a stamped message through the
 // HTTP broadcaster on the same schedule as processors/capacity.js, record every delivery.
-const CHAT_SCRIPT = `
+export const CHAT_SCRIPT = `
 import cable from "k6/x/cable";
 import http from "k6/http";
 import { sleep } from "k6";

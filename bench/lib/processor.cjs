@@ -2,6 +2,10 @@
 // deadline (BENCH_DEADLINE, epoch ms), however late it arrived, so that the run ends soon after
 // the harness has measured and no VU leaves before the broadcasts.
 module.exports = {
+  /** A user that arrives and leaves (bench/whole-process.mjs's arrivals): what a VU costs by itself. */
+  arrive(_context, _events, done) {
+    done();
+  },
   untilDeadline(context, _events, done) {
     const seconds = Math.max(0.1, (Number(process.env.BENCH_DEADLINE) - Date.now()) / 1000);
     context.vars.listenFor = seconds.toFixed(3);
