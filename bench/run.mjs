@@ -9,7 +9,8 @@
 // machine's speed cancels out. The local target runs in a process of its own; each load generator
 // runs in another and is measured from /proc (CPU of all its threads, RSS), never by itself.
 // See docs/benchmarks.md for the method.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -21,6 +22,7 @@ import { startTarget } from "./lib/target.mjs";
 import { startAnycableTarget } from "./lib/anycable-target.mjs";
 import { measureChat, measureConnect, measureIdle, measureLatency, measureListen, measureScale } from "./lib/workloads.mjs";
 import { engineRevision, machineFacts, renderMarkdown, renderTable, writeDocTable } from "./lib/report.mjs";
+import { marginal, wholeHold } from "./lib/whole.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values: flags } = parseArgs({
@@ -41,7 +43,7 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   console.log(
-    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, realServer, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --peer-workloads comma-separated: connect, listen, idle, chat (default: all)\n  --peer-connect-many the connect workload's larger count of users (default 2000; memory per user is within the method's noise below ~10,000)\n  --arrival-runs how many runs of each arrival rate of the engine's timer (default 1 in full mode, 2 in quick; the CPU goal takes the worst; Artillery's own timer runs once)\n  --arrival-rates comma-separated arrivals per second (default 100,1000)\n  --peer-targets the targets of the peer runs, in turn within each run (default local,anycable-go; the goals are judged on the last)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
+    "Usage: node bench/run.mjs [--quick] [--no-scale] [--only <sections>] [--render <results.json>]\n  --quick     CI mode: small N, no scale run, fails on a regression\n  --no-scale  full mode without the 20,000-connection runs\n  --only      comma-separated: listen, latency, connect, arrivals, whole, realServer, replay, peer, scale (default: all of the mode)\n  --peer-runs how many paired runs against k6 + xk6-cable (default 5; the worst counts)\n  --peer-workloads comma-separated: connect, listen, idle, chat (default: all)\n  --peer-connect-many the connect workload's larger count of users (default 2000; memory per user is within the method's noise below ~10,000)\n  --arrival-runs how many runs of each arrival rate of the engine's timer (default 1 in full mode, 2 in quick; the CPU goal takes the worst; Artillery's own timer runs once)\n  --arrival-rates comma-separated arrivals per second (default 100,1000)\n  --peer-targets the targets of the peer runs, in turn within each run (default local,anycable-go; the goals are judged on the last)\n  --replay-rate the replay's sustained arrivals per second (default 100, RelayBox's; another rate is measured, not held to the goal)\n  --render    rewrite the table in docs/benchmarks.md from a full run's results, without running",
   );
   process.exit(0);
 }
@@ -75,6 +77,11 @@ const MODES = {
     // Two runs per rate, the better one counts: lateness is what the scheduler adds, and a CI
     // machine's neighbours only ever add to it (both runs are kept in the results).
     arrivals: { rates: [100, 1_000], seconds: 3, precise: false, repeats: 2 },
+    // The whole process (issue 55): 200 and 4,000 users connect, subscribe, hold 5 s and leave, one
+    // whole `artillery run` each against the bare client's whole process, the better of two runs:
+    // what the window figures cannot see (start-up cancels; the VUs' end, the metrics, the report
+    // and the exit count). bench/whole-process.mjs is the full comparison, against k6.
+    whole: { few: 200, many: 4_000, holdS: 5, ratePerSecond: 1_000, repeats: 2 },
     // The listen workload on a real server too (anycable-go from the harness, issue 43): one run
     // of the bare client and one of the engine (each run holds its users to a fixed deadline, ~45 s;
     // two runs each put the quick mode past its limit on CI). The five paired runs are the full mode's.
@@ -91,6 +98,7 @@ const MODES = {
     // its first half minute whatever its timer does (V8 warming: 35 ms/s at 100 arrivals/s 10 s in,
     // 19 ms/s a minute in; an idle one has full collections on V8's helper threads for ~20 s).
     arrivals: { rates: [100, 1_000], seconds: 60, warmSeconds: 30, precise: true, repeats: 1 },
+    whole: { few: 200, many: 4_000, holdS: 5, ratePerSecond: 1_000, repeats: 3 },
     realServer: { listen: { n0: 10, n: 2_000, broadcasts: 100, ratePerSecond: 500, repeats: 1 } },
     replay: { precise: true },
     // Against k6 + xk6-cable, the peer our users would pick instead: paired runs (the engine, then
@@ -153,8 +161,9 @@ const wanted = (section) => Boolean(mode[section]) && (!only || only.has(section
 
 // The whole invocation is bounded: a run that hangs past this is a failure, not a wait. The quick
 // mode takes about 7–8 minutes on CI (2026-11-28: 8 min 10 s with two real-server runs, which hit
-// the old 8-minute line); 12 leaves room for a slow neighbour.
-const RUN_LIMIT_MS = flags.quick ? 12 * 60_000 : 90 * 60_000;
+// the old 8-minute line), and about 1.5 more with the whole-process check; 14 leaves room for a
+// slow neighbour.
+const RUN_LIMIT_MS = flags.quick ? 14 * 60_000 : 90 * 60_000;
 setTimeout(() => {
   console.error(`bench: still running after ${RUN_LIMIT_MS / 60_000} min; giving up`);
   process.exit(2);
@@ -164,7 +173,7 @@ const log = (msg) => console.error(`[bench ${new Date().toISOString().slice(11, 
 const startedAt = new Date();
 const target = await startTarget();
 log(`local target ${target.cableUrl} (pid ${target.child.pid})`);
-const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], realServer: null, replay: {}, peer: null, scale: {} };
+const results = { mode: modeName, startedAt: startedAt.toISOString(), engine: engineRevision(path.join(here, "..")), machine: machineFacts(), settings: mode, listen: {}, latency: {}, connect: {}, arrivals: [], whole: null, realServer: null, replay: {}, peer: null, scale: {} };
 
 try {
   const listenRuns = {};
@@ -212,6 +221,24 @@ try {
         log(`  ${JSON.stringify(a)}`);
       }
     }
+  }
+  if (wanted("whole")) {
+    const w = mode.whole;
+    const dir = mkdtempSync(path.join(os.tmpdir(), "cable-bench-whole-"));
+    const runs = { "bare-ws": [], "cable-engine": [] };
+    for (let run = 0; run < w.repeats; run++) {
+      for (const [name, subject] of [["bare-ws", "bare"], ["cable-engine", "engine"]]) {
+        log(`whole process: ${name}, ${w.few} and ${w.many} users connect, subscribe, hold ${w.holdS} s (run ${run + 1} of ${w.repeats})`);
+        const sized = [];
+        for (const n of [w.few, w.many]) sized.push(await wholeHold(target, subject, n, { ...w, dir, id: `${name}-${n}-${run}` }));
+        const m = marginal(sized[0], sized[1], (r) => r.users);
+        const measured = { cpuMsPerUser: Math.round(m.cpuPerUnitS * 1e6) / 1000, users: sized.map((r) => r.users), cpuS: sized.map((r) => r.cpuS) };
+        runs[name].push(measured);
+        log(`  ${JSON.stringify(measured)}`);
+      }
+    }
+    const best = (list) => list.reduce((a, b) => (b.cpuMsPerUser < a.cpuMsPerUser ? b : a));
+    results.whole = { "bare-ws": best(runs["bare-ws"]), "cable-engine": best(runs["cable-engine"]), runs };
   }
   if (wanted("realServer")) {
     // The same listen workload against anycable-go: a real server's pings (each connection on its
@@ -370,6 +397,7 @@ results.ratios = {
   ...(latency["cable-engine"] ? { latency: latency["cable-engine"].p50 - latency["bare-ws"].p50 } : {}),
   ...(scale["cable-engine"] ? { scale: scale["cable-engine"].heldPeak / 20_000 } : {}),
   // What a user pays per VU in a 1,000/s ramp, arrival timer included, against the bare client's marginal.
+  ...(results.whole ? { whole: results.whole["cable-engine"].cpuMsPerUser / results.whole["bare-ws"].cpuMsPerUser } : {}),
   ...(results.connect["cable-engine"] ? { connect: results.connect["cable-engine"].cpuMsPerVuMany / results.connect["bare-ws"].marginalCpuMsPerVu } : {}),
   // The worst rate's best run.
   ...(ourArrivals.length ? { arrivals: Math.max(...mode.arrivals.rates.map((rate) => Math.min(...ourArrivals.filter((a) => a.rate === rate).map((a) => a.latenessMs.p99)))) } : {}),

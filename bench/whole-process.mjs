@@ -30,7 +30,7 @@ import { startAnycableTarget } from "./lib/anycable-target.mjs";
 import { CHAT_SCRIPT, findK6, k6Scenarios, LISTEN_SCRIPT } from "./lib/k6.mjs";
 import { sleep } from "./lib/proc.mjs";
 import { engineRevision, machineFacts } from "./lib/report.mjs";
-import { marginal, processor, round, startTimedArtillery, startTimedK6 } from "./lib/whole.mjs";
+import { marginal, processor, round, startTimedArtillery, startTimedK6, threeSizes } from "./lib/whole.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WORKLOADS = ["hold", "listen", "chat", "arrivals", "sign-in"];
@@ -360,6 +360,8 @@ writeFileSync(out, JSON.stringify(results, null, 2) + "\n");
 console.log(table(results.pairs));
 console.log("\n" + results.goals.map((g) => `${g.met === null ? "–" : g.met ? "met" : "MISSED"}  ${g.name}: ${g.worst ?? "no figure"} (goal ${g.goal})`).join("\n"));
 console.log(`\nresults: ${path.relative(process.cwd(), out)}`);
+// The servers are stopped; a pooled fetch connection must not keep the bench waiting.
+process.exit(0);
 
 /**
  * One whole run; a run that fails (k6 + xk6-cable panics now and then in goja, from onMessage) is
@@ -376,23 +378,17 @@ async function attempt(what, run) {
   }
 }
 
-/**
- * Three whole runs of one workload, at 1, N/10 and N: the CPU per unit at scale (N/10 to N, what
- * each more user costs once the process is warm), per unit from one (1 to N, the process's first
- * users' warming counted in), and the warming itself: what the runs from 1 to N/10 cost beyond
- * their units at the scale rate (V8 compiling the hot paths, once a process).
- */
+/** Three whole runs of one workload, at 1, N/10 and N, and their figures (lib/whole.mjs threeSizes). */
 async function sized(what, sizes, run, units) {
   const runs = [];
   for (const n of sizes) runs.push(await attempt(`${what} ${n}`, () => run(n)));
-  const [one, tenth, all] = runs;
-  const atScale = marginal(tenth, all, units);
-  const fromOne = marginal(one, all, units);
-  const warmingS = atScale && !one.error && !tenth.error ? round(tenth.cpuS - one.cpuS - atScale.cpuPerUnitS * (units(tenth) - units(one)), 2) : null;
-  return { runs: runs.map((r, i) => ({ n: sizes[i], ...slim(r), units: r.error ? null : units(r), failed: r.failed, signedIn: r.signedIn })), atScale, fromOne, largest: atScale, warmingS };
+  const figures = threeSizes(...runs, units);
+  return { runs: runs.map((r, i) => ({ n: sizes[i], ...slim(r), units: r.error ? null : units(r), failed: r.failed, signedIn: r.signedIn })), ...figures, largest: figures.atScale };
 }
 
-const ms = (m) => round(m && m.cpuPerUnitS * 1000);
+function ms(m) {
+  return round(m && m.cpuPerUnitS * 1000);
+}
 
 function slim(r) {
   return r.error ? { error: r.error } : { cpuS: r.cpuS, maxRssKb: r.maxRssKb, wallS: r.wallS };

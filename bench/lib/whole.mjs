@@ -96,6 +96,44 @@ export function marginal(small, large, units) {
   return { cpuPerUnitS: (large.cpuS - small.cpuS) / du, rssPerUnitKb: (large.maxRssKb - small.maxRssKb) / du, units: du };
 }
 
+/**
+ * The figures of three whole runs of one workload at 1, N/10 and N: per unit at scale (N/10 to
+ * N: what each more user costs a warm process), per unit from one (1 to N: the process's first
+ * users' warming counted in), and the warming itself: what the units from 1 to N/10 cost beyond
+ * the scale rate (V8 compiling the hot paths, once a process). A failed run leaves its figures null.
+ */
+export function threeSizes(one, tenth, all, units) {
+  const atScale = marginal(tenth, all, units);
+  const fromOne = marginal(one, all, units);
+  const warmingS = atScale && !one.error ? round(tenth.cpuS - one.cpuS - atScale.cpuPerUnitS * (units(tenth) - units(one)), 2) : null;
+  return { atScale, fromOne, warmingS };
+}
+
 export function round(v, digits = 3) {
   return v === undefined || v === null || Number.isNaN(v) ? null : Math.round(v * 10 ** digits) / 10 ** digits;
+}
+
+/**
+ * The quick mode's whole-process check: `n` users connect, subscribe, hold `holdS` and leave, one
+ * whole process of `subject` ("engine": `artillery run`; "bare": bench/bare-client.mjs, the same
+ * work without Artillery) on `target`. Resolves the timing and how many users subscribed.
+ */
+export async function wholeHold(target, subject, n, { holdS, ratePerSecond, dir, id }) {
+  const rampS = Math.max(1, Math.ceil(n / ratePerSecond));
+  const timeoutMs = (rampS + holdS + 60) * 1000;
+  const base = await target.baseline();
+  if (subject === "engine") {
+    const script = {
+      config: { target: target.cableUrl, engines: { cable: {} }, cable: { timeout: 30 }, phases: [{ arrivalCount: n, duration: rampS }] },
+      scenarios: [{ engine: "cable", flow: [{ connect: {} }, { subscribe: { channel: "BenchmarkChannel", as: "s" } }, { think: holdS }] }],
+    };
+    const r = await startTimedArtillery(script, { dir, id, timeoutMs }).done;
+    return { ...r, users: r.counters["vusers.completed"] ?? 0 };
+  }
+  // The bare client holds every user to one deadline: its start (well under a second), the ramp, the hold.
+  const options = { mode: "listen", url: target.cableUrl, identifier: JSON.stringify({ channel: "BenchmarkChannel" }), n0: 0, n, ratePerSecond, deadline: Date.now() + (1 + rampS + holdS) * 1000 };
+  const r = await startTimed([process.execPath, path.join(here, "..", "bare-client.mjs"), JSON.stringify(options)], { dir, id, timeoutMs }).done;
+  const stats = JSON.parse(readFileSync(r.logPath, "utf8").trim().split("\n").at(-1));
+  await target.waitFor((c) => c.connectionsOpen <= base.connectionsOpen, { deadline: Date.now() + 10_000 });
+  return { ...r, users: stats.subscribed };
 }
