@@ -30,7 +30,8 @@ import { startAnycableTarget } from "./lib/anycable-target.mjs";
 import { CHAT_SCRIPT, findK6, k6Scenarios, LISTEN_SCRIPT } from "./lib/k6.mjs";
 import { sleep } from "./lib/proc.mjs";
 import { engineRevision, machineFacts } from "./lib/report.mjs";
-import { marginal, processor, round, startTimedArtillery, startTimedK6, threeSizes } from "./lib/whole.mjs";
+import { processor } from "./lib/subjects.mjs";
+import { marginal, round, startTimedArtillery, startTimedK6, threeSizes } from "./lib/whole.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WORKLOADS = ["hold", "listen", "chat", "arrivals", "sign-in"];
@@ -53,10 +54,11 @@ if (flags.help) {
 const workloads = flags.workloads.split(",");
 const subjects = new Set(flags.subjects.split(","));
 const only = (list) => list.filter((s) => subjects.has(s));
-const unknown = workloads.filter((w) => !WORKLOADS.includes(w));
+const SUBJECTS = ["engine", "k6", "artillery-http"];
+const unknown = [...workloads.filter((w) => !WORKLOADS.includes(w)), ...[...subjects].filter((s) => !SUBJECTS.includes(s))];
 const pairs = Number(flags.pairs);
 if (unknown.length > 0 || !(Number.isInteger(pairs) && pairs >= 1 && pairs <= 20)) {
-  console.error(`--workloads: some of ${WORKLOADS.join(", ")}; --pairs: 1 to 20 (got ${flags.workloads}, ${flags.pairs})`);
+  console.error(`--workloads: some of ${WORKLOADS.join(", ")}; --subjects: some of ${SUBJECTS.join(", ")}; --pairs: 1 to 20 (got ${flags.workloads}; ${flags.subjects}; ${flags.pairs})`);
   process.exit(2);
 }
 const log = (msg) => console.error(`[whole ${new Date().toISOString().slice(11, 19)}] ${msg}`);
@@ -288,9 +290,9 @@ async function signIn(app, subject, n) {
       ? { config: { target: app.ws, engines: { cable: {} }, phases, payload }, scenarios: [{ engine: "cable", flow: signInFlow() }] }
       : { config: { target: app.http, phases, payload }, scenarios: [{ flow: signInFlow() }] };
   const r = await startTimedArtillery(script, { dir, id: id(`sign-in-${subject}-${n}`), timeoutMs }).done;
-  const requests = subject === "engine" ? Object.entries(r.counters)
-            .filter(([k]) => k.startsWith(`${METRICS.httpCodes}.`))
-            .reduce((sum, [, v]) => sum + v, 0) : (r.counters["http.requests"] ?? 0);
+  // The engine counts every answer by status (cable.http_codes.<status>); Artillery's http engine, http.requests.
+  const answers = Object.entries(r.counters).filter(([k]) => k.startsWith(`${METRICS.httpCodes}.`));
+  const requests = subject === "engine" ? answers.reduce((sum, [, v]) => sum + v, 0) : (r.counters["http.requests"] ?? 0);
   return { ...r, requests, signedIn: r.counters["vusers.completed"] ?? 0 };
 }
 
@@ -307,8 +309,7 @@ try {
       row.hold = {};
       for (const s of only(["engine", "k6"])) {
         const f = await sized(`hold ${s}`, [HOLD.few, HOLD.users / 10, HOLD.users], (n) => hold(target, s, n), (r) => r.users);
-        const m = f.largest;
-        row.hold[s] = { runs: f.runs, cpuPerUserMs: ms(f.atScale), fromOneMs: ms(f.fromOne), warmingS: f.warmingS, rssPerUserKb: round(m && m.rssPerUnitKb, 1), failed: f.runs.at(-1).failed };
+        row.hold[s] = { runs: f.runs, cpuPerUserMs: ms(f.atScale), fromOneMs: ms(f.fromOne), warmingS: f.warmingS, rssPerUserKb: round(f.atScale && f.atScale.rssPerUnitKb, 1), failed: f.runs.at(-1).failed };
         log(`pair ${pair} hold ${s}: ${row.hold[s].cpuPerUserMs} ms per user at scale, ${row.hold[s].fromOneMs} from one, warming ${f.warmingS} s; ${row.hold[s].rssPerUserKb} KB peak RSS per user`);
       }
     }
@@ -383,7 +384,7 @@ async function sized(what, sizes, run, units) {
   const runs = [];
   for (const n of sizes) runs.push(await attempt(`${what} ${n}`, () => run(n)));
   const figures = threeSizes(...runs, units);
-  return { runs: runs.map((r, i) => ({ n: sizes[i], ...slim(r), units: r.error ? null : units(r), failed: r.failed, signedIn: r.signedIn })), ...figures, largest: figures.atScale };
+  return { runs: runs.map((r, i) => ({ n: sizes[i], ...slim(r), units: r.error ? null : units(r), failed: r.failed, signedIn: r.signedIn })), ...figures };
 }
 
 function ms(m) {

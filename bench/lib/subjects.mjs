@@ -11,8 +11,8 @@ import { METRICS } from "artillery-engine-cable/metrics";
 
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
-const artilleryBin = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
-const processor = path.join(here, "processor.cjs");
+export const artilleryBin = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
+export const processor = path.join(here, "processor.cjs");
 
 /** BenchmarkChannel streams "all": the stream the harness broadcasts to. */
 export const IDENTIFIER = JSON.stringify({ channel: "BenchmarkChannel" });

@@ -5,15 +5,12 @@
 // the tool's fixed cost cancels in the difference. The window figures (workloads.mjs) answer "is
 // the hot path lean"; these answer "how many machines does my test need".
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { exitWithin, sleep, spawnLogged } from "./proc.mjs";
+import { artilleryBin } from "./subjects.mjs";
 
-const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const artilleryBin = path.join(path.dirname(require.resolve("artillery/package.json")), "bin", "run");
-export const processor = path.join(here, "processor.cjs");
 
 /**
  * Starts `argv` under /usr/bin/time; `done` resolves {cpuS, userS, sysS, maxRssKb, wallS} at its
