@@ -34,6 +34,11 @@ if ! command -v openssl >/dev/null; then
   apt_install openssl
 fi
 
+if [ ! -x /usr/bin/time ]; then
+  echo "setup: installing GNU time (the benchmark's quick mode times whole processes with it)"
+  apt_install time
+fi
+
 if ! command -v chromium >/dev/null; then
   echo "setup: installing Debian's chromium (cable-report renders report.md's charts in it)"
   apt_install chromium
